@@ -1,0 +1,265 @@
+package entitlement
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/stipend-mcp/stipend/money"
+)
+
+// Limits on a consume request.
+const (
+	MaxKeyLength = 255
+	MaxNameLen   = 200 // service, tool and agent IDs
+	MaxUnits     = 1_000_000
+)
+
+// ConsumeRequest asks to charge one tool call to an agent's entitlements.
+type ConsumeRequest struct {
+	AgentID        string
+	Service        string
+	Tool           string
+	IdempotencyKey string
+	// Cost is charged to a credits entitlement. Nil means the call carries no
+	// price, and credits entitlements cannot pay for it.
+	Cost *money.Money
+	// Units is charged to a quota entitlement; 0 means 1.
+	Units int64
+	// EntitlementID, if set, names the one entitlement to charge; otherwise
+	// candidates are chosen by SortCandidates.
+	EntitlementID string
+}
+
+// FieldError names the request field a validation failure is about.
+type FieldError struct {
+	Field  string
+	Reason string
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Reason }
+
+// Normalize fills defaults (Units 1) and validates r. Errors are *FieldError
+// values naming the JSON field.
+func (r *ConsumeRequest) Normalize() error {
+	if r.Units == 0 {
+		r.Units = 1
+	}
+	switch {
+	case !validName(r.AgentID):
+		return &FieldError{"agentId", fmt.Sprintf("must be 1–%d printable ASCII characters", MaxNameLen)}
+	case !validName(r.Service) || r.Service == AnyService:
+		return &FieldError{"service", fmt.Sprintf("must be 1–%d printable ASCII characters and not %q", MaxNameLen, AnyService)}
+	case !validName(r.Tool):
+		return &FieldError{"tool", fmt.Sprintf("must be 1–%d printable ASCII characters", MaxNameLen)}
+	case !ValidIdempotencyKey(r.IdempotencyKey):
+		return &FieldError{"idempotencyKey", fmt.Sprintf("must be 1–%d printable ASCII characters", MaxKeyLength)}
+	case r.Units < 1 || r.Units > MaxUnits:
+		return &FieldError{"units", fmt.Sprintf("must be between 1 and %d", MaxUnits)}
+	case r.EntitlementID != "" && !validName(r.EntitlementID):
+		return &FieldError{"entitlementId", "must be an entitlement ID"}
+	}
+	if r.Cost != nil {
+		if err := r.Cost.Validate(); err != nil {
+			var fe *money.FieldError
+			if errors.As(err, &fe) {
+				return &FieldError{"cost." + fe.Field, fe.Reason}
+			}
+			return &FieldError{"cost", err.Error()}
+		}
+		if r.Cost.Cents < 0 {
+			return &FieldError{"cost.cents", "must not be negative"}
+		}
+	}
+	return nil
+}
+
+// ValidIdempotencyKey reports whether k is 1–255 printable ASCII characters.
+func ValidIdempotencyKey(k string) bool { return printable(k, MaxKeyLength) }
+
+func validName(s string) bool { return printable(s, MaxNameLen) }
+
+func printable(s string, max int) bool {
+	if len(s) == 0 || len(s) > max {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// Fingerprint identifies the parameters of r: a replay of the same key with a
+// different fingerprint is a conflict. Length-prefixed fields make it
+// unambiguous.
+func (r *ConsumeRequest) Fingerprint() string {
+	h := sha256.New()
+	var n [8]byte
+	field := func(s string) {
+		binary.BigEndian.PutUint64(n[:], uint64(len(s)))
+		h.Write(n[:])
+		h.Write([]byte(s))
+	}
+	field(r.AgentID)
+	field(r.Service)
+	field(r.Tool)
+	field(r.EntitlementID)
+	units := r.Units
+	if units == 0 {
+		units = 1
+	}
+	field(strconv.FormatInt(units, 10))
+	if r.Cost != nil {
+		field(r.Cost.Currency)
+		field(strconv.FormatInt(r.Cost.Cents, 10))
+	} else {
+		field("-")
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// ConsumptionKey derives the storage key of an agent's consumption for an
+// idempotency key: a key is unique per agent, so two agents sending the same
+// key never meet. The result is a hex SHA-256, valid as a Firestore document ID
+// whatever the key holds, and never reveals the key.
+func ConsumptionKey(agentID, idempotencyKey string) string {
+	h := sha256.New()
+	var n [8]byte
+	binary.BigEndian.PutUint64(n[:], uint64(len(agentID)))
+	h.Write(n[:])
+	h.Write([]byte(agentID))
+	h.Write([]byte(idempotencyKey))
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Reason says why an entitlement could not pay for a call.
+type Reason string
+
+// The denial reasons.
+const (
+	ReasonNotFound            Reason = "not_found"
+	ReasonRevoked             Reason = "revoked"
+	ReasonExpired             Reason = "expired"
+	ReasonScopeMismatch       Reason = "scope_mismatch"
+	ReasonCurrencyMismatch    Reason = "currency_mismatch"
+	ReasonInsufficientBalance Reason = "insufficient_balance"
+	ReasonQuotaExhausted      Reason = "quota_exhausted"
+	// ReasonCostRequired: a credits entitlement cannot pay for a call that
+	// carries no cost.
+	ReasonCostRequired Reason = "cost_required"
+)
+
+// Denial is one entitlement's reason for refusing a call. EntitlementID is
+// empty when the agent had no entitlement at all.
+type Denial struct {
+	EntitlementID string `json:"entitlementId,omitempty"`
+	Reason        Reason `json:"reason"`
+}
+
+// Consumption records one charged tool call.
+type Consumption struct {
+	ID              string      `json:"id"`
+	AgentID         string      `json:"agentId"`
+	EntitlementID   string      `json:"entitlementId"`
+	EntitlementType Type        `json:"entitlementType"`
+	Service         string      `json:"service"`
+	Tool            string      `json:"tool"`
+	IdempotencyKey  string      `json:"idempotencyKey"`
+	Cost            money.Money `json:"cost,omitzero"`
+	Units           int64       `json:"units"`
+	OccurredAt      time.Time   `json:"occurredAt"`
+	// BalanceAfter (credits) and RemainingAfter (quota) are the entitlement's
+	// state right after this call.
+	BalanceAfter   money.Money `json:"balanceAfter,omitzero"`
+	RemainingAfter *int64      `json:"remainingAfter,omitempty"`
+	// Fingerprint is the request's Fingerprint; it is stored, never shown.
+	Fingerprint string `json:"-"`
+}
+
+// Refresh applies the lazy quota reset at now: once now ≥ ResetAt, Remaining
+// becomes Limit and ResetAt the first boundary after now. It reports whether
+// anything changed. Other kinds are left alone.
+func (e *Entitlement) Refresh(now time.Time) bool {
+	if e.Type != TypeQuota || now.Before(e.Quota.ResetAt) {
+		return false
+	}
+	e.Quota.Remaining = e.Quota.Limit
+	e.Quota.ResetAt = e.Quota.Period.NextBoundary(e.Quota.Anchor, now)
+	return true
+}
+
+// Check reports why e cannot pay for r at now, or "" if it can. It applies the
+// lazy quota reset to e first, so a caller about to write e writes the reset too.
+func (e *Entitlement) Check(now time.Time, r *ConsumeRequest) Reason {
+	switch {
+	case e.Status == StatusRevoked:
+		return ReasonRevoked
+	case e.Expired(now):
+		return ReasonExpired
+	case !e.Scope.Covers(r.Service, r.Tool):
+		return ReasonScopeMismatch
+	}
+	switch e.Type {
+	case TypeCredits:
+		if r.Cost == nil {
+			return ReasonCostRequired
+		}
+		if r.Cost.Currency != e.Credits.Balance.Currency {
+			return ReasonCurrencyMismatch
+		}
+		if e.Credits.Balance.Cents < r.Cost.Cents {
+			return ReasonInsufficientBalance
+		}
+	case TypeQuota:
+		e.Refresh(now)
+		if e.Quota.Remaining < units(r) {
+			return ReasonQuotaExhausted
+		}
+	}
+	return ""
+}
+
+// Consume charges r to e at now: it checks (applying the lazy reset), debits
+// the balance or quota, and returns the consumption to store with id as its ID.
+// On denial e is unchanged but for a lazy reset, and the reason is returned.
+func (e *Entitlement) Consume(now time.Time, r *ConsumeRequest, id string) (Consumption, Reason) {
+	if reason := e.Check(now, r); reason != "" {
+		return Consumption{}, reason
+	}
+	c := Consumption{
+		ID:              id,
+		AgentID:         r.AgentID,
+		EntitlementID:   e.ID,
+		EntitlementType: e.Type,
+		Service:         r.Service,
+		Tool:            r.Tool,
+		IdempotencyKey:  r.IdempotencyKey,
+		Units:           units(r),
+		OccurredAt:      now,
+		Fingerprint:     r.Fingerprint(),
+	}
+	switch e.Type {
+	case TypeCredits:
+		e.Credits.Balance.Cents -= r.Cost.Cents // Check proved it stays ≥ 0
+		c.Cost = *r.Cost
+		c.BalanceAfter = e.Credits.Balance
+	case TypeQuota:
+		e.Quota.Remaining -= c.Units
+		rem := e.Quota.Remaining
+		c.RemainingAfter = &rem
+	}
+	return c, ""
+}
+
+func units(r *ConsumeRequest) int64 {
+	if r.Units == 0 {
+		return 1
+	}
+	return r.Units
+}

@@ -1,0 +1,120 @@
+// Package entitlement holds what an agent may spend and the pure rules for
+// spending it: scope matching, lazy quota reset, expiry, the consume rule and
+// the order in which candidates are tried. Nothing here does I/O; both stores
+// apply these rules inside their transactions.
+package entitlement
+
+import (
+	"time"
+
+	"github.com/stipend-mcp/stipend/money"
+)
+
+// Type is the kind of an entitlement.
+type Type string
+
+// The entitlement kinds.
+const (
+	TypeCredits      Type = "credits"
+	TypeQuota        Type = "quota"
+	TypeSubscription Type = "subscription"
+)
+
+// Valid reports whether t is a known kind.
+func (t Type) Valid() bool {
+	return t == TypeCredits || t == TypeQuota || t == TypeSubscription
+}
+
+// Status is the lifecycle state of an entitlement.
+type Status string
+
+// The entitlement statuses.
+const (
+	StatusActive  Status = "active"
+	StatusRevoked Status = "revoked"
+)
+
+// Valid reports whether s is a known status.
+func (s Status) Valid() bool { return s == StatusActive || s == StatusRevoked }
+
+// MaxMetadataEntries and MaxMetadataBytes bound an entitlement's or account's
+// metadata, so documents stay far below Firestore's 1 MiB limit.
+const (
+	MaxMetadataEntries = 32
+	MaxMetadataBytes   = 4096
+)
+
+// Account is an agent's account. Its ID is the agent ID.
+type Account struct {
+	AgentID     string            `json:"agentId"`
+	DisplayName string            `json:"displayName,omitempty"`
+	Metadata    map[string]string `json:"metadata,omitempty"`
+	CreatedAt   time.Time         `json:"createdAt"`
+	UpdatedAt   time.Time         `json:"updatedAt"`
+}
+
+// Entitlement is one thing an agent may consume from. Exactly one of Credits,
+// Quota and Subscription is set, matching Type.
+type Entitlement struct {
+	ID           string            `json:"id"`
+	AgentID      string            `json:"agentId"`
+	Type         Type              `json:"type"`
+	Scope        Scope             `json:"scope"`
+	Status       Status            `json:"status"`
+	CreatedAt    time.Time         `json:"createdAt"`
+	ExpiresAt    *time.Time        `json:"expiresAt,omitempty"`
+	RevokedAt    *time.Time        `json:"revokedAt,omitempty"`
+	PaymentID    string            `json:"paymentId,omitempty"`
+	Metadata     map[string]string `json:"metadata,omitempty"`
+	Credits      Credits           `json:"credits,omitzero"`
+	Quota        Quota             `json:"quota,omitzero"`
+	Subscription Subscription      `json:"subscription,omitzero"`
+}
+
+// Credits is a prepaid balance. Granted is what was put in; Balance is what is left.
+type Credits struct {
+	Balance money.Money `json:"balance"`
+	Granted money.Money `json:"granted"`
+}
+
+// Quota allows Limit units per Period. Remaining resets to Limit lazily, inside
+// the consuming transaction, once now ≥ ResetAt. Period boundaries are counted
+// from Anchor (the start of the first period), so a monthly quota anchored on
+// the 31st resets on the last day of shorter months and on the 31st again after.
+type Quota struct {
+	Limit     int64     `json:"limit"`
+	Period    Period    `json:"period"`
+	Remaining int64     `json:"remaining"`
+	ResetAt   time.Time `json:"resetAt"`
+	Anchor    time.Time `json:"anchor"`
+}
+
+// Subscription allows unlimited calls in [ValidFrom, ValidUntil).
+type Subscription struct {
+	ValidFrom  time.Time `json:"validFrom"`
+	ValidUntil time.Time `json:"validUntil"`
+}
+
+// EffectiveExpiry is the instant after which e can no longer be used: the
+// earlier of ExpiresAt and, for a subscription, ValidUntil. The zero time means never.
+func (e *Entitlement) EffectiveExpiry() time.Time {
+	var t time.Time
+	if e.ExpiresAt != nil {
+		t = *e.ExpiresAt
+	}
+	if e.Type == TypeSubscription && !e.Subscription.ValidUntil.IsZero() {
+		if t.IsZero() || e.Subscription.ValidUntil.Before(t) {
+			t = e.Subscription.ValidUntil
+		}
+	}
+	return t
+}
+
+// Expired reports whether e is past its expiry (or, for a subscription,
+// outside its window) at now. An expiry exactly at now counts as expired.
+func (e *Entitlement) Expired(now time.Time) bool {
+	if exp := e.EffectiveExpiry(); !exp.IsZero() && !now.Before(exp) {
+		return true
+	}
+	return e.Type == TypeSubscription && now.Before(e.Subscription.ValidFrom)
+}

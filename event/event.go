@@ -1,0 +1,34 @@
+// Package event holds the outbox events Stipend's stores write in the same
+// transaction as the change they describe; the webhook dispatcher delivers them.
+package event
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Type names what happened.
+type Type string
+
+// The event types.
+const (
+	PaymentSucceeded    Type = "payment.succeeded"
+	PaymentFailed       Type = "payment.failed"
+	PaymentRefunded     Type = "payment.refunded"
+	EntitlementGranted  Type = "entitlement.granted"
+	EntitlementRevoked  Type = "entitlement.revoked"
+	EntitlementDepleted Type = "entitlement.depleted"
+)
+
+// Types lists every event type, in a stable order.
+var Types = []Type{PaymentSucceeded, PaymentFailed, PaymentRefunded, EntitlementGranted, EntitlementRevoked, EntitlementDepleted}
+
+// Event is one outbox entry. Data is the JSON object delivered as the
+// webhook's "data"; it is stored and sent as these exact bytes.
+type Event struct {
+	ID         string          `json:"id"`
+	Type       Type            `json:"type"`
+	AgentID    string          `json:"agentId,omitempty"`
+	OccurredAt time.Time       `json:"occurredAt"`
+	Data       json.RawMessage `json:"data"`
+}

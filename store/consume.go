@@ -1,0 +1,131 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/stipend-mcp/stipend/entitlement"
+)
+
+// Charger is the part of an adapter that Consume and CheckOnly build on. It
+// keeps the candidate-selection rules of CheckAndConsume in one place, so the
+// adapters only provide lookups and the one atomic step.
+type Charger interface {
+	// FindConsumption returns the consumption stored under
+	// entitlement.ConsumptionKey(agentID, key), or ErrNotFound.
+	FindConsumption(ctx context.Context, agentID, key string) (entitlement.Consumption, error)
+	// ActiveEntitlements returns every active entitlement of the agent, in
+	// any order, as stored (lazy resets not applied).
+	ActiveEntitlements(ctx context.Context, agentID string) ([]entitlement.Entitlement, error)
+	// ConsumeOne is the atomic step: inside one transaction it re-checks the
+	// consumption key (Replay/Conflict), reads the entitlement (a Denied with
+	// not_found if absent or owned by another agent), applies
+	// entitlement.Consume, and writes the entitlement and the consumption.
+	ConsumeOne(ctx context.Context, req *entitlement.ConsumeRequest, entitlementID string) (ConsumeResult, error)
+	// GetEntitlement is EntitlementStore.GetEntitlement.
+	GetEntitlement(ctx context.Context, id string) (entitlement.Entitlement, error)
+}
+
+// ReplayOf answers a request whose key already has consumption c: Replay if
+// the parameters match, Conflict otherwise.
+func ReplayOf(c entitlement.Consumption, req *entitlement.ConsumeRequest) ConsumeResult {
+	if c.Fingerprint != req.Fingerprint() {
+		return ConsumeResult{Outcome: Conflict}
+	}
+	return ConsumeResult{Outcome: Replay, Consumption: &c}
+}
+
+// Consume implements EntitlementStore.CheckAndConsume on top of c.
+func Consume(ctx context.Context, c Charger, req entitlement.ConsumeRequest) (ConsumeResult, error) {
+	if err := req.Normalize(); err != nil {
+		return ConsumeResult{}, Wrap(CodeInvalid, err, "consume request")
+	}
+	if prior, err := c.FindConsumption(ctx, req.AgentID, req.IdempotencyKey); err == nil {
+		return ReplayOf(prior, &req), nil
+	} else if !errors.Is(err, ErrNotFound) {
+		return ConsumeResult{}, err
+	}
+	if req.EntitlementID != "" {
+		return c.ConsumeOne(ctx, &req, req.EntitlementID)
+	}
+	candidates, denials, err := candidates(ctx, c, &req)
+	if err != nil {
+		return ConsumeResult{}, err
+	}
+	for _, e := range candidates {
+		res, err := c.ConsumeOne(ctx, &req, e.ID)
+		if err != nil {
+			return ConsumeResult{}, err
+		}
+		if res.Outcome != Denied {
+			return res, nil
+		}
+		denials = append(denials, res.Denials...)
+	}
+	return denied(denials), nil
+}
+
+// CheckOnly implements EntitlementStore.Check on top of c at now.
+func CheckOnly(ctx context.Context, c Charger, req entitlement.ConsumeRequest, now time.Time) (ConsumeResult, error) {
+	if err := req.Normalize(); err != nil {
+		return ConsumeResult{}, Wrap(CodeInvalid, err, "check request")
+	}
+	if prior, err := c.FindConsumption(ctx, req.AgentID, req.IdempotencyKey); err == nil {
+		return ReplayOf(prior, &req), nil
+	} else if !errors.Is(err, ErrNotFound) {
+		return ConsumeResult{}, err
+	}
+	candidates, denials, err := candidates(ctx, c, &req)
+	if err != nil {
+		return ConsumeResult{}, err
+	}
+	for i := range candidates {
+		e := candidates[i]
+		if reason := e.Check(now, &req); reason != "" {
+			denials = append(denials, entitlement.Denial{EntitlementID: e.ID, Reason: reason})
+			continue
+		}
+		return ConsumeResult{Outcome: Allowed, Entitlement: &e}, nil
+	}
+	return denied(denials), nil
+}
+
+// candidates returns the agent's entitlements worth trying for req, in the
+// order to try them, and the denials of those ruled out without a transaction
+// (out of scope). With req.EntitlementID set, only that entitlement is
+// returned, whatever its status, so the caller's check gives the exact reason.
+func candidates(ctx context.Context, c Charger, req *entitlement.ConsumeRequest) ([]entitlement.Entitlement, []entitlement.Denial, error) {
+	if req.EntitlementID != "" {
+		e, err := c.GetEntitlement(ctx, req.EntitlementID)
+		if errors.Is(err, ErrNotFound) || (err == nil && e.AgentID != req.AgentID) {
+			return nil, []entitlement.Denial{{EntitlementID: req.EntitlementID, Reason: entitlement.ReasonNotFound}}, nil
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		return []entitlement.Entitlement{e}, nil, nil
+	}
+	all, err := c.ActiveEntitlements(ctx, req.AgentID)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := all[:0]
+	var denials []entitlement.Denial
+	for _, e := range all {
+		if !e.Scope.Covers(req.Service, req.Tool) {
+			denials = append(denials, entitlement.Denial{EntitlementID: e.ID, Reason: entitlement.ReasonScopeMismatch})
+			continue
+		}
+		out = append(out, e)
+	}
+	entitlement.SortCandidates(out)
+	return out, denials, nil
+}
+
+func denied(d []entitlement.Denial) ConsumeResult {
+	if len(d) == 0 {
+		d = []entitlement.Denial{{Reason: entitlement.ReasonNotFound}}
+	}
+	return ConsumeResult{Outcome: Denied, Denials: d}
+}

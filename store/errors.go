@@ -1,0 +1,83 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Code classifies a store failure. Adapters translate their backend's errors
+// (gRPC codes for Firestore) into these at the boundary; callers never see
+// backend errors directly.
+type Code string
+
+// The error codes.
+const (
+	// CodeNotFound: the named document does not exist.
+	CodeNotFound Code = "not_found"
+	// CodeConflict: an idempotency key was reused with different parameters, or a
+	// state change is not allowed from the current state.
+	CodeConflict Code = "conflict"
+	// CodeInvalid: the caller passed something the store cannot accept.
+	CodeInvalid Code = "invalid"
+	// CodeUnavailable: the backend could not be reached or did not answer in
+	// time; the operation may or may not have happened only where the method
+	// says so, and retrying with the same idempotency key is safe.
+	CodeUnavailable Code = "unavailable"
+	// CodeInternal: a bug or corrupt data (for example a stored amount that is not
+	// an integer); the message names the document.
+	CodeInternal Code = "internal"
+)
+
+// Error is the one error type stores return.
+type Error struct {
+	Code    Code
+	Message string
+	Err     error
+}
+
+func (e *Error) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("%s: %s: %v", e.Code, e.Message, e.Err)
+	}
+	return fmt.Sprintf("%s: %s", e.Code, e.Message)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Is lets errors.Is(err, store.ErrNotFound) and friends match by code.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Message == "" && t.Err == nil && t.Code == e.Code
+}
+
+// Sentinels for errors.Is; they match any *Error with the same code.
+var (
+	ErrNotFound    = &Error{Code: CodeNotFound}
+	ErrConflict    = &Error{Code: CodeConflict}
+	ErrInvalid     = &Error{Code: CodeInvalid}
+	ErrUnavailable = &Error{Code: CodeUnavailable}
+	ErrInternal    = &Error{Code: CodeInternal}
+)
+
+// Errorf returns an *Error with code and a formatted message.
+func Errorf(code Code, format string, args ...any) error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Wrap returns an *Error with code around err.
+func Wrap(code Code, err error, format string, args ...any) error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...), Err: err}
+}
+
+// CodeOf returns the code of err, CodeInternal for an error that is not an *Error,
+// and "" for nil.
+func CodeOf(err error) Code {
+	if err == nil {
+		return ""
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return CodeInternal
+}

@@ -1,0 +1,198 @@
+// Package store defines the storage contract every Stipend backend fulfils:
+// EntitlementStore (accounts, entitlements, consumption, payments, receipts
+// and the event outbox). The memory and Firestore adapters both pass the
+// suites in package conformance.
+//
+// Rules that hold for every method:
+//   - Errors are *Error values; classify them with errors.Is(err, ErrNotFound)
+//     or CodeOf(err), never by comparing strings or backend codes.
+//   - Returned values are copies: mutating them never changes stored state.
+//   - Every instant is stored and returned in UTC.
+//   - A method documented as atomic either happens entirely or not at all,
+//     also when the process dies half-way or the backend retries it.
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/stipend-mcp/stipend/entitlement"
+	"github.com/stipend-mcp/stipend/event"
+	"github.com/stipend-mcp/stipend/payment"
+	"github.com/stipend-mcp/stipend/receipt"
+)
+
+// MaxPageSize is the largest page any list method returns.
+const MaxPageSize = 100
+
+// Page asks for one page of a list. Limit ≤ 0 means MaxPageSize; larger values
+// are clamped. Cursor is the NextCursor of the previous page, or "" for the first.
+// A cursor is opaque and only valid for the same list and filter; a malformed
+// one is an Invalid error.
+type Page struct {
+	Limit  int
+	Cursor string
+}
+
+// Size returns the effective page size.
+func (p Page) Size() int {
+	if p.Limit <= 0 || p.Limit > MaxPageSize {
+		return MaxPageSize
+	}
+	return p.Limit
+}
+
+// EntitlementFilter narrows ListEntitlements. Zero fields do not filter.
+// Service matches entitlements whose scope service equals it or is "*".
+type EntitlementFilter struct {
+	Status  entitlement.Status
+	Service string
+	Type    entitlement.Type
+}
+
+// Outcome is the result kind of CheckAndConsume.
+type Outcome string
+
+// The consume outcomes.
+const (
+	// Consumed: this call charged an entitlement and created Consumption.
+	Consumed Outcome = "consumed"
+	// Replay: the key was already charged with the same parameters;
+	// Consumption is the original, nothing was charged now.
+	Replay Outcome = "replay"
+	// Conflict: the key was already charged with different parameters;
+	// nothing was charged. Consumption is nil.
+	Conflict Outcome = "conflict"
+	// Denied: no entitlement could pay ("no_longer_valid"); Denials says why
+	// for every entitlement considered. Nothing was charged.
+	Denied Outcome = "no_longer_valid"
+	// Allowed is only returned by Check: the call would be charged to
+	// Entitlement. Nothing was charged.
+	Allowed Outcome = "allowed"
+)
+
+// ConsumeResult is the answer of CheckAndConsume and Check.
+type ConsumeResult struct {
+	Outcome     Outcome
+	Consumption *entitlement.Consumption
+	// Entitlement is the charged entitlement as it is after the charge
+	// (Consumed), or the one that would be charged (Allowed).
+	Entitlement *entitlement.Entitlement
+	Denials     []entitlement.Denial
+}
+
+// CreatePaymentResult is the answer of CreatePayment.
+type CreatePaymentResult struct {
+	Payment payment.Payment
+	// Created is false when an earlier call with the same key made Payment.
+	Created bool
+}
+
+// Completion is the answer of CompletePayment and RefundPayment.
+type Completion struct {
+	Payment      payment.Payment
+	Receipt      receipt.Signed
+	Entitlements []entitlement.Entitlement
+	// Replayed is true when the payment was already in the target state and
+	// nothing changed now.
+	Replayed bool
+}
+
+// EntitlementStore is the durable state of Stipend.
+type EntitlementStore interface {
+	// UpsertAccount creates the account a.AgentID if absent, or updates its
+	// DisplayName and Metadata if present (CreatedAt is kept). It is
+	// idempotent and returns the stored account.
+	UpsertAccount(ctx context.Context, a entitlement.Account) (entitlement.Account, error)
+	// GetAccount returns the account, or ErrNotFound.
+	GetAccount(ctx context.Context, agentID string) (entitlement.Account, error)
+
+	// CreateEntitlement stores e, which must carry a new unique ID, and
+	// creates its account if absent, atomically. It returns Conflict if the
+	// ID exists. An entitlement.granted event is written to the outbox in the
+	// same transaction.
+	CreateEntitlement(ctx context.Context, e entitlement.Entitlement) (entitlement.Entitlement, error)
+	// GetEntitlement returns the entitlement, or ErrNotFound. A pending lazy
+	// quota reset is shown as applied (nothing is written).
+	GetEntitlement(ctx context.Context, id string) (entitlement.Entitlement, error)
+	// ListEntitlements lists an agent's entitlements, oldest first (by
+	// CreatedAt, then ID), with pending lazy quota resets shown as applied.
+	ListEntitlements(ctx context.Context, agentID string, f EntitlementFilter, p Page) (items []entitlement.Entitlement, nextCursor string, err error)
+	// RevokeEntitlement marks the entitlement revoked (idempotently: revoking a
+	// revoked entitlement returns it unchanged) and writes an
+	// entitlement.revoked event in the same transaction. ErrNotFound if absent.
+	RevokeEntitlement(ctx context.Context, id string) (entitlement.Entitlement, error)
+
+	// CheckAndConsume charges one tool call, exactly once per (agent, key).
+	// req must have passed Normalize.
+	//
+	// If a consumption with ConsumptionKey(agent, key) exists: Replay with it
+	// when its fingerprint equals req.Fingerprint(), else Conflict; nothing is
+	// charged. Otherwise, with req.EntitlementID set, that entitlement is read,
+	// checked (entitlement.Check) and charged, and the consumption created, in
+	// ONE atomic step; without it, the agent's entitlements are tried in
+	// entitlement.SortCandidates order, each in its own atomic step, until one
+	// pays (Consumed) or all refuse (Denied with every reason; an agent with
+	// none gets one not_found denial).
+	//
+	// Concurrent calls with the same key charge at most once: every one of
+	// them gets Consumed (one) or Replay/Conflict (the rest). Contention on a
+	// hot entitlement is the adapter's to absorb: it never surfaces as Denied
+	// and never as an error while the backend is healthy. A backend failure is
+	// an Unavailable error, and then the call was charged or not as a whole;
+	// retrying with the same key is safe.
+	CheckAndConsume(ctx context.Context, req entitlement.ConsumeRequest) (ConsumeResult, error)
+	// Check answers what CheckAndConsume would do now, without writing:
+	// Replay/Conflict for a used key, Allowed with the entitlement that would
+	// pay, or Denied with every reason.
+	Check(ctx context.Context, req entitlement.ConsumeRequest) (ConsumeResult, error)
+	// ListConsumptions lists an agent's consumptions at or after since (zero:
+	// all), oldest first (by OccurredAt, then ID).
+	ListConsumptions(ctx context.Context, agentID string, since time.Time, p Page) (items []entitlement.Consumption, nextCursor string, err error)
+
+	// CreatePayment stores p (status pending, a new ID) unless a payment with
+	// p.IdempotencyKey exists: then, if its Fingerprint equals p.Fingerprint,
+	// it is returned with Created false; otherwise the result is ErrConflict.
+	// Atomic: concurrent calls with one key create exactly one payment.
+	CreatePayment(ctx context.Context, p payment.Payment) (CreatePaymentResult, error)
+	// GetPayment returns the payment, or ErrNotFound.
+	GetPayment(ctx context.Context, id string) (payment.Payment, error)
+	// FindPaymentByIdempotencyKey returns the payment created with key, or ErrNotFound.
+	FindPaymentByIdempotencyKey(ctx context.Context, key string) (payment.Payment, error)
+	// FindPaymentByProviderIntentID returns the payment linked to a provider
+	// intent (for example a Stripe PaymentIntent ID), or ErrNotFound.
+	FindPaymentByProviderIntentID(ctx context.Context, intentID string) (payment.Payment, error)
+
+	// CompletePayment moves a pending payment to succeeded in ONE atomic step
+	// that also creates the entitlement of its grant, stores the receipt that
+	// sign signs, and writes payment.succeeded and entitlement.granted events.
+	// On a payment already succeeded (or refunded) it returns the stored
+	// receipt and entitlements with Replayed true and changes nothing. A
+	// failed payment is a Conflict. sign may run more than once; it must be pure.
+	CompletePayment(ctx context.Context, id string, issuer string, sign receipt.SignFunc) (Completion, error)
+	// FailPayment moves a pending payment to failed with reason and writes a
+	// payment.failed event, atomically. Failing a failed payment returns it
+	// unchanged; any other state is a Conflict.
+	FailPayment(ctx context.Context, id string, reason string) (payment.Payment, error)
+	// RefundPayment moves a succeeded payment to refunded in ONE atomic step
+	// that revokes what remains of its grant, stores a refund receipt and
+	// writes payment.refunded and entitlement.revoked events. Refunding a
+	// refunded payment returns the stored refund receipt with Replayed true.
+	// A pending or failed payment is a Conflict.
+	RefundPayment(ctx context.Context, id string, issuer string, sign receipt.SignFunc) (Completion, error)
+
+	// GetReceipt returns the receipt, or ErrNotFound.
+	GetReceipt(ctx context.Context, id string) (receipt.Signed, error)
+	// ListReceipts lists an agent's receipts, oldest first (by IssuedAt, then ID).
+	ListReceipts(ctx context.Context, agentID string, p Page) (items []receipt.Signed, nextCursor string, err error)
+
+	// PendingEvents returns up to limit outbox events not yet marked
+	// dispatched, oldest first.
+	PendingEvents(ctx context.Context, limit int) ([]event.Event, error)
+	// MarkEventsDispatched marks events dispatched; unknown IDs are ignored.
+	MarkEventsDispatched(ctx context.Context, ids []string) error
+
+	// Ping checks, without writing, that the backend answers. It is bounded
+	// by ctx and used by /readyz.
+	Ping(ctx context.Context) error
+}
