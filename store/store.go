@@ -98,6 +98,27 @@ type Completion struct {
 	Replayed bool
 }
 
+// PaymentChange carries what CompletePayment, FailPayment and RefundPayment
+// need besides the payment ID.
+type PaymentChange struct {
+	// Issuer and Sign make the receipt (complete and refund).
+	Issuer string
+	Sign   receipt.SignFunc
+	// Reason is the failure reason (fail).
+	Reason string
+	// Inbound, if set, is the provider event causing the change. It is
+	// recorded (see DeliveryStore.RecordInboundEvent: the same records) in the
+	// same transaction as the change; if it was already recorded, nothing
+	// changes and the call answers as a replay of the current state.
+	Inbound *InboundEvent
+}
+
+// InboundEvent identifies a provider's event, such as a Stripe event ID.
+type InboundEvent struct {
+	Source  string
+	EventID string
+}
+
 // EntitlementStore is the durable state of Stipend.
 type EntitlementStore interface {
 	// UpsertAccount creates the account a.AgentID if absent, or updates its
@@ -169,17 +190,17 @@ type EntitlementStore interface {
 	// On a payment already succeeded (or refunded) it returns the stored
 	// receipt and entitlements with Replayed true and changes nothing. A
 	// failed payment is a Conflict. sign may run more than once; it must be pure.
-	CompletePayment(ctx context.Context, id string, issuer string, sign receipt.SignFunc) (Completion, error)
+	CompletePayment(ctx context.Context, id string, ch PaymentChange) (Completion, error)
 	// FailPayment moves a pending payment to failed with reason and writes a
 	// payment.failed event, atomically. Failing a failed payment returns it
 	// unchanged; any other state is a Conflict.
-	FailPayment(ctx context.Context, id string, reason string) (payment.Payment, error)
+	FailPayment(ctx context.Context, id string, ch PaymentChange) (payment.Payment, error)
 	// RefundPayment moves a succeeded payment to refunded in ONE atomic step
 	// that revokes what remains of its grant, stores a refund receipt and
 	// writes payment.refunded and entitlement.revoked events. Refunding a
 	// refunded payment returns the stored refund receipt with Replayed true.
 	// A pending or failed payment is a Conflict.
-	RefundPayment(ctx context.Context, id string, issuer string, sign receipt.SignFunc) (Completion, error)
+	RefundPayment(ctx context.Context, id string, ch PaymentChange) (Completion, error)
 
 	// GetReceipt returns the receipt, or ErrNotFound.
 	GetReceipt(ctx context.Context, id string) (receipt.Signed, error)
