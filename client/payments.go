@@ -1,0 +1,83 @@
+package client
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/stipend-mcp/stipend/entitlement"
+	"github.com/stipend-mcp/stipend/money"
+	"github.com/stipend-mcp/stipend/payment"
+	"github.com/stipend-mcp/stipend/receipt"
+)
+
+// PaymentRequest is the body of POST /v1/payments.
+type PaymentRequest struct {
+	AgentID          string           `json:"agentId"`
+	Amount           money.Money      `json:"amount"`
+	Provider         payment.Provider `json:"provider"`
+	ProviderIntentID string           `json:"providerIntentId,omitempty"`
+	Description      string           `json:"description,omitempty"`
+	Grant            payment.Grant    `json:"grant"`
+}
+
+// CreatePayment creates a pending payment, idempotently on idempotencyKey
+// (sent as the Idempotency-Key header): the same key and body answer the
+// existing payment with created false; the same key with another body is a
+// conflict (IsConflict). Retried on network errors and 503. Role: billing, admin.
+func (c *Client) CreatePayment(ctx context.Context, idempotencyKey string, r PaymentRequest) (p *payment.Payment, created bool, err error) {
+	var out payment.Payment
+	status, err := c.do(ctx, call{method: http.MethodPost, path: "/v1/payments", body: r, idemKey: idempotencyKey, retry: true}, &out)
+	if err != nil {
+		return nil, false, err
+	}
+	return &out, status == http.StatusCreated, nil
+}
+
+// GetPayment returns a payment. Role: billing, admin.
+func (c *Client) GetPayment(ctx context.Context, id string) (*payment.Payment, error) {
+	var out payment.Payment
+	if _, err := c.do(ctx, call{method: http.MethodGet, path: "/v1/payments/" + seg(id), retry: true}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Completion is the answer to completing a payment: the payment, its signed
+// receipt and the entitlements it granted.
+type Completion struct {
+	Payment      payment.Payment           `json:"payment"`
+	Receipt      receipt.Signed            `json:"receipt"`
+	Entitlements []entitlement.Entitlement `json:"entitlements"`
+}
+
+// SucceedPayment marks a payment succeeded: in one transaction it grants the
+// entitlement, signs the receipt and enqueues the event. Completing twice
+// answers the same receipt and grants nothing more, so it is retried.
+// Role: billing, admin.
+func (c *Client) SucceedPayment(ctx context.Context, id string) (*Completion, error) {
+	var out Completion
+	path := "/v1/payments/" + seg(id) + "/succeed"
+	if _, err := c.do(ctx, call{method: http.MethodPost, path: path, retry: true}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// GetReceipt returns a signed receipt. Role: billing, admin, reader (own).
+func (c *Client) GetReceipt(ctx context.Context, id string) (*receipt.Signed, error) {
+	var out receipt.Signed
+	if _, err := c.do(ctx, call{method: http.MethodGet, path: "/v1/receipts/" + seg(id), retry: true}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ListReceipts returns one page of an agent's receipts. Role: billing, admin, reader (own).
+func (c *Client) ListReceipts(ctx context.Context, agentID string, p Page) (*List[receipt.Signed], error) {
+	var out List[receipt.Signed]
+	path := "/v1/accounts/" + seg(agentID) + "/receipts"
+	if _, err := c.do(ctx, call{method: http.MethodGet, path: path, query: p.values(), retry: true}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}

@@ -1,0 +1,145 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/stipend-mcp/stipend/entitlement"
+)
+
+// Problem is an error answer of the API: an RFC 9457 problem document, or a
+// stand-in built from the status line when the body is not one.
+type Problem struct {
+	Type     string `json:"type"`
+	Title    string `json:"title"`
+	Status   int    `json:"status"`
+	Detail   string `json:"detail"`
+	Instance string `json:"instance,omitempty"`
+	// Errors lists the request fields that failed validation.
+	Errors []FieldError `json:"errors,omitempty"`
+	// Reasons says, for a 402, why each entitlement could not pay.
+	Reasons []entitlement.Denial `json:"reasons,omitempty"`
+	// RequestID is the server's id for the request, for its logs.
+	RequestID string `json:"requestId,omitempty"`
+	// RetryAfter is the server's Retry-After header, if any (seconds only).
+	RetryAfter time.Duration `json:"-"`
+}
+
+// FieldError is one invalid field of a request.
+type FieldError struct {
+	Field  string `json:"field"`
+	Detail string `json:"detail"`
+}
+
+// UnmarshalJSON accepts the field's explanation as "detail", "reason" or "message".
+func (f *FieldError) UnmarshalJSON(data []byte) error {
+	var raw struct {
+		Field, Detail, Reason, Message string
+	}
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return err
+	}
+	f.Field = raw.Field
+	f.Detail = cmpOr(raw.Detail, raw.Reason, raw.Message)
+	return nil
+}
+
+func (p *Problem) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "stipend: %d", p.Status)
+	if t := cmpOr(p.Title, http.StatusText(p.Status)); t != "" {
+		b.WriteString(" " + t)
+	}
+	if p.Detail != "" {
+		b.WriteString(": " + p.Detail)
+	}
+	for _, f := range p.Errors {
+		fmt.Fprintf(&b, "; %s: %s", f.Field, f.Detail)
+	}
+	for _, r := range p.Reasons {
+		if r.EntitlementID != "" {
+			fmt.Fprintf(&b, "; %s: %s", r.EntitlementID, r.Reason)
+		} else {
+			fmt.Fprintf(&b, "; %s", r.Reason)
+		}
+	}
+	return b.String()
+}
+
+// problemOf turns a non-2xx answer into a *Problem.
+func problemOf(resp *http.Response, body []byte) *Problem {
+	p := &Problem{}
+	if json.Unmarshal(body, p) != nil {
+		p = &Problem{Detail: strings.TrimSpace(string(truncate(body, 200)))}
+	}
+	p.Status = resp.StatusCode // the status line is authoritative
+	p.RetryAfter = retryAfter(resp.Header.Get("Retry-After"))
+	return p
+}
+
+func truncate(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[:n]
+	}
+	return b
+}
+
+func cmpOr(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+func statusOf(err error) int {
+	var p *Problem
+	if errors.As(err, &p) {
+		return p.Status
+	}
+	return 0
+}
+
+// IsPaymentRequired reports whether err is a 402: no entitlement covers the
+// call. The *Problem's Reasons say why.
+func IsPaymentRequired(err error) bool { return statusOf(err) == http.StatusPaymentRequired }
+
+// IsConflict reports whether err is a 409 or 422: an idempotency key reused
+// with different parameters, a request still in progress, or a state change
+// the resource does not allow.
+func IsConflict(err error) bool {
+	s := statusOf(err)
+	return s == http.StatusConflict || s == http.StatusUnprocessableEntity
+}
+
+// IsNotFound reports whether err is a 404.
+func IsNotFound(err error) bool { return statusOf(err) == http.StatusNotFound }
+
+// IsInvalid reports whether err is a 400: the request itself is wrong
+// (Problem.Errors names the fields).
+func IsInvalid(err error) bool { return statusOf(err) == http.StatusBadRequest }
+
+// IsUnauthorized reports whether err is a 401 or 403: the key is missing,
+// unknown, or its role may not do this.
+func IsUnauthorized(err error) bool {
+	s := statusOf(err)
+	return s == http.StatusUnauthorized || s == http.StatusForbidden
+}
+
+// IsUnavailable reports whether err means Stipend could not give an answer:
+// no HTTP answer at all (after the retries), a 5xx, or the context ending
+// first. Whether a mutating call took effect is then unknown; repeating it
+// with the same idempotency key is safe.
+func IsUnavailable(err error) bool {
+	var ne *NetworkError
+	if errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	return statusOf(err) >= 500
+}
