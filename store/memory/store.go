@@ -5,11 +5,24 @@
 package memory
 
 import (
+	"context"
 	"sync"
 	"time"
+
+	"github.com/stipend-mcp/stipend/entitlement"
+	"github.com/stipend-mcp/stipend/payment"
+	"github.com/stipend-mcp/stipend/receipt"
+	"github.com/stipend-mcp/stipend/store"
 )
 
-// Store keeps everything in maps behind one mutex.
+var (
+	_ store.EntitlementStore = (*Store)(nil)
+	_ store.Charger          = (*Store)(nil)
+)
+
+// Store keeps everything in maps behind one mutex. Every method holds the
+// mutex for its whole work, so each one is atomic; stored values are never
+// handed out, only deep copies.
 type Store struct {
 	mu  sync.Mutex
 	now func() time.Time
@@ -19,6 +32,30 @@ type Store struct {
 	inbound map[string]time.Time
 	// delivery is the webhook delivery state (delivery.go).
 	delivery deliveryState
+
+	accounts map[string]*entitlement.Account
+	// entitlements by ID; agents indexes them (and the rest) per agent.
+	entitlements map[string]*entitlement.Entitlement
+	agents       map[string]*agentIndex
+	// consumptions by entitlement.ConsumptionKey.
+	consumptions map[string]*entitlement.Consumption
+
+	payments map[string]*payment.Payment
+	byPayKey map[string]string // idempotency key → payment ID
+	byIntent map[string]string // provider intent ID → payment ID
+	receipts map[string]*receipt.Signed
+	events   outbox
+}
+
+// agentIndex holds one agent's rows in list order.
+type agentIndex struct {
+	// entitlements in creation order (CreatedAt, then ID).
+	entitlements []*entitlement.Entitlement
+	// active are the entitlements not revoked, for candidate selection.
+	active []*entitlement.Entitlement
+	// consumptions and receipts sorted by time, then ID.
+	consumptions []*entitlement.Consumption
+	receipts     []*receipt.Signed
 }
 
 // Option configures a Store.
@@ -29,9 +66,42 @@ func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = no
 
 // New returns an empty store.
 func New(opts ...Option) *Store {
-	s := &Store{now: time.Now, inbound: make(map[string]time.Time)}
+	s := &Store{
+		now:          time.Now,
+		inbound:      make(map[string]time.Time),
+		accounts:     make(map[string]*entitlement.Account),
+		entitlements: make(map[string]*entitlement.Entitlement),
+		agents:       make(map[string]*agentIndex),
+		consumptions: make(map[string]*entitlement.Consumption),
+		payments:     make(map[string]*payment.Payment),
+		byPayKey:     make(map[string]string),
+		byIntent:     make(map[string]string),
+		receipts:     make(map[string]*receipt.Signed),
+		events:       newOutbox(),
+	}
 	for _, o := range opts {
 		o(s)
 	}
 	return s
+}
+
+// clock returns the current time in UTC. Callers hold s.mu.
+func (s *Store) clock() time.Time { return s.now().UTC() }
+
+// agent returns the index of agentID, creating it. Callers hold s.mu.
+func (s *Store) agent(agentID string) *agentIndex {
+	a := s.agents[agentID]
+	if a == nil {
+		a = &agentIndex{}
+		s.agents[agentID] = a
+	}
+	return a
+}
+
+// Ping always succeeds unless ctx is done: the store is in memory.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return store.Wrap(store.CodeUnavailable, err, "ping")
+	}
+	return nil
 }

@@ -1,0 +1,158 @@
+package memory
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/stipend-mcp/stipend/entitlement"
+	"github.com/stipend-mcp/stipend/event"
+	"github.com/stipend-mcp/stipend/store"
+)
+
+func entitlementPos(e *entitlement.Entitlement) position { return position{e.CreatedAt, e.ID} }
+
+// CreateEntitlement stores e, creates its account if absent and writes an
+// entitlement.granted event.
+func (s *Store) CreateEntitlement(_ context.Context, e entitlement.Entitlement) (entitlement.Entitlement, error) {
+	if err := validateEntitlement(&e); err != nil {
+		return entitlement.Entitlement{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.entitlements[e.ID]; ok {
+		return entitlement.Entitlement{}, store.Errorf(store.CodeConflict, "entitlement %q exists", e.ID)
+	}
+	if e.Status == "" {
+		e.Status = entitlement.StatusActive
+	}
+	if e.CreatedAt.IsZero() {
+		e.CreatedAt = s.clock()
+	}
+	stored := copyEntitlement(&e)
+	normalizeTimes(&stored)
+	evs, err := s.newEvents(pending(event.EntitlementGranted, e.AgentID, &stored))
+	if err != nil {
+		return entitlement.Entitlement{}, err
+	}
+	s.ensureAccount(e.AgentID)
+	s.putEntitlement(&stored)
+	s.events.add(evs...)
+	return copyEntitlement(&stored), nil
+}
+
+// putEntitlement indexes a new entitlement. Callers hold s.mu.
+func (s *Store) putEntitlement(e *entitlement.Entitlement) {
+	s.entitlements[e.ID] = e
+	a := s.agent(e.AgentID)
+	a.entitlements = insertSorted(a.entitlements, e, entitlementPos)
+	if e.Status == entitlement.StatusActive {
+		a.active = append(a.active, e)
+	}
+}
+
+func validateEntitlement(e *entitlement.Entitlement) error {
+	switch {
+	case e.ID == "":
+		return store.Errorf(store.CodeInvalid, "id: is required")
+	case e.AgentID == "":
+		return store.Errorf(store.CodeInvalid, "agentId: is required")
+	case !e.Type.Valid():
+		return store.Errorf(store.CodeInvalid, "type: %q is not an entitlement type", e.Type)
+	case e.Status != "" && !e.Status.Valid():
+		return store.Errorf(store.CodeInvalid, "status: %q is not an entitlement status", e.Status)
+	case e.Scope.Service == "":
+		return store.Errorf(store.CodeInvalid, "scope.service: is required")
+	}
+	if e.Type == entitlement.TypeCredits {
+		if err := e.Credits.Balance.Validate(); err != nil {
+			return store.Wrap(store.CodeInvalid, err, "credits.balance")
+		}
+		if e.Credits.Balance.Cents < 0 {
+			return store.Errorf(store.CodeInvalid, "credits.balance.cents: must not be negative")
+		}
+	}
+	if e.Type == entitlement.TypeQuota && (e.Quota.Limit < 0 || e.Quota.Remaining < 0 || !e.Quota.Period.Valid()) {
+		return store.Errorf(store.CodeInvalid, "quota: needs a valid period and non-negative limit and remaining")
+	}
+	return nil
+}
+
+// normalizeTimes stores every instant of e in UTC.
+func normalizeTimes(e *entitlement.Entitlement) {
+	e.CreatedAt = utc(e.CreatedAt)
+	e.ExpiresAt = utcPtr(e.ExpiresAt)
+	e.RevokedAt = utcPtr(e.RevokedAt)
+	e.Quota.ResetAt = utc(e.Quota.ResetAt)
+	e.Quota.Anchor = utc(e.Quota.Anchor)
+	e.Subscription.ValidFrom = utc(e.Subscription.ValidFrom)
+	e.Subscription.ValidUntil = utc(e.Subscription.ValidUntil)
+}
+
+// shown returns a copy of e with a pending lazy quota reset applied.
+func shown(e *entitlement.Entitlement, now time.Time) entitlement.Entitlement {
+	c := copyEntitlement(e)
+	c.Refresh(now)
+	return c
+}
+
+// GetEntitlement returns the entitlement, or ErrNotFound.
+func (s *Store) GetEntitlement(_ context.Context, id string) (entitlement.Entitlement, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.entitlements[id]
+	if e == nil {
+		return entitlement.Entitlement{}, store.Errorf(store.CodeNotFound, "entitlement %q", id)
+	}
+	return shown(e, s.clock()), nil
+}
+
+// ListEntitlements lists an agent's entitlements, oldest first.
+func (s *Store) ListEntitlements(_ context.Context, agentID string, f store.EntitlementFilter, p store.Page) ([]entitlement.Entitlement, string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var rows []*entitlement.Entitlement
+	if a := s.agents[agentID]; a != nil {
+		rows = a.entitlements
+	}
+	now := s.clock()
+	keep := func(e *entitlement.Entitlement) bool {
+		return (f.Status == "" || e.Status == f.Status) &&
+			(f.Type == "" || e.Type == f.Type) &&
+			(f.Service == "" || e.Scope.Service == f.Service || e.Scope.Service == entitlement.AnyService)
+	}
+	return paginate(rows, p, entitlementPos, keep, func(e *entitlement.Entitlement) entitlement.Entitlement { return shown(e, now) })
+}
+
+// RevokeEntitlement marks the entitlement revoked and writes an
+// entitlement.revoked event; a revoked one is returned unchanged.
+func (s *Store) RevokeEntitlement(_ context.Context, id string) (entitlement.Entitlement, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.entitlements[id]
+	if e == nil {
+		return entitlement.Entitlement{}, store.Errorf(store.CodeNotFound, "entitlement %q", id)
+	}
+	now := s.clock()
+	if e.Status == entitlement.StatusRevoked {
+		return shown(e, now), nil
+	}
+	left := shown(e, now)
+	left.Status, left.RevokedAt = entitlement.StatusRevoked, &now
+	evs, err := s.newEvents(pending(event.EntitlementRevoked, e.AgentID, &left))
+	if err != nil {
+		return entitlement.Entitlement{}, err
+	}
+	s.markRevoked(e, now)
+	s.events.add(evs...)
+	return shown(e, now), nil
+}
+
+// markRevoked marks the active e revoked at now, applying a pending lazy
+// reset. Callers hold s.mu.
+func (s *Store) markRevoked(e *entitlement.Entitlement, now time.Time) {
+	e.Refresh(now)
+	e.Status, e.RevokedAt = entitlement.StatusRevoked, &now
+	a := s.agents[e.AgentID]
+	a.active = slices.DeleteFunc(a.active, func(x *entitlement.Entitlement) bool { return x == e })
+}

@@ -1,0 +1,87 @@
+package memory
+
+import (
+	"encoding/base64"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/stipend-mcp/stipend/store"
+)
+
+// A cursor is the position of the last item of a page: its sort time and ID,
+// base64url-encoded so callers treat it as opaque. The next page starts
+// strictly after that position, so rows inserted meanwhile neither repeat nor
+// shift the pages.
+type position struct {
+	at time.Time
+	id string
+}
+
+func (p position) cursor() string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(p.at.UnixNano(), 10) + "|" + p.id))
+}
+
+// parseCursor decodes a cursor; "" is the start of the list.
+func parseCursor(c string) (pos position, ok bool, err error) {
+	if c == "" {
+		return position{}, false, nil
+	}
+	raw, derr := base64.RawURLEncoding.DecodeString(c)
+	nanos, id, found := strings.Cut(string(raw), "|")
+	n, perr := strconv.ParseInt(nanos, 10, 64)
+	if derr != nil || !found || perr != nil || id == "" {
+		return position{}, false, store.Errorf(store.CodeInvalid, "cursor: malformed")
+	}
+	return position{at: time.Unix(0, n).UTC(), id: id}, true, nil
+}
+
+// before reports whether p sorts strictly before q.
+func (p position) before(q position) bool {
+	if c := p.at.Compare(q.at); c != 0 {
+		return c < 0
+	}
+	return p.id < q.id
+}
+
+// paginate returns the page p of rows, which are sorted by key, keeping the
+// rows keep accepts (nil keeps all) and converting them with conv. The next
+// cursor is "" when no row is left.
+func paginate[T, R any](rows []*T, p store.Page, key func(*T) position, keep func(*T) bool, conv func(*T) R) ([]R, string, error) {
+	start, ok, err := parseCursor(p.Cursor)
+	if err != nil {
+		return nil, "", err
+	}
+	i := 0
+	if ok {
+		i = sort.Search(len(rows), func(i int) bool { return start.before(key(rows[i])) })
+	}
+	size := p.Size()
+	items := make([]R, 0, min(size, len(rows)-i))
+	var last position
+	for ; i < len(rows); i++ {
+		r := rows[i]
+		if keep != nil && !keep(r) {
+			continue
+		}
+		if len(items) == size {
+			return items, last.cursor(), nil
+		}
+		items = append(items, conv(r))
+		last = key(r)
+	}
+	return items, "", nil
+}
+
+// insertSorted adds r to rows, which are sorted by key, keeping the order.
+// Rows mostly arrive in order, so it searches from the end.
+func insertSorted[T any](rows []*T, r *T, key func(*T) position) []*T {
+	k := key(r)
+	i := len(rows)
+	for i > 0 && k.before(key(rows[i-1])) {
+		i--
+	}
+	return slices.Insert(rows, i, r)
+}

@@ -1,0 +1,39 @@
+package memory
+
+import (
+	"context"
+
+	"github.com/stipend-mcp/stipend/receipt"
+	"github.com/stipend-mcp/stipend/store"
+)
+
+func receiptPos(r *receipt.Signed) position { return position{r.IssuedAt, r.ID} }
+
+// putReceipt stores and indexes a new receipt. Callers hold s.mu.
+func (s *Store) putReceipt(r *receipt.Signed) {
+	s.receipts[r.ID] = r
+	a := s.agent(r.AgentID)
+	a.receipts = insertSorted(a.receipts, r, receiptPos)
+}
+
+// GetReceipt returns the receipt, or ErrNotFound.
+func (s *Store) GetReceipt(_ context.Context, id string) (receipt.Signed, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.receipts[id]
+	if r == nil {
+		return receipt.Signed{}, store.Errorf(store.CodeNotFound, "receipt %q", id)
+	}
+	return copyReceipt(r), nil
+}
+
+// ListReceipts lists an agent's receipts, oldest first.
+func (s *Store) ListReceipts(_ context.Context, agentID string, p store.Page) ([]receipt.Signed, string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var rows []*receipt.Signed
+	if a := s.agents[agentID]; a != nil {
+		rows = a.receipts
+	}
+	return paginate(rows, p, receiptPos, nil, copyReceipt)
+}

@@ -1,0 +1,198 @@
+package memory
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/stipend-mcp/stipend/entitlement"
+	"github.com/stipend-mcp/stipend/event"
+	"github.com/stipend-mcp/stipend/payment"
+	"github.com/stipend-mcp/stipend/receipt"
+	"github.com/stipend-mcp/stipend/store"
+)
+
+// Each transition works in two halves under the mutex: first everything
+// that can fail (lookups, state checks, signing, encoding events), then the
+// writes, which cannot fail, so a failed call changes nothing.
+
+// CompletePayment moves a pending payment to succeeded, grants its
+// entitlement, stores the signed receipt and writes the events.
+func (s *Store) CompletePayment(_ context.Context, id string, ch store.PaymentChange) (store.Completion, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.payments[id]
+	if p == nil {
+		return store.Completion{}, store.Errorf(store.CodeNotFound, "payment %q", id)
+	}
+	inKey, seen := s.inboundSeen(ch.Inbound)
+	switch {
+	case seen, p.Status == payment.StatusSucceeded, p.Status == payment.StatusRefunded:
+		return s.completion(p, p.ReceiptID, true), nil
+	case p.Status != payment.StatusPending:
+		return store.Completion{}, store.Errorf(store.CodeConflict, "payment %q is %s: only a pending payment can succeed", id, p.Status)
+	}
+	now := s.clock()
+	e := p.Grant.Entitlement(uuid.NewString(), p, now)
+	e = copyEntitlement(&e) // share nothing with the payment's grant
+	normalizeTimes(&e)
+	signed, err := sign(ch, receipt.Receipt{
+		ID: uuid.NewString(), Version: receipt.Version, Kind: receipt.KindPayment,
+		Issuer: ch.Issuer, AgentID: p.AgentID, PaymentID: p.ID, Amount: p.Amount,
+		Grants: []receipt.Grant{receipt.GrantOf(&e)}, IssuedAt: now,
+	})
+	if err != nil {
+		return store.Completion{}, err
+	}
+	next := copyPayment(p)
+	next.Status, next.SucceededAt, next.UpdatedAt = payment.StatusSucceeded, &now, now
+	next.ReceiptID, next.EntitlementIDs = signed.ID, []string{e.ID}
+	evs, err := s.newEvents(
+		pending(event.PaymentSucceeded, p.AgentID, &next),
+		pending(event.EntitlementGranted, p.AgentID, &e),
+	)
+	if err != nil {
+		return store.Completion{}, err
+	}
+
+	*p = next
+	s.ensureAccount(p.AgentID)
+	s.putEntitlement(&e)
+	s.putReceipt(&signed)
+	s.events.add(evs...)
+	s.recordInbound(inKey, now)
+	return s.completion(p, p.ReceiptID, false), nil
+}
+
+// FailPayment moves a pending payment to failed and writes payment.failed.
+func (s *Store) FailPayment(_ context.Context, id string, ch store.PaymentChange) (payment.Payment, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.payments[id]
+	if p == nil {
+		return payment.Payment{}, store.Errorf(store.CodeNotFound, "payment %q", id)
+	}
+	inKey, seen := s.inboundSeen(ch.Inbound)
+	switch {
+	case seen, p.Status == payment.StatusFailed:
+		return copyPayment(p), nil
+	case p.Status != payment.StatusPending:
+		return payment.Payment{}, store.Errorf(store.CodeConflict, "payment %q is %s: only a pending payment can fail", id, p.Status)
+	}
+	now := s.clock()
+	next := copyPayment(p)
+	next.Status, next.FailedAt, next.FailureReason, next.UpdatedAt = payment.StatusFailed, &now, ch.Reason, now
+	evs, err := s.newEvents(pending(event.PaymentFailed, p.AgentID, &next))
+	if err != nil {
+		return payment.Payment{}, err
+	}
+
+	*p = next
+	s.events.add(evs...)
+	s.recordInbound(inKey, now)
+	return copyPayment(p), nil
+}
+
+// RefundPayment moves a succeeded payment to refunded, revokes what remains
+// of its grant, stores the refund receipt and writes the events.
+func (s *Store) RefundPayment(_ context.Context, id string, ch store.PaymentChange) (store.Completion, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.payments[id]
+	if p == nil {
+		return store.Completion{}, store.Errorf(store.CodeNotFound, "payment %q", id)
+	}
+	inKey, seen := s.inboundSeen(ch.Inbound)
+	switch {
+	case seen, p.Status == payment.StatusRefunded:
+		return s.completion(p, p.RefundReceiptID, true), nil
+	case p.Status != payment.StatusSucceeded:
+		return store.Completion{}, store.Errorf(store.CodeConflict, "payment %q is %s: only a succeeded payment can be refunded", id, p.Status)
+	}
+	now := s.clock()
+	r := receipt.Receipt{
+		ID: uuid.NewString(), Version: receipt.Version, Kind: receipt.KindRefund,
+		Issuer: ch.Issuer, AgentID: p.AgentID, PaymentID: p.ID, Amount: p.Amount,
+		Grants: []receipt.Grant{}, IssuedAt: now,
+	}
+	var revoked []*entitlement.Entitlement
+	var evs []pendingEvent
+	for _, eid := range p.EntitlementIDs {
+		e := s.entitlements[eid]
+		if e == nil {
+			continue
+		}
+		left := shown(e, now) // what remains, after a pending quota reset
+		r.Grants = append(r.Grants, receipt.GrantOf(&left))
+		if e.Status == entitlement.StatusActive {
+			left.Status, left.RevokedAt = entitlement.StatusRevoked, &now
+			revoked = append(revoked, e)
+			evs = append(evs, pending(event.EntitlementRevoked, p.AgentID, &left))
+		}
+	}
+	signed, err := sign(ch, r)
+	if err != nil {
+		return store.Completion{}, err
+	}
+	next := copyPayment(p)
+	next.Status, next.RefundedAt, next.UpdatedAt, next.RefundReceiptID = payment.StatusRefunded, &now, now, signed.ID
+	all, err := s.newEvents(append([]pendingEvent{pending(event.PaymentRefunded, p.AgentID, &next)}, evs...)...)
+	if err != nil {
+		return store.Completion{}, err
+	}
+
+	*p = next
+	for _, e := range revoked {
+		s.markRevoked(e, now)
+	}
+	s.putReceipt(&signed)
+	s.events.add(all...)
+	s.recordInbound(inKey, now)
+	return s.completion(p, p.RefundReceiptID, false), nil
+}
+
+// completion answers with p, the receipt receiptID (none if "") and p's
+// entitlements as they are now. Callers hold s.mu.
+func (s *Store) completion(p *payment.Payment, receiptID string, replayed bool) store.Completion {
+	c := store.Completion{Payment: copyPayment(p), Replayed: replayed}
+	if r := s.receipts[receiptID]; r != nil {
+		c.Receipt = copyReceipt(r)
+	}
+	now := s.clock()
+	for _, id := range p.EntitlementIDs {
+		if e := s.entitlements[id]; e != nil {
+			c.Entitlements = append(c.Entitlements, shown(e, now))
+		}
+	}
+	return c
+}
+
+func sign(ch store.PaymentChange, r receipt.Receipt) (receipt.Signed, error) {
+	if ch.Sign == nil {
+		return receipt.Signed{}, store.Errorf(store.CodeInvalid, "payment change: no signing function")
+	}
+	jws, err := ch.Sign(r)
+	if err != nil {
+		return receipt.Signed{}, store.Wrap(store.CodeInternal, err, "signing receipt %s", r.ID)
+	}
+	return receipt.Signed{Receipt: r, JWS: jws}, nil
+}
+
+// inboundSeen returns the key of in and whether it was recorded; ("",
+// false) without an inbound event. Callers hold s.mu.
+func (s *Store) inboundSeen(in *store.InboundEvent) (string, bool) {
+	if in == nil {
+		return "", false
+	}
+	key := store.InboundKey(in.Source, in.EventID)
+	_, ok := s.inbound[key]
+	return key, ok
+}
+
+// recordInbound records the inbound key, if any. Callers hold s.mu.
+func (s *Store) recordInbound(key string, now time.Time) {
+	if key != "" {
+		s.inbound[key] = now
+	}
+}
