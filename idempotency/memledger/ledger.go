@@ -1,0 +1,216 @@
+// Package memledger is the process-local idempotency ledger, for development
+// and tests only: it coordinates the requests of one process and forgets
+// everything on restart, so it is not durable and never horizontally safe.
+package memledger
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/stipend-mcp/stipend/idempotency"
+	"github.com/stipend-mcp/stipend/store"
+)
+
+// Backend is the backend name in the ledger's references.
+const Backend = "memory"
+
+var _ idempotency.Ledger = (*Ledger)(nil)
+
+// Ledger is the memory ledger. The zero value is not usable; call New.
+type Ledger struct {
+	collection string
+	now        func() time.Time
+
+	mu   sync.Mutex
+	rows map[string]idempotency.Record
+	last time.Time // the last update time handed out
+}
+
+// Option configures a Ledger.
+type Option func(*Ledger)
+
+// WithClock makes the ledger read time from now instead of time.Now.
+func WithClock(now func() time.Time) Option { return func(l *Ledger) { l.now = now } }
+
+// New returns an empty ledger whose references name collection (use
+// idempotency.CollectionName of the deployment namespace).
+func New(collection string, opts ...Option) *Ledger {
+	l := &Ledger{collection: collection, now: time.Now, rows: map[string]idempotency.Record{}}
+	for _, o := range opts {
+		o(l)
+	}
+	return l
+}
+
+// tick returns a fresh update time: the clock, but strictly after the last one
+// handed out, so every write has a distinct time even under a frozen test clock
+// (Firestore's update times are distinct per write to a document as well).
+func (l *Ledger) tick() time.Time {
+	t := l.now().UTC().Truncate(time.Microsecond)
+	if !t.After(l.last) {
+		t = l.last.Add(time.Microsecond)
+	}
+	l.last = t
+	return t
+}
+
+// Reserve implements idempotency.Ledger.
+func (l *Ledger) Reserve(ctx context.Context, a idempotency.Attempt) (idempotency.Result, error) {
+	if err := a.Validate(); err != nil {
+		return idempotency.Result{}, store.Wrap(store.CodeInvalid, err, "reserve")
+	}
+	a = a.Bounded()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.now().UTC()
+	if r, ok := l.rows[a.ID]; ok && !r.Expired(now) {
+		switch {
+		case r.Fingerprint != a.Fingerprint:
+			return idempotency.Result{Outcome: idempotency.Mismatch, Record: clone(r)}, nil
+		case r.State == idempotency.StateCompleted:
+			return idempotency.Result{Outcome: idempotency.Replay, Record: clone(r)}, nil
+		default:
+			return idempotency.Result{Outcome: idempotency.InProgress, Record: clone(r)}, nil
+		}
+	}
+	r := idempotency.Record{
+		ID: a.ID, Route: a.Route, Fingerprint: a.Fingerprint, State: idempotency.StateInProgress,
+		OperationID: a.OperationID, TraceID: a.TraceID, CreatedAt: now, UpdateTime: l.tick(),
+	}
+	l.rows[a.ID] = r
+	return idempotency.Result{Outcome: idempotency.Reserved, Record: clone(r)}, nil
+}
+
+// Complete implements idempotency.Ledger.
+func (l *Ledger) Complete(ctx context.Context, res idempotency.Reservation, resp idempotency.Response, expireAt time.Time) error {
+	if err := resp.Check(); err != nil {
+		return err
+	}
+	if err := idempotency.CheckExpiry(expireAt); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r, ok := l.rows[res.ID]
+	if !ok || !r.UpdateTime.Equal(res.UpdateTime) {
+		return store.Errorf(store.CodeConflict, "complete %s: the reservation changed or is gone", l.Reference(res.ID))
+	}
+	l.complete(&r, resp, expireAt)
+	return nil
+}
+
+func (l *Ledger) complete(r *idempotency.Record, resp idempotency.Response, expireAt time.Time) {
+	c := resp.Clone()
+	r.State = idempotency.StateCompleted
+	r.Response = &c
+	r.CompletedAt = l.now().UTC()
+	r.ExpireAt = expireAt.UTC()
+	r.UpdateTime = l.tick()
+	l.rows[r.ID] = *r
+}
+
+// Release implements idempotency.Ledger.
+func (l *Ledger) Release(ctx context.Context, res idempotency.Reservation) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r, ok := l.rows[res.ID]
+	if !ok || !r.UpdateTime.Equal(res.UpdateTime) {
+		return store.Errorf(store.CodeConflict, "release %s: the reservation changed or is gone", l.Reference(res.ID))
+	}
+	delete(l.rows, res.ID)
+	return nil
+}
+
+// Get implements idempotency.Ledger.
+func (l *Ledger) Get(ctx context.Context, id string) (idempotency.Record, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r, ok := l.rows[id]
+	if !ok {
+		return idempotency.Record{}, store.Errorf(store.CodeNotFound, "%s: no such row", l.Reference(id))
+	}
+	return clone(r), nil
+}
+
+// Reference implements idempotency.Ledger.
+func (l *Ledger) Reference(id string) string {
+	return idempotency.FormatReference(Backend, l.collection, id)
+}
+
+// Inspect implements idempotency.Ledger.
+func (l *Ledger) Inspect(ctx context.Context, ref string) (idempotency.Record, error) {
+	id, err := idempotency.CheckReference(ref, Backend, l.collection)
+	if err != nil {
+		return idempotency.Record{}, err
+	}
+	return l.Get(ctx, id)
+}
+
+// ResolveDelete implements idempotency.Ledger.
+func (l *Ledger) ResolveDelete(ctx context.Context, ref string, expectUpdateTime time.Time) error {
+	id, err := idempotency.CheckReference(ref, Backend, l.collection)
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r, err := l.expect(id, expectUpdateTime)
+	if err != nil {
+		return err
+	}
+	delete(l.rows, r.ID)
+	return nil
+}
+
+// ResolveComplete implements idempotency.Ledger.
+func (l *Ledger) ResolveComplete(ctx context.Context, ref string, expectUpdateTime time.Time, resp idempotency.Response, expireAt time.Time) error {
+	id, err := idempotency.CheckReference(ref, Backend, l.collection)
+	if err != nil {
+		return err
+	}
+	if err := resp.Check(); err != nil {
+		return err
+	}
+	if err := idempotency.CheckExpiry(expireAt); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r, err := l.expect(id, expectUpdateTime)
+	if err != nil {
+		return err
+	}
+	if r.State != idempotency.StateInProgress {
+		return store.Errorf(store.CodeConflict, "%s: state is %s, not in_progress", l.Reference(id), r.State)
+	}
+	l.complete(&r, resp, expireAt)
+	return nil
+}
+
+// expect returns row id if its update time is want. The caller holds l.mu.
+func (l *Ledger) expect(id string, want time.Time) (idempotency.Record, error) {
+	r, ok := l.rows[id]
+	if !ok {
+		return idempotency.Record{}, store.Errorf(store.CodeNotFound, "%s: no such row", l.Reference(id))
+	}
+	if !r.UpdateTime.Equal(want) {
+		return idempotency.Record{}, store.Errorf(store.CodeConflict, "%s: the row changed (update time %s, expected %s)",
+			l.Reference(id), r.UpdateTime.Format(time.RFC3339Nano), want.Format(time.RFC3339Nano))
+	}
+	return r, nil
+}
+
+// Durable implements idempotency.Ledger: the memory ledger is not durable.
+func (l *Ledger) Durable() bool { return false }
+
+// Probe implements idempotency.Ledger; memory is always reachable.
+func (l *Ledger) Probe(ctx context.Context) error { return nil }
+
+func clone(r idempotency.Record) idempotency.Record {
+	if r.Response != nil {
+		c := r.Response.Clone()
+		r.Response = &c
+	}
+	return r
+}

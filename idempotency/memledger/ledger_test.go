@@ -1,0 +1,22 @@
+package memledger_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stipend-mcp/stipend/conformance"
+	"github.com/stipend-mcp/stipend/idempotency"
+	"github.com/stipend-mcp/stipend/idempotency/memledger"
+)
+
+func TestLedger(t *testing.T) {
+	conformance.RunLedgerTests(t, func(t *testing.T, now func() time.Time) idempotency.Ledger {
+		return memledger.New(idempotency.CollectionName("test"), memledger.WithClock(now))
+	})
+}
+
+func TestLedger_NotDurable(t *testing.T) {
+	if memledger.New("c").Durable() {
+		t.Errorf("memledger.Durable() = true, want false: the memory ledger is never horizontally safe")
+	}
+}

@@ -1,0 +1,87 @@
+package idempotency
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/stipend-mcp/stipend/store"
+)
+
+// Response is a stored HTTP result, replayed to later requests with the same
+// key and fingerprint.
+type Response struct {
+	// Status is the HTTP status code.
+	Status int `json:"status"`
+	// Header holds the replayed headers (the middleware keeps Content-Type
+	// and Location).
+	Header map[string][]string `json:"header,omitempty"`
+	// Body is the response body as sent.
+	Body []byte `json:"body"`
+}
+
+// Size returns the serialized size the ledger bounds by MaxResponseBytes: the
+// length of the JSON encoding of status, headers and the body (as a JSON
+// string, so a JSON body counts about its own length).
+func (r Response) Size() int {
+	b, err := json.Marshal(struct {
+		Status int                 `json:"status"`
+		Header map[string][]string `json:"header,omitempty"`
+		Body   string              `json:"body"`
+	}{r.Status, r.Header, string(r.Body)})
+	if err != nil {
+		return MaxResponseBytes + 1
+	}
+	return len(b)
+}
+
+// Clone returns a deep copy of r.
+func (r Response) Clone() Response {
+	c := Response{Status: r.Status, Body: append([]byte(nil), r.Body...)}
+	if r.Header != nil {
+		c.Header = make(map[string][]string, len(r.Header))
+		for k, v := range r.Header {
+			c.Header[k] = append([]string(nil), v...)
+		}
+	}
+	return c
+}
+
+// Check validates a response before a backend stores it: a real status code
+// and at most MaxResponseBytes serialized (ErrResponseTooLarge otherwise).
+func (r Response) Check() error {
+	if r.Status < 100 || r.Status > 599 || http.StatusText(r.Status) == "" {
+		return store.Errorf(store.CodeInvalid, "response.status: %d is not an HTTP status", r.Status)
+	}
+	if n := r.Size(); n > MaxResponseBytes {
+		return store.Wrap(store.CodeInvalid, ErrResponseTooLarge, "response.body: %d bytes serialized, limit %d", n, MaxResponseBytes)
+	}
+	return nil
+}
+
+// CheckExpiry validates the expiry given to Complete or ResolveComplete.
+func CheckExpiry(expireAt time.Time) error {
+	if expireAt.IsZero() {
+		return store.Errorf(store.CodeInvalid, "expireAt: required for a completed row")
+	}
+	return nil
+}
+
+// CheckReference parses ref and checks it names a row of this backend and
+// collection, returning its id.
+func CheckReference(ref, backend, collection string) (string, error) {
+	b, c, id, err := ParseReference(ref)
+	if err != nil {
+		return "", store.Wrap(store.CodeInvalid, err, "reference")
+	}
+	if b != backend || c != collection {
+		return "", store.Errorf(store.CodeInvalid, "reference: %s/%s is not this ledger (%s/%s)", b, c, backend, collection)
+	}
+	return id, nil
+}
+
+// String describes a response for operators without its body.
+func (r Response) String() string {
+	return fmt.Sprintf("%d (%d bytes)", r.Status, len(r.Body))
+}
