@@ -1,0 +1,242 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The environments.
+const (
+	EnvDevelopment = "development"
+	EnvProduction  = "production"
+)
+
+// The stores.
+const (
+	StoreMemory    = "memory"
+	StoreFirestore = "firestore"
+)
+
+// Config is everything `stipend serve` can be told, from flags and STIPEND_*
+// environment variables (a flag wins over its variable).
+type Config struct {
+	Addr                string
+	Env                 string
+	Store               string
+	FirestoreProject    string // "" = detect from the environment
+	FirestoreDatabase   string
+	CollectionPrefix    string
+	APIKeysFile         string
+	SigningKeyFiles     []string // the first signs; all verify
+	StripeWebhookSecret string
+	WebhookAllowPrivate bool
+	CORSOrigins         []string
+	Issuer              string
+	ShutdownTimeout     time.Duration
+	LogLevel            slog.Level
+	DevKeysOut          string
+}
+
+// Development reports whether c runs in development mode.
+func (c Config) Development() bool { return c.Env == EnvDevelopment }
+
+// setting is one configuration setting: its flag, environment variable,
+// default and help. The table below is the single source for flags, their
+// environment equivalents, the usage text and docs/configuration.md.
+type setting struct {
+	flag, env, def, help string
+	// bind registers the flag on fs, writing into c, with the default def.
+	bind func(fs *flag.FlagSet, c *Config, name, def, help string) error
+}
+
+// settings lists every serve setting in the order of the usage text.
+var settings = []setting{
+	{"addr", "STIPEND_ADDR", "127.0.0.1:8080", "listen address (host:port); when neither this nor the variable is set, PORT (as on Cloud Run) gives \":$PORT\"", stringVar(func(c *Config) *string { return &c.Addr })},
+	{"env", "STIPEND_ENV", EnvDevelopment, "development or production (production refuses the memory store and needs key files)", stringVar(func(c *Config) *string { return &c.Env })},
+	{"store", "STIPEND_STORE", StoreMemory, "memory or firestore", stringVar(func(c *Config) *string { return &c.Store })},
+	{"firestore-project", "STIPEND_FIRESTORE_PROJECT", "", "Google Cloud project of the Firestore database (empty: detected)", stringVar(func(c *Config) *string { return &c.FirestoreProject })},
+	{"firestore-database", "STIPEND_FIRESTORE_DATABASE", "(default)", "Firestore database ID", stringVar(func(c *Config) *string { return &c.FirestoreDatabase })},
+	{"collection-prefix", "STIPEND_COLLECTION_PREFIX", "", "prefix of every Firestore collection name", stringVar(func(c *Config) *string { return &c.CollectionPrefix })},
+	{"api-keys-file", "STIPEND_API_KEYS_FILE", "", "JSON file of hashed API keys (see `stipend keys api`)", stringVar(func(c *Config) *string { return &c.APIKeysFile })},
+	{"signing-key-file", "STIPEND_SIGNING_KEY_FILE", "", "receipt signing key file; repeat the flag (or comma-separate the variable): the first signs, all verify", listVar(func(c *Config) *[]string { return &c.SigningKeyFiles })},
+	{"stripe-webhook-secret", "STIPEND_STRIPE_WEBHOOK_SECRET", "", "Stripe webhook signing secret (whsec_…); without it the Stripe route refuses every event", stringVar(func(c *Config) *string { return &c.StripeWebhookSecret })},
+	{"webhook-allow-private", "STIPEND_WEBHOOK_ALLOW_PRIVATE", "false", "let webhook endpoints on loopback/private addresses receive events", boolVar(func(c *Config) *bool { return &c.WebhookAllowPrivate })},
+	{"cors-origins", "STIPEND_CORS_ORIGINS", "", "comma-separated origins allowed to call the reader routes from a browser", listVar(func(c *Config) *[]string { return &c.CORSOrigins })},
+	{"issuer", "STIPEND_ISSUER", "stipend", "issuer written into every receipt", stringVar(func(c *Config) *string { return &c.Issuer })},
+	{"shutdown-timeout", "STIPEND_SHUTDOWN_TIMEOUT", "8s", "how long SIGTERM waits for in-flight requests", durationVar(func(c *Config) *time.Duration { return &c.ShutdownTimeout })},
+	{"log-level", "STIPEND_LOG_LEVEL", "info", "debug, info, warn or error", levelVar(func(c *Config) *slog.Level { return &c.LogLevel })},
+	{"dev-keys-out", "STIPEND_DEV_KEYS_OUT", "", "development only: write the generated API keys to this file (JSON, mode 0600)", stringVar(func(c *Config) *string { return &c.DevKeysOut })},
+}
+
+// ParseConfig reads the serve configuration from args and env (a map of
+// environment variables). Defaults come first, then env, then flags. It is a
+// pure function: it touches no file and reads no process state.
+func ParseConfig(args []string, env map[string]string) (Config, error) {
+	var c Config
+	fs := newServeFlagSet(io.Discard)
+	for _, s := range settings {
+		def := s.def
+		if v, ok := env[s.env]; ok {
+			def = v
+		}
+		if err := s.bind(fs, &c, s.flag, def, s.help); err != nil {
+			if _, ok := env[s.env]; ok {
+				return Config{}, fmt.Errorf("%s=%q: %w", s.env, def, err)
+			}
+			return Config{}, err
+		}
+	}
+	if err := fs.Parse(args); err != nil {
+		return Config{}, &UsageError{Err: err}
+	}
+	if fs.NArg() > 0 {
+		return Config{}, &UsageError{Err: fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+	}
+	// Cloud Run (and other platforms) say which port to listen on in PORT.
+	if _, set := env["STIPEND_ADDR"]; !set && !flagSet(fs, "addr") && env["PORT"] != "" {
+		c.Addr = ":" + env["PORT"]
+	}
+	return c, c.Validate()
+}
+
+// UsageError is a command line that cannot be parsed (an unknown flag, a
+// stray argument): the caller prints the usage with it.
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
+
+// flagSet reports whether the flag called name was given on the command line.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	found := false
+	fs.Visit(func(f *flag.Flag) { found = found || f.Name == name })
+	return found
+}
+
+// Validate checks the settings together; production refusals live here.
+func (c Config) Validate() error {
+	switch {
+	case c.Env != EnvDevelopment && c.Env != EnvProduction:
+		return fmt.Errorf("--env: %q is not development or production", c.Env)
+	case c.Store != StoreMemory && c.Store != StoreFirestore:
+		return fmt.Errorf("--store: %q is not memory or firestore", c.Store)
+	case c.Addr == "":
+		return errors.New("--addr: is required")
+	case c.FirestoreDatabase == "":
+		return errors.New("--firestore-database: is required (the default database is \"(default)\")")
+	case c.ShutdownTimeout <= 0:
+		return errors.New("--shutdown-timeout: must be positive")
+	case c.Issuer == "":
+		return errors.New("--issuer: is required")
+	}
+	if c.Env == EnvProduction {
+		switch {
+		case c.Store == StoreMemory:
+			return errors.New("production refuses the memory store: nothing in it is durable or shared between instances; use --store firestore (STIPEND_STORE=firestore)")
+		case c.APIKeysFile == "":
+			return errors.New("production needs an API key file: set --api-keys-file (STIPEND_API_KEYS_FILE); make keys with `stipend keys api --role ROLE`")
+		case len(c.SigningKeyFiles) == 0:
+			return errors.New("production needs a receipt signing key: set --signing-key-file (STIPEND_SIGNING_KEY_FILE); make one with `stipend keys signing --out FILE`")
+		case c.DevKeysOut != "":
+			return errors.New("--dev-keys-out: development keys are never made in production")
+		}
+	}
+	return nil
+}
+
+// newServeFlagSet returns an empty flag set for serve whose errors and usage
+// go to w.
+func newServeFlagSet(w io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("stipend serve", flag.ContinueOnError)
+	fs.SetOutput(w)
+	fs.Usage = func() {}
+	return fs
+}
+
+func stringVar(field func(*Config) *string) func(*flag.FlagSet, *Config, string, string, string) error {
+	return func(fs *flag.FlagSet, c *Config, name, def, help string) error {
+		fs.StringVar(field(c), name, def, help)
+		return nil
+	}
+}
+
+func boolVar(field func(*Config) *bool) func(*flag.FlagSet, *Config, string, string, string) error {
+	return func(fs *flag.FlagSet, c *Config, name, def, help string) error {
+		v, err := strconv.ParseBool(def)
+		if err != nil {
+			return errors.New("not a boolean (true or false)")
+		}
+		fs.BoolVar(field(c), name, v, help)
+		return nil
+	}
+}
+
+func durationVar(field func(*Config) *time.Duration) func(*flag.FlagSet, *Config, string, string, string) error {
+	return func(fs *flag.FlagSet, c *Config, name, def, help string) error {
+		v, err := time.ParseDuration(def)
+		if err != nil {
+			return errors.New("not a duration (such as 10s)")
+		}
+		fs.DurationVar(field(c), name, v, help)
+		return nil
+	}
+}
+
+func levelVar(field func(*Config) *slog.Level) func(*flag.FlagSet, *Config, string, string, string) error {
+	return func(fs *flag.FlagSet, c *Config, name, def, help string) error {
+		p := field(c)
+		if err := p.UnmarshalText([]byte(def)); err != nil {
+			return errors.New("not a log level (debug, info, warn or error)")
+		}
+		fs.TextVar(p, name, *p, help)
+		return nil
+	}
+}
+
+func listVar(field func(*Config) *[]string) func(*flag.FlagSet, *Config, string, string, string) error {
+	return func(fs *flag.FlagSet, c *Config, name, def, help string) error {
+		p := field(c)
+		*p = splitList(def)
+		fs.Var(&listValue{p: p}, name, help)
+		return nil
+	}
+}
+
+// listValue is a repeatable, comma-separable flag. The first use on the
+// command line replaces the value from the environment, so a flag wins.
+type listValue struct {
+	p   *[]string
+	set bool
+}
+
+func (l *listValue) String() string {
+	if l == nil || l.p == nil {
+		return ""
+	}
+	return strings.Join(*l.p, ",")
+}
+
+func (l *listValue) Set(v string) error {
+	if !l.set {
+		*l.p, l.set = nil, true
+	}
+	*l.p = append(*l.p, splitList(v)...)
+	return nil
+}
+
+// splitList splits a comma-separated list, dropping empty items and spaces.
+func splitList(s string) []string {
+	var out []string
+	for item := range strings.SplitSeq(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
+}

@@ -1,0 +1,189 @@
+package main_test
+
+import (
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	main "github.com/stipend-mcp/stipend/cmd/stipend"
+)
+
+// defaults is the configuration with nothing set.
+func defaults() main.Config {
+	return main.Config{
+		Addr:              "127.0.0.1:8080",
+		Env:               main.EnvDevelopment,
+		Store:             main.StoreMemory,
+		FirestoreDatabase: "(default)",
+		Issuer:            "stipend",
+		ShutdownTimeout:   8 * time.Second,
+		LogLevel:          slog.LevelInfo,
+	}
+}
+
+// with returns defaults changed by f.
+func with(f func(*main.Config)) main.Config {
+	c := defaults()
+	f(&c)
+	return c
+}
+
+// production is the smallest environment production accepts.
+var production = map[string]string{
+	"STIPEND_ENV":              "production",
+	"STIPEND_STORE":            "firestore",
+	"STIPEND_API_KEYS_FILE":    "/secrets/keys.json",
+	"STIPEND_SIGNING_KEY_FILE": "/secrets/signing.json",
+}
+
+// merge returns a copy of base with extra set.
+func merge(base map[string]string, extra map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range base {
+		out[k] = v
+	}
+	for k, v := range extra {
+		out[k] = v
+	}
+	return out
+}
+
+func TestParseConfig(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want main.Config
+	}{
+		{name: "Defaults", want: defaults()},
+		{
+			name: "EnvOnly",
+			env: map[string]string{
+				"STIPEND_ADDR": ":9090", "STIPEND_COLLECTION_PREFIX": "staging_", "STIPEND_ISSUER": "acme",
+				"STIPEND_SHUTDOWN_TIMEOUT": "3s", "STIPEND_LOG_LEVEL": "debug", "STIPEND_CORS_ORIGINS": "https://a.example, https://b.example",
+				"STIPEND_WEBHOOK_ALLOW_PRIVATE": "true", "STIPEND_STRIPE_WEBHOOK_SECRET": "whsec_x",
+				"STIPEND_FIRESTORE_PROJECT": "p1", "STIPEND_FIRESTORE_DATABASE": "stipend", "STIPEND_DEV_KEYS_OUT": "/tmp/k.json",
+			},
+			want: with(func(c *main.Config) {
+				c.Addr, c.CollectionPrefix, c.Issuer = ":9090", "staging_", "acme"
+				c.ShutdownTimeout, c.LogLevel = 3*time.Second, slog.LevelDebug
+				c.CORSOrigins = []string{"https://a.example", "https://b.example"}
+				c.WebhookAllowPrivate, c.StripeWebhookSecret = true, "whsec_x"
+				c.FirestoreProject, c.FirestoreDatabase, c.DevKeysOut = "p1", "stipend", "/tmp/k.json"
+			}),
+		},
+		{
+			name: "FlagWinsOverEnv",
+			args: []string{"--addr", ":1", "--log-level=warn", "--webhook-allow-private=false", "--cors-origins", "https://c.example", "--shutdown-timeout=1s"},
+			env: map[string]string{
+				"STIPEND_ADDR": ":9090", "STIPEND_LOG_LEVEL": "debug", "STIPEND_WEBHOOK_ALLOW_PRIVATE": "true",
+				"STIPEND_CORS_ORIGINS": "https://a.example", "STIPEND_SHUTDOWN_TIMEOUT": "30s",
+			},
+			want: with(func(c *main.Config) {
+				c.Addr, c.LogLevel, c.ShutdownTimeout = ":1", slog.LevelWarn, time.Second
+				c.CORSOrigins = []string{"https://c.example"}
+			}),
+		},
+		{
+			name: "SigningKeysFromEnvCommaSeparated",
+			env:  production,
+			want: with(func(c *main.Config) {
+				c.Env, c.Store, c.APIKeysFile = main.EnvProduction, main.StoreFirestore, "/secrets/keys.json"
+				c.SigningKeyFiles = []string{"/secrets/signing.json"}
+			}),
+		},
+		{
+			name: "SigningKeyFlagRepeatedReplacesEnv",
+			args: []string{"--signing-key-file", "new.json", "--signing-key-file=old.json,older.json"},
+			env:  merge(production, map[string]string{"STIPEND_SIGNING_KEY_FILE": "a.json,b.json"}),
+			want: with(func(c *main.Config) {
+				c.Env, c.Store, c.APIKeysFile = main.EnvProduction, main.StoreFirestore, "/secrets/keys.json"
+				c.SigningKeyFiles = []string{"new.json", "old.json", "older.json"}
+			}),
+		},
+		{
+			name: "FlagsOnlyProduction",
+			args: []string{"--env", "production", "--store", "firestore", "--api-keys-file", "k.json", "--signing-key-file", "s.json", "--firestore-project", "p", "--firestore-database", "db"},
+			want: with(func(c *main.Config) {
+				c.Env, c.Store, c.APIKeysFile = main.EnvProduction, main.StoreFirestore, "k.json"
+				c.SigningKeyFiles, c.FirestoreProject, c.FirestoreDatabase = []string{"s.json"}, "p", "db"
+			}),
+		},
+		{
+			name: "FlagOverridesEnvToDevelopment",
+			args: []string{"--env=development", "--store=memory"},
+			env:  production,
+			want: with(func(c *main.Config) {
+				c.APIKeysFile, c.SigningKeyFiles = "/secrets/keys.json", []string{"/secrets/signing.json"}
+			}),
+		},
+		{
+			name: "OtherEnvironmentIgnored",
+			env:  map[string]string{"HOME": "/root", "FIRESTORE_EMULATOR_HOST": "127.0.0.1:1", "STIPEND": "x"},
+			want: defaults(),
+		},
+		{
+			name: "PortWhenAddrUnset",
+			env:  map[string]string{"PORT": "9999"},
+			want: with(func(c *main.Config) { c.Addr = ":9999" }),
+		},
+		{
+			name: "AddrEnvWinsOverPort",
+			env:  map[string]string{"PORT": "9999", "STIPEND_ADDR": "127.0.0.1:7"},
+			want: with(func(c *main.Config) { c.Addr = "127.0.0.1:7" }),
+		},
+		{
+			name: "AddrFlagWinsOverPort",
+			args: []string{"--addr", "127.0.0.1:0"},
+			env:  map[string]string{"PORT": "9999"},
+			want: with(func(c *main.Config) { c.Addr = "127.0.0.1:0" }),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := main.ParseConfig(tt.args, tt.env)
+			if err != nil {
+				t.Fatalf("ParseConfig(%q): %v", tt.args, err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("ParseConfig(%q) mismatch (-want +got):\n%s", tt.args, diff)
+			}
+		})
+	}
+}
+
+func TestParseConfig_Errors(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		wantErr string // a substring of the error
+	}{
+		{"UnknownFlag", []string{"--nope"}, nil, "flag provided but not defined: -nope"},
+		{"StrayArgument", []string{"extra"}, nil, `unexpected argument "extra"`},
+		{"BadEnvName", []string{"--env", "staging"}, nil, `--env: "staging" is not development or production`},
+		{"BadStore", nil, map[string]string{"STIPEND_STORE": "postgres"}, `--store: "postgres" is not memory or firestore`},
+		{"BadBoolEnv", nil, map[string]string{"STIPEND_WEBHOOK_ALLOW_PRIVATE": "maybe"}, "STIPEND_WEBHOOK_ALLOW_PRIVATE"},
+		{"BadDurationEnv", nil, map[string]string{"STIPEND_SHUTDOWN_TIMEOUT": "soon"}, "STIPEND_SHUTDOWN_TIMEOUT"},
+		{"BadLevelEnv", nil, map[string]string{"STIPEND_LOG_LEVEL": "loud"}, "STIPEND_LOG_LEVEL"},
+		{"BadDurationFlag", []string{"--shutdown-timeout", "soon"}, nil, "shutdown-timeout"},
+		{"ZeroShutdownTimeout", []string{"--shutdown-timeout", "0s"}, nil, "--shutdown-timeout: must be positive"},
+		{"EmptyDatabase", []string{"--firestore-database="}, nil, "--firestore-database: is required"},
+		{"ProductionRefusesMemory", nil, merge(production, map[string]string{"STIPEND_STORE": "memory"}), "production refuses the memory store"},
+		{"ProductionRefusesMemoryByDefault", []string{"--env", "production"}, nil, "production refuses the memory store"},
+		{"ProductionNeedsAPIKeys", []string{"--api-keys-file="}, production, "production needs an API key file"},
+		{"ProductionNeedsSigningKey", nil, merge(production, map[string]string{"STIPEND_SIGNING_KEY_FILE": " , "}), "production needs a receipt signing key"},
+		{"ProductionRefusesDevKeys", []string{"--dev-keys-out", "k.json"}, production, "--dev-keys-out"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := main.ParseConfig(tt.args, tt.env)
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("ParseConfig(%q) error = %v, want one containing %q", tt.args, err, tt.wantErr)
+			}
+		})
+	}
+}

@@ -1,0 +1,201 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/stipend-mcp/stipend/api"
+	"github.com/stipend-mcp/stipend/apikey"
+	"github.com/stipend-mcp/stipend/receipt"
+)
+
+// Main is the `stipend serve` program: it wires the configuration to a store,
+// the API keys, the receipt signer and the HTTP API. Tests start the real
+// program with it on 127.0.0.1:0.
+type Main struct {
+	// Config is set by ParseFlags (or directly by a test) before Run.
+	Config Config
+
+	// Stdout receives the human-readable development banner; Stderr the
+	// structured JSON logs.
+	Stdout, Stderr io.Writer
+
+	// HTTPServer serves the API; Run sets its Handler.
+	HTTPServer *http.Server
+
+	// Logger is built by Run from Config.LogLevel, writing JSON to Stderr.
+	Logger *slog.Logger
+
+	// DevKeys holds the raw development API keys when Run made them.
+	DevKeys *DevKeys
+
+	ln       net.Listener
+	closers  []func() error // released by Close, last first
+	serveErr chan error     // receives the HTTP server's exit
+}
+
+// NewMain returns a Main writing to the process's stdout and stderr.
+func NewMain() *Main {
+	return &Main{
+		Stdout: os.Stdout,
+		Stderr: os.Stderr,
+		HTTPServer: &http.Server{
+			ReadHeaderTimeout: 10 * time.Second,
+			IdleTimeout:       2 * time.Minute,
+		},
+	}
+}
+
+// ParseFlags sets m.Config from the command line args and the environment env.
+func (m *Main) ParseFlags(args []string, env map[string]string) error {
+	c, err := ParseConfig(args, env)
+	if err != nil {
+		return err
+	}
+	m.Config = c
+	return nil
+}
+
+// Run opens the store, loads (or, in development, makes) the API and signing
+// keys, starts listening and serves in the background. It returns once the
+// listener is open, so Addr is valid; call Close to stop.
+func (m *Main) Run(ctx context.Context) error {
+	c := m.Config
+	m.Logger = slog.New(slog.NewJSONHandler(m.Stderr, &slog.HandlerOptions{Level: c.LogLevel}))
+	m.serveErr = make(chan error, 1)
+
+	st, err := m.openStore(ctx)
+	if err != nil {
+		return err
+	}
+	keys, err := m.apiKeys()
+	if err != nil {
+		return err
+	}
+	signer, err := m.signer()
+	if err != nil {
+		return err
+	}
+	srv, err := api.New(api.Config{
+		Store:       st,
+		Keys:        keys,
+		Signer:      signer,
+		Issuer:      c.Issuer,
+		Logger:      m.Logger,
+		CORSOrigins: c.CORSOrigins,
+		Development: c.Development(),
+		Now:         time.Now,
+	})
+	if err != nil {
+		return fmt.Errorf("api: %w", err)
+	}
+	m.HTTPServer.Handler = srv.Handler()
+	m.HTTPServer.ErrorLog = slog.NewLogLogger(m.Logger.Handler(), slog.LevelWarn)
+
+	ln, err := net.Listen("tcp", c.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", c.Addr, err)
+	}
+	m.ln = ln
+	m.Logger.Info("listening", "addr", m.Addr(), "env", c.Env, "store", c.Store, "version", version())
+	if c.Development() {
+		m.printBanner(signer.KeyID())
+	}
+	go func() { m.serveErr <- m.HTTPServer.Serve(ln) }()
+	return nil
+}
+
+// Addr returns the address the server listens on (with the real port when
+// Config.Addr asked for port 0), or "" before Run.
+func (m *Main) Addr() string {
+	if m.ln == nil {
+		return ""
+	}
+	return m.ln.Addr().String()
+}
+
+// URL returns the server's base URL, such as http://127.0.0.1:43117.
+func (m *Main) URL() string { return "http://" + m.Addr() }
+
+// Close stops accepting connections, waits up to Config.ShutdownTimeout for
+// in-flight requests to finish, then releases the store. It returns an error
+// when requests had to be cut off or a resource failed to close.
+func (m *Main) Close() error {
+	var errs []error
+	if m.ln != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), m.Config.ShutdownTimeout)
+		err := m.HTTPServer.Shutdown(ctx)
+		cancel()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("shutdown: in-flight requests cut off after %s: %w", m.Config.ShutdownTimeout, err))
+			_ = m.HTTPServer.Close()
+		}
+		if err := <-m.serveErr; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errs = append(errs, err)
+		}
+		m.ln = nil
+	}
+	for i := len(m.closers) - 1; i >= 0; i-- {
+		if err := m.closers[i](); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	m.closers = nil
+	return errors.Join(errs...)
+}
+
+// apiKeys loads the API key file, or in development without one makes a key
+// per role (and writes them to Config.DevKeysOut when set).
+func (m *Main) apiKeys() (*apikey.Set, error) {
+	c := m.Config
+	if c.APIKeysFile != "" {
+		set, err := apikey.Load(c.APIKeysFile)
+		if err != nil {
+			return nil, fmt.Errorf("api key file: %w", err)
+		}
+		if set.Len() == 0 {
+			return nil, fmt.Errorf("api key file %s: holds no keys", c.APIKeysFile)
+		}
+		m.Logger.Info("api keys loaded", "file", c.APIKeysFile, "keys", set.Len())
+		return set, nil
+	}
+	if !c.Development() {
+		return nil, errors.New("production needs an API key file (--api-keys-file)")
+	}
+	dev, set, err := NewDevKeys()
+	if err != nil {
+		return nil, fmt.Errorf("development keys: %w", err)
+	}
+	m.DevKeys = dev
+	if c.DevKeysOut != "" {
+		if err := dev.WriteFile(c.DevKeysOut); err != nil {
+			return nil, fmt.Errorf("--dev-keys-out: %w", err)
+		}
+	}
+	return set, nil
+}
+
+// signer loads the receipt signing keys, or in development without any
+// makes an ephemeral one.
+func (m *Main) signer() (*receipt.Keyring, error) {
+	c := m.Config
+	if len(c.SigningKeyFiles) > 0 {
+		k, err := receipt.LoadKeyFiles(c.SigningKeyFiles...)
+		if err != nil {
+			return nil, fmt.Errorf("signing key files: %w", err)
+		}
+		m.Logger.Info("receipt signing keys loaded", "kid", k.KeyID(), "files", len(c.SigningKeyFiles))
+		return k, nil
+	}
+	if !c.Development() {
+		return nil, errors.New("production needs a receipt signing key (--signing-key-file)")
+	}
+	return receipt.NewEphemeralKeyring()
+}

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"cloud.google.com/go/firestore"
+
+	"github.com/stipend-mcp/stipend/store"
+	fsstore "github.com/stipend-mcp/stipend/store/firestore"
+	"github.com/stipend-mcp/stipend/store/memory"
+)
+
+// openStore returns the configured store. A Firestore client is closed by
+// Close, after the HTTP server has drained.
+func (m *Main) openStore(ctx context.Context) (store.EntitlementStore, error) {
+	c := m.Config
+	if c.Store == StoreMemory {
+		return memory.New(), nil
+	}
+	project := c.FirestoreProject
+	if project == "" {
+		project = firestore.DetectProjectID
+	}
+	client, err := firestore.NewClientWithDatabase(ctx, project, c.FirestoreDatabase)
+	if err != nil {
+		return nil, fmt.Errorf("firestore client (project %q, database %q): %w", c.FirestoreProject, c.FirestoreDatabase, err)
+	}
+	m.closers = append(m.closers, client.Close)
+	st := fsstore.New(client, fsstore.WithCollectionPrefix(c.CollectionPrefix))
+	m.Logger.Info("firestore store",
+		"database", c.FirestoreDatabase, "collectionPrefix", c.CollectionPrefix,
+		"emulator", os.Getenv("FIRESTORE_EMULATOR_HOST"))
+
+	// A failed probe is logged, not fatal: /readyz keeps reporting it, and
+	// the platform decides whether to route traffic.
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := st.Ping(pctx); err != nil {
+		m.Logger.Warn("firestore is not answering yet", "err", err)
+	}
+	return st, nil
+}
