@@ -1,4 +1,290 @@
 package memory
 
-// deliveryState is the webhook delivery state of a Store (see the webhooks work).
-type deliveryState struct{}
+import (
+	"cmp"
+	"context"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/stipend-mcp/stipend/event"
+	"github.com/stipend-mcp/stipend/store"
+)
+
+var _ store.DeliveryStore = (*Store)(nil)
+
+// deliveryState is the webhook delivery state of a Store, guarded by s.mu.
+type deliveryState struct {
+	endpoints  map[string]store.Endpoint
+	deliveries map[string]store.Delivery
+	// byKey maps an EnqueueDelivery key to its delivery ID.
+	byKey map[string]string
+}
+
+// deliveries returns the state, creating its maps on first use. s.mu must be held.
+func (s *Store) deliveries() *deliveryState {
+	d := &s.delivery
+	if d.endpoints == nil {
+		d.endpoints = make(map[string]store.Endpoint)
+		d.deliveries = make(map[string]store.Delivery)
+		d.byKey = make(map[string]string)
+	}
+	return d
+}
+
+// CreateEndpoint implements store.DeliveryStore.
+func (s *Store) CreateEndpoint(_ context.Context, e store.Endpoint) (store.Endpoint, error) {
+	if err := e.Validate(); err != nil {
+		return store.Endpoint{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.deliveries()
+	if _, ok := st.endpoints[e.ID]; ok {
+		return store.Endpoint{}, store.Errorf(store.CodeConflict, "webhook endpoint %s exists", e.ID)
+	}
+	e.CreatedAt = s.now().UTC()
+	e.Disabled, e.DisabledReason, e.DisabledAt = false, "", nil
+	e.EventTypes = slices.Clone(e.EventTypes)
+	st.endpoints[e.ID] = e
+	return copyEndpoint(e), nil
+}
+
+// GetEndpoint implements store.DeliveryStore.
+func (s *Store) GetEndpoint(_ context.Context, id string) (store.Endpoint, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.deliveries().endpoints[id]
+	if !ok {
+		return store.Endpoint{}, store.Errorf(store.CodeNotFound, "webhook endpoint %s", id)
+	}
+	return copyEndpoint(e), nil
+}
+
+// ListEndpoints implements store.DeliveryStore.
+func (s *Store) ListEndpoints(_ context.Context, p store.Page) ([]store.Endpoint, string, error) {
+	s.mu.Lock()
+	all := make([]store.Endpoint, 0, len(s.deliveries().endpoints))
+	for _, e := range s.deliveries().endpoints {
+		all = append(all, copyEndpoint(e))
+	}
+	s.mu.Unlock()
+	return pageByCreation(all, p, func(e store.Endpoint) (time.Time, string) { return e.CreatedAt, e.ID })
+}
+
+// DisableEndpoint implements store.DeliveryStore.
+func (s *Store) DisableEndpoint(_ context.Context, id, reason string) (store.Endpoint, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.deliveries()
+	e, ok := st.endpoints[id]
+	if !ok {
+		return store.Endpoint{}, store.Errorf(store.CodeNotFound, "webhook endpoint %s", id)
+	}
+	if !e.Disabled {
+		now := s.now().UTC()
+		e.Disabled, e.DisabledReason, e.DisabledAt = true, reason, &now
+		st.endpoints[id] = e
+	}
+	return copyEndpoint(e), nil
+}
+
+// EnqueueDelivery implements store.DeliveryStore.
+func (s *Store) EnqueueDelivery(_ context.Context, d store.Delivery) (store.Delivery, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := store.CheckNewDelivery(&d, s.now()); err != nil {
+		return store.Delivery{}, false, err
+	}
+	st := s.deliveries()
+	if id, ok := st.byKey[d.Key]; ok {
+		prior := st.deliveries[id]
+		if prior.EndpointID != d.EndpointID || prior.EventID != d.EventID {
+			return store.Delivery{}, false, store.Errorf(store.CodeConflict, "delivery key reused for another event or endpoint")
+		}
+		return copyDelivery(prior), false, nil
+	}
+	if _, ok := st.deliveries[d.ID]; ok {
+		return store.Delivery{}, false, store.Errorf(store.CodeConflict, "delivery %s exists", d.ID)
+	}
+	d.Payload = slices.Clone(d.Payload)
+	st.deliveries[d.ID] = d
+	st.byKey[d.Key] = d.ID
+	return copyDelivery(d), true, nil
+}
+
+// GetDelivery implements store.DeliveryStore.
+func (s *Store) GetDelivery(_ context.Context, id string) (store.Delivery, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d, ok := s.deliveries().deliveries[id]
+	if !ok {
+		return store.Delivery{}, store.Errorf(store.CodeNotFound, "delivery %s", id)
+	}
+	return copyDelivery(d), nil
+}
+
+// ListDeliveries implements store.DeliveryStore.
+func (s *Store) ListDeliveries(_ context.Context, f store.DeliveryFilter, p store.Page) ([]store.Delivery, string, error) {
+	s.mu.Lock()
+	var all []store.Delivery
+	for _, d := range s.deliveries().deliveries {
+		if (f.Status == "" || d.Status == f.Status) && (f.EventType == "" || d.EventType == f.EventType) {
+			all = append(all, copyDelivery(d))
+		}
+	}
+	s.mu.Unlock()
+	return pageByCreation(all, p, func(d store.Delivery) (time.Time, string) { return d.CreatedAt, d.ID })
+}
+
+// ClaimDueDeliveries implements store.DeliveryStore. Under the store's one
+// mutex the whole claim is a single atomic step.
+func (s *Store) ClaimDueDeliveries(_ context.Context, now time.Time, limit int, claimTTL time.Duration, workerID string) ([]store.Delivery, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.deliveries()
+	var due []store.Delivery
+	for _, d := range st.deliveries {
+		if deliveryDue(&d, now, claimTTL) {
+			due = append(due, d)
+		}
+	}
+	slices.SortFunc(due, func(a, b store.Delivery) int { return a.ScheduledAt.Compare(b.ScheduledAt) })
+	if len(due) > limit {
+		due = due[:limit]
+	}
+	out := make([]store.Delivery, 0, len(due))
+	for _, d := range due {
+		t := now.UTC()
+		d.Status, d.Attempts = store.DeliveryInFlight, d.Attempts+1
+		d.ClaimedBy, d.ClaimedAt, d.ClaimToken = workerID, &t, uuid.NewString()
+		d.UpdatedAt = s.now().UTC()
+		st.deliveries[d.ID] = d
+		out = append(out, copyDelivery(d))
+	}
+	return out, nil
+}
+
+func deliveryDue(d *store.Delivery, now time.Time, claimTTL time.Duration) bool {
+	switch d.Status {
+	case store.DeliveryPending:
+		return !d.ScheduledAt.After(now)
+	case store.DeliveryInFlight:
+		return d.ClaimedAt != nil && !d.ClaimedAt.After(now.Add(-claimTTL))
+	}
+	return false
+}
+
+// FinishDelivery implements store.DeliveryStore.
+func (s *Store) FinishDelivery(_ context.Context, id, claimToken string, r store.AttemptResult) (store.Delivery, error) {
+	if err := store.CheckAttemptResult(&r); err != nil {
+		return store.Delivery{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.deliveries()
+	d, ok := st.deliveries[id]
+	if !ok {
+		return store.Delivery{}, store.Errorf(store.CodeNotFound, "delivery %s", id)
+	}
+	if d.Status != store.DeliveryInFlight || d.ClaimToken != claimToken {
+		return store.Delivery{}, store.Errorf(store.CodeConflict, "delivery %s is no longer claimed with this token", id)
+	}
+	d = store.ApplyAttempt(d, r, s.now())
+	st.deliveries[id] = d
+	return copyDelivery(d), nil
+}
+
+// RetryDelivery implements store.DeliveryStore.
+func (s *Store) RetryDelivery(_ context.Context, id string) (store.Delivery, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.deliveries()
+	d, ok := st.deliveries[id]
+	if !ok {
+		return store.Delivery{}, store.Errorf(store.CodeNotFound, "delivery %s", id)
+	}
+	if d.Status != store.DeliveryFailed && d.Status != store.DeliveryDead {
+		return store.Delivery{}, store.Errorf(store.CodeConflict, "delivery %s is %s; only failed or dead deliveries can be retried", id, d.Status)
+	}
+	now := s.now().UTC()
+	d.Status, d.ScheduledAt, d.UpdatedAt = store.DeliveryPending, now, now
+	st.deliveries[id] = d
+	return copyDelivery(d), nil
+}
+
+// RecordInboundEvent implements store.DeliveryStore. It shares s.inbound
+// with payment changes that carry store.PaymentChange.Inbound.
+func (s *Store) RecordInboundEvent(_ context.Context, source, eventID string) (bool, time.Time, error) {
+	if source == "" || eventID == "" {
+		return false, time.Time{}, store.Errorf(store.CodeInvalid, "source and eventId: required")
+	}
+	key := store.InboundKey(source, eventID)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if first, ok := s.inbound[key]; ok {
+		return false, first, nil
+	}
+	now := s.now().UTC()
+	s.inbound[key] = now
+	return true, now, nil
+}
+
+// pageByCreation sorts items by (time, id) and returns the page p asks for.
+func pageByCreation[T any](items []T, p store.Page, pos func(T) (time.Time, string)) ([]T, string, error) {
+	slices.SortFunc(items, func(a, b T) int {
+		ta, ia := pos(a)
+		tb, ib := pos(b)
+		if c := ta.Compare(tb); c != 0 {
+			return c
+		}
+		return cmp.Compare(ia, ib)
+	})
+	if p.Cursor != "" {
+		ct, cid, err := store.ParseDeliveryCursor(p.Cursor)
+		if err != nil {
+			return nil, "", err
+		}
+		i := 0
+		for ; i < len(items); i++ {
+			t, id := pos(items[i])
+			if t.After(ct) || (t.Equal(ct) && id > cid) {
+				break
+			}
+		}
+		items = items[i:]
+	}
+	size := p.Size()
+	if len(items) <= size {
+		return items, "", nil
+	}
+	t, id := pos(items[size-1])
+	return items[:size], store.DeliveryCursor(t, id), nil
+}
+
+func copyEndpoint(e store.Endpoint) store.Endpoint {
+	e.EventTypes = slices.Clone(e.EventTypes)
+	if e.EventTypes == nil {
+		e.EventTypes = []event.Type{}
+	}
+	if e.DisabledAt != nil {
+		t := *e.DisabledAt
+		e.DisabledAt = &t
+	}
+	return e
+}
+
+func copyDelivery(d store.Delivery) store.Delivery {
+	d.Payload = slices.Clone(d.Payload)
+	for _, p := range []**time.Time{&d.ClaimedAt, &d.LastAttemptAt} {
+		if *p != nil {
+			t := **p
+			*p = &t
+		}
+	}
+	return d
+}

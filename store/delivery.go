@@ -1,0 +1,297 @@
+package store
+
+import (
+	"context"
+	"encoding/base64"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/stipend-mcp/stipend/event"
+)
+
+// SecretPrefix starts every webhook endpoint secret (Standard Webhooks:
+// "whsec_" followed by the base64 of the HMAC key).
+const SecretPrefix = "whsec_"
+
+// Endpoint is a receiver of outbound webhooks.
+type Endpoint struct {
+	ID  string `json:"id"`
+	URL string `json:"url"`
+	// EventTypes are the event types the endpoint receives; empty means all.
+	EventTypes []event.Type `json:"eventTypes"`
+	// Secret signs every request to the endpoint. It is stored and returned
+	// by the store; the HTTP API shows it only once, when it is created.
+	Secret         string     `json:"-"`
+	Disabled       bool       `json:"disabled"`
+	DisabledReason string     `json:"disabledReason,omitempty"`
+	DisabledAt     *time.Time `json:"disabledAt,omitempty"`
+	CreatedAt      time.Time  `json:"createdAt"`
+}
+
+// Subscribes reports whether the endpoint is enabled and receives events of type t.
+func (e *Endpoint) Subscribes(t event.Type) bool {
+	if e.Disabled {
+		return false
+	}
+	if len(e.EventTypes) == 0 {
+		return true
+	}
+	for _, et := range e.EventTypes {
+		if et == t {
+			return true
+		}
+	}
+	return false
+}
+
+// Validate checks what every store requires of a new endpoint and names the
+// offending field: an ID, an absolute http(s) URL, known event types and a
+// secret with SecretPrefix.
+func (e *Endpoint) Validate() error {
+	if e.ID == "" {
+		return Errorf(CodeInvalid, "id: required")
+	}
+	u, err := url.Parse(e.URL)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil {
+		return Errorf(CodeInvalid, "url: must be an absolute http or https URL without credentials")
+	}
+	for i, t := range e.EventTypes {
+		if !knownEventType(t) {
+			return Errorf(CodeInvalid, "eventTypes[%d]: unknown event type %q", i, t)
+		}
+	}
+	if !strings.HasPrefix(e.Secret, SecretPrefix) || len(e.Secret) < len(SecretPrefix)+16 {
+		return Errorf(CodeInvalid, "secret: must start with %q and hold at least 16 more characters", SecretPrefix)
+	}
+	return nil
+}
+
+func knownEventType(t event.Type) bool {
+	for _, k := range event.Types {
+		if k == t {
+			return true
+		}
+	}
+	return false
+}
+
+// DeliveryStatus is where a delivery is in its state machine:
+//
+//	pending → in_flight → succeeded
+//	                    → failed  (no retry planned: the endpoint is gone)
+//	                    → dead    (the retry schedule is spent)
+//	                    → pending (a failed attempt with a retry: later ScheduledAt)
+//	in_flight (claim older than the claim TTL) → in_flight (claimed again)
+//	failed | dead → pending (RetryDelivery, by hand)
+type DeliveryStatus string
+
+// The delivery statuses.
+const (
+	DeliveryPending   DeliveryStatus = "pending"
+	DeliveryInFlight  DeliveryStatus = "in_flight"
+	DeliverySucceeded DeliveryStatus = "succeeded"
+	DeliveryFailed    DeliveryStatus = "failed"
+	DeliveryDead      DeliveryStatus = "dead"
+)
+
+// Valid reports whether s is a known status.
+func (s DeliveryStatus) Valid() bool {
+	switch s {
+	case DeliveryPending, DeliveryInFlight, DeliverySucceeded, DeliveryFailed, DeliveryDead:
+		return true
+	}
+	return false
+}
+
+// Delivery is one event on its way to one endpoint.
+type Delivery struct {
+	// ID is also the request's webhook-id, so it is the same on every attempt.
+	ID string `json:"id"`
+	// Key is the caller's idempotency key (the fan-out uses event ID and
+	// endpoint ID); it is stored, never shown.
+	Key        string     `json:"-"`
+	EndpointID string     `json:"endpointId"`
+	EventID    string     `json:"eventId"`
+	EventType  event.Type `json:"eventType"`
+	// Payload is the request body, stored and sent as these exact bytes.
+	Payload []byte         `json:"-"`
+	Status  DeliveryStatus `json:"status"`
+	// Attempts counts claims: every claim is one attempt to send, whether or
+	// not its sender lived to report the result.
+	Attempts int `json:"attempts"`
+	// ScheduledAt is when the delivery is next due (pending).
+	ScheduledAt time.Time `json:"scheduledAt"`
+	// ClaimedBy, ClaimedAt and ClaimToken describe the current claim (in_flight).
+	ClaimedBy  string     `json:"claimedBy,omitempty"`
+	ClaimedAt  *time.Time `json:"claimedAt,omitempty"`
+	ClaimToken string     `json:"-"`
+	// LastStatusCode and LastError describe the last finished attempt.
+	LastStatusCode int        `json:"lastStatusCode,omitempty"`
+	LastError      string     `json:"lastError,omitempty"`
+	LastAttemptAt  *time.Time `json:"lastAttemptAt,omitempty"`
+	CreatedAt      time.Time  `json:"createdAt"`
+	UpdatedAt      time.Time  `json:"updatedAt"`
+}
+
+// DeliveryFilter narrows ListDeliveries. Zero fields do not filter.
+type DeliveryFilter struct {
+	Status    DeliveryStatus
+	EventType event.Type
+}
+
+// AttemptResult is what a sender reports to FinishDelivery.
+type AttemptResult struct {
+	// Status is DeliverySucceeded, DeliveryFailed or DeliveryDead.
+	Status DeliveryStatus
+	// RetryAt, with DeliveryFailed, is when to try again: the delivery goes
+	// back to pending with ScheduledAt = RetryAt. Zero leaves it failed until
+	// RetryDelivery.
+	RetryAt time.Time
+	// StatusCode is the receiver's HTTP status (0 when none came back).
+	StatusCode int
+	// Error says what went wrong, for operators (bounded by the store).
+	Error string
+}
+
+// MaxErrorLength bounds the stored AttemptResult.Error.
+const MaxErrorLength = 1024
+
+// DeliveryStore is the durable state of outbound webhooks (endpoints and
+// deliveries) and of inbound provider event deduplication. Many dispatcher
+// processes may share one store; every guarantee below holds across them.
+type DeliveryStore interface {
+	// CreateEndpoint stores e (which must pass e.Validate: an Invalid error
+	// naming the field otherwise), with CreatedAt set by the store and
+	// Disabled false. Conflict if the ID exists.
+	CreateEndpoint(ctx context.Context, e Endpoint) (Endpoint, error)
+	// GetEndpoint returns the endpoint, secret included, or ErrNotFound.
+	GetEndpoint(ctx context.Context, id string) (Endpoint, error)
+	// ListEndpoints lists endpoints oldest first (by CreatedAt, then ID).
+	ListEndpoints(ctx context.Context, p Page) (items []Endpoint, nextCursor string, err error)
+	// DisableEndpoint marks the endpoint disabled with reason; disabling a
+	// disabled endpoint returns it unchanged. ErrNotFound if absent. Its
+	// pending deliveries stay; senders finish them as failed.
+	DisableEndpoint(ctx context.Context, id, reason string) (Endpoint, error)
+
+	// EnqueueDelivery stores d as pending (d.ID and d.Key required, Attempts
+	// 0, ScheduledAt d.ScheduledAt or now if zero) unless a delivery with
+	// d.Key exists: then that one is returned with created false when its
+	// EndpointID and EventID equal d's, and ErrConflict otherwise. Atomic:
+	// concurrent calls with one key store exactly one delivery, and every
+	// call returns it.
+	EnqueueDelivery(ctx context.Context, d Delivery) (stored Delivery, created bool, err error)
+	// GetDelivery returns the delivery, or ErrNotFound.
+	GetDelivery(ctx context.Context, id string) (Delivery, error)
+	// ListDeliveries lists deliveries oldest first (by CreatedAt, then ID).
+	ListDeliveries(ctx context.Context, f DeliveryFilter, p Page) (items []Delivery, nextCursor string, err error)
+
+	// ClaimDueDeliveries claims up to limit deliveries for workerID and
+	// returns them in_flight, each with Attempts incremented, ClaimedBy,
+	// ClaimedAt = now and a fresh ClaimToken. Candidates are pending
+	// deliveries with ScheduledAt ≤ now, and in_flight deliveries whose
+	// ClaimedAt is at or before now − claimTTL (their sender is presumed dead).
+	// Each candidate is claimed in its own small atomic step, so a row
+	// another worker took is skipped without failing the others. Within one
+	// claim window, a delivery is claimed by exactly one caller, however many
+	// call at once. It may return fewer than limit (even none) while due
+	// rows remain; callers simply call again.
+	ClaimDueDeliveries(ctx context.Context, now time.Time, limit int, claimTTL time.Duration, workerID string) ([]Delivery, error)
+	// FinishDelivery records the result of the attempt made under claimToken:
+	// succeeded, dead, failed (terminal) or back to pending at r.RetryAt. It
+	// returns the stored delivery, ErrNotFound if absent, or ErrConflict if the
+	// delivery is no longer in_flight under that token (the claim expired and
+	// another worker owns it now); then nothing changes.
+	FinishDelivery(ctx context.Context, id, claimToken string, r AttemptResult) (Delivery, error)
+	// RetryDelivery moves a failed or dead delivery back to pending, due now,
+	// keeping its Attempts. Conflict from any other status; ErrNotFound if absent.
+	RetryDelivery(ctx context.Context, id string) (Delivery, error)
+
+	// RecordInboundEvent records that the provider event (source, eventID)
+	// was received, under InboundKey(source, eventID). It returns new true and
+	// now on the first call, and new false with the first time on every later
+	// call. Atomic: of concurrent calls, exactly one sees new true. The
+	// records are the ones PaymentChange.Inbound writes.
+	RecordInboundEvent(ctx context.Context, source, eventID string) (isNew bool, firstSeenAt time.Time, err error)
+}
+
+// CheckAttemptResult validates r for FinishDelivery.
+func CheckAttemptResult(r *AttemptResult) error {
+	switch r.Status {
+	case DeliverySucceeded, DeliveryFailed, DeliveryDead:
+	default:
+		return Errorf(CodeInvalid, "status: %q is not a result of an attempt", r.Status)
+	}
+	if r.Status != DeliveryFailed && !r.RetryAt.IsZero() {
+		return Errorf(CodeInvalid, "retryAt: only a failed attempt can be retried")
+	}
+	if len(r.Error) > MaxErrorLength {
+		r.Error = r.Error[:MaxErrorLength]
+	}
+	return nil
+}
+
+// ApplyAttempt returns d after the attempt result r at now: the state change
+// FinishDelivery makes, shared by the adapters.
+func ApplyAttempt(d Delivery, r AttemptResult, now time.Time) Delivery {
+	d.Status = r.Status
+	if r.Status == DeliveryFailed && !r.RetryAt.IsZero() {
+		d.Status = DeliveryPending
+		d.ScheduledAt = r.RetryAt.UTC()
+	}
+	d.LastStatusCode, d.LastError = r.StatusCode, r.Error
+	t := now.UTC()
+	d.LastAttemptAt = &t
+	d.ClaimedBy, d.ClaimedAt, d.ClaimToken = "", nil, ""
+	d.UpdatedAt = t
+	return d
+}
+
+// CheckNewDelivery validates a delivery passed to EnqueueDelivery and fills
+// in the fields the store owns, at now.
+func CheckNewDelivery(d *Delivery, now time.Time) error {
+	switch {
+	case d.ID == "":
+		return Errorf(CodeInvalid, "id: required")
+	case d.Key == "":
+		return Errorf(CodeInvalid, "key: required")
+	case d.EndpointID == "":
+		return Errorf(CodeInvalid, "endpointId: required")
+	case d.EventID == "":
+		return Errorf(CodeInvalid, "eventId: required")
+	case len(d.Payload) > 512<<10:
+		return Errorf(CodeInvalid, "payload: larger than 512 KiB")
+	}
+	d.Status, d.Attempts = DeliveryPending, 0
+	d.ClaimedBy, d.ClaimedAt, d.ClaimToken = "", nil, ""
+	d.LastStatusCode, d.LastError, d.LastAttemptAt = 0, "", nil
+	d.CreatedAt, d.UpdatedAt = now.UTC(), now.UTC()
+	if d.ScheduledAt.IsZero() {
+		d.ScheduledAt = now
+	}
+	d.ScheduledAt = d.ScheduledAt.UTC()
+	return nil
+}
+
+// DeliveryCursor encodes the position after an item of a list ordered by
+// (createdAt, id), for ListEndpoints and ListDeliveries.
+func DeliveryCursor(createdAt time.Time, id string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(createdAt.UTC().Format(time.RFC3339Nano) + "|" + id))
+}
+
+// ParseDeliveryCursor decodes a DeliveryCursor; a malformed one is Invalid.
+func ParseDeliveryCursor(c string) (createdAt time.Time, id string, err error) {
+	raw, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return time.Time{}, "", Errorf(CodeInvalid, "cursor: malformed")
+	}
+	ts, id, ok := strings.Cut(string(raw), "|")
+	if !ok || id == "" {
+		return time.Time{}, "", Errorf(CodeInvalid, "cursor: malformed")
+	}
+	createdAt, err = time.Parse(time.RFC3339Nano, ts)
+	if err != nil {
+		return time.Time{}, "", Errorf(CodeInvalid, "cursor: malformed")
+	}
+	return createdAt, id, nil
+}
