@@ -124,14 +124,14 @@ func decodePayload(payload []byte) (Receipt, error) {
 	dec := json.NewDecoder(bytes.NewReader(payload))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&r); err != nil {
-		return Receipt{}, fmt.Errorf("%w payload: %v", ErrMalformed, err)
+		return Receipt{}, fmt.Errorf("%w payload: %w", ErrMalformed, err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return Receipt{}, fmt.Errorf("%w payload: data after the receipt", ErrMalformed)
 	}
 	canon, err := jcs.Transform(payload)
 	if err != nil {
-		return Receipt{}, fmt.Errorf("%w payload: %v", ErrMalformed, err)
+		return Receipt{}, fmt.Errorf("%w payload: %w", ErrMalformed, err)
 	}
 	if !bytes.Equal(canon, payload) {
 		return Receipt{}, fmt.Errorf("%w payload: not RFC 8785 canonical JSON", ErrMalformed)
