@@ -1,0 +1,229 @@
+package api
+
+import (
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"github.com/stipend-mcp/stipend/apikey"
+	"github.com/stipend-mcp/stipend/entitlement"
+	"github.com/stipend-mcp/stipend/money"
+	"github.com/stipend-mcp/stipend/payment"
+	"github.com/stipend-mcp/stipend/store"
+)
+
+func (s *Server) registerAccounts(g *echo.Group) {
+	readers := s.auth(apikey.RoleBilling, apikey.RoleReader)
+	g.PUT("/accounts/:agentId", s.putAccount, s.auth(apikey.RoleBilling))
+	g.GET("/accounts/:agentId", s.getAccount, readers)
+	g.POST("/accounts/:agentId/entitlements", s.grantEntitlement, s.auth(apikey.RoleAdmin))
+	g.GET("/accounts/:agentId/entitlements", s.listEntitlements, readers)
+	g.GET("/accounts/:agentId/consumptions", s.listConsumptions, readers)
+	g.GET("/entitlements/:id", s.getEntitlement, readers)
+	g.POST("/entitlements/:id/revoke", s.revokeEntitlement, s.auth(apikey.RoleAdmin))
+}
+
+// agentParam returns the :agentId path parameter, unescaped and checked.
+func agentParam(c echo.Context) (string, error) {
+	return pathParam(c, "agentId")
+}
+
+func pathParam(c echo.Context, name string) (string, error) {
+	v, err := url.PathUnescape(c.Param(name))
+	if err != nil || !printableSpaces(v, entitlement.MaxNameLen) {
+		return "", Invalid(name, "must be 1–200 printable ASCII characters")
+	}
+	return v, nil
+}
+
+// printableSpaces is printableASCII that also allows spaces.
+func printableSpaces(s string, max int) bool {
+	if len(s) == 0 || len(s) > max {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// accountBody is the body of PUT /v1/accounts/{agentId}.
+type accountBody struct {
+	DisplayName string            `json:"displayName" validate:"max=200"`
+	Metadata    map[string]string `json:"metadata"`
+}
+
+// Validate checks the metadata bounds.
+func (b *accountBody) Validate() error { return validMetadata("metadata", b.Metadata) }
+
+func (s *Server) putAccount(c echo.Context) error {
+	agent, err := agentParam(c)
+	if err != nil {
+		return err
+	}
+	var b accountBody
+	if err := s.decodeOptional(c, &b); err != nil {
+		return err
+	}
+	a, err := s.store.UpsertAccount(storeCtx(c), entitlement.Account{
+		AgentID: agent, DisplayName: b.DisplayName, Metadata: b.Metadata,
+	})
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, a)
+}
+
+func (s *Server) getAccount(c echo.Context) error {
+	agent, err := agentParam(c)
+	if err != nil {
+		return err
+	}
+	a, err := s.store.GetAccount(storeCtx(c), agent)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, a)
+}
+
+// entitlementBody is the body of POST /v1/accounts/{agentId}/entitlements:
+// a grant plus, for credits, its balance.
+type entitlementBody struct {
+	Type       entitlement.Type   `json:"type" validate:"required,oneof=credits quota subscription"`
+	Scope      scopeBody          `json:"scope" validate:"required"`
+	Limit      int64              `json:"limit" validate:"gte=0,lte=1099511627776"`
+	Period     entitlement.Period `json:"period" validate:"omitempty,oneof=hour day week month"`
+	ValidUntil *time.Time         `json:"validUntil"`
+	ExpiresAt  *time.Time         `json:"expiresAt"`
+	Balance    *money.Money       `json:"balance"`
+	Metadata   map[string]string  `json:"metadata"`
+}
+
+func (b *entitlementBody) grant() *grantBody {
+	return &grantBody{Type: b.Type, Scope: b.Scope, Limit: b.Limit, Period: b.Period,
+		ValidUntil: b.ValidUntil, ExpiresAt: b.ExpiresAt}
+}
+
+// Validate checks the rules across fields.
+func (b *entitlementBody) Validate() error {
+	if err := b.grant().validate(""); err != nil {
+		return err
+	}
+	switch {
+	case b.Type == entitlement.TypeCredits && b.Balance == nil:
+		return Invalid("balance", "is required for credits")
+	case b.Type != entitlement.TypeCredits && b.Balance != nil:
+		return Invalid("balance", "is only for credits")
+	case b.Balance != nil && b.Balance.Cents <= 0:
+		return Invalid("balance.cents", "must be positive")
+	}
+	return validMetadata("metadata", b.Metadata)
+}
+
+func (s *Server) grantEntitlement(c echo.Context) error {
+	agent, err := agentParam(c)
+	if err != nil {
+		return err
+	}
+	var b entitlementBody
+	if err := s.decode(c, &b); err != nil {
+		return err
+	}
+	now := s.now().UTC()
+	p := payment.Payment{AgentID: agent}
+	if b.Balance != nil {
+		p.Amount = *b.Balance
+	}
+	e := b.grant().template().Entitlement(uuid.NewString(), &p, now)
+	e.Metadata = b.Metadata
+	out, err := s.store.CreateEntitlement(storeCtx(c), e)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, out)
+}
+
+func (s *Server) listEntitlements(c echo.Context) error {
+	agent, err := agentParam(c)
+	if err != nil {
+		return err
+	}
+	p, err := page(c)
+	if err != nil {
+		return err
+	}
+	f := store.EntitlementFilter{
+		Status:  entitlement.Status(c.QueryParam("status")),
+		Service: c.QueryParam("service"),
+		Type:    entitlement.Type(c.QueryParam("type")),
+	}
+	switch {
+	case f.Status != "" && !f.Status.Valid():
+		return Invalid("status", "must be active or revoked")
+	case f.Type != "" && !f.Type.Valid():
+		return Invalid("type", "must be credits, quota or subscription")
+	case len(f.Service) > entitlement.MaxNameLen:
+		return Invalid("service", "must be at most 200 characters")
+	}
+	items, next, err := s.store.ListEntitlements(storeCtx(c), agent, f, p)
+	list, err := listOf(items, next, err)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, list)
+}
+
+func (s *Server) listConsumptions(c echo.Context) error {
+	agent, err := agentParam(c)
+	if err != nil {
+		return err
+	}
+	p, err := page(c)
+	if err != nil {
+		return err
+	}
+	var since time.Time
+	if v := c.QueryParam("since"); v != "" {
+		if since, err = time.Parse(time.RFC3339Nano, v); err != nil {
+			return Invalid("since", "must be an RFC 3339 date-time")
+		}
+	}
+	items, next, err := s.store.ListConsumptions(storeCtx(c), agent, since, p)
+	list, err := listOf(items, next, err)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, list)
+}
+
+func (s *Server) getEntitlement(c echo.Context) error {
+	id, err := pathParam(c, "id")
+	if err != nil {
+		return err
+	}
+	e, err := s.store.GetEntitlement(storeCtx(c), id)
+	if err != nil {
+		return err
+	}
+	if err := ownedBy(c, e.AgentID, "entitlement"); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, e)
+}
+
+func (s *Server) revokeEntitlement(c echo.Context) error {
+	id, err := pathParam(c, "id")
+	if err != nil {
+		return err
+	}
+	e, err := s.store.RevokeEntitlement(storeCtx(c), id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, e)
+}

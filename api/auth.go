@@ -1,0 +1,57 @@
+package api
+
+import (
+	"net/http"
+	"slices"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/stipend-mcp/stipend/apikey"
+)
+
+const ctxKey = "stipend.key"
+
+// auth admits requests whose "Authorization: Bearer <key>" names a key with
+// one of roles (admin is always admitted): 401 without a known key, 403 for
+// another role. Routes with an :agentId parameter also refuse a reader key
+// that does not list that agent (403).
+func (s *Server) auth(roles ...apikey.Role) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			raw, ok := apikey.FromBearer(c.Request().Header.Get(echo.HeaderAuthorization))
+			if !ok {
+				return &Error{Status: http.StatusUnauthorized, Kind: KindUnauthorized,
+					Detail: "send an API key as Authorization: Bearer <key>"}
+			}
+			k, ok := s.keys.Lookup(raw)
+			if !ok {
+				return &Error{Status: http.StatusUnauthorized, Kind: KindUnauthorized, Detail: "unknown API key"}
+			}
+			if k.Role != apikey.RoleAdmin && !slices.Contains(roles, k.Role) {
+				return &Error{Status: http.StatusForbidden, Kind: KindForbidden,
+					Detail: "the " + string(k.Role) + " role may not use this route"}
+			}
+			c.Set(ctxKey, &k)
+			if agent := c.Param("agentId"); agent != "" && !k.MayRead(agent) {
+				return &Error{Status: http.StatusForbidden, Kind: KindForbidden,
+					Detail: "this key may not read that agent"}
+			}
+			return next(c)
+		}
+	}
+}
+
+// keyOf returns the key that authenticated the request.
+func keyOf(c echo.Context) (*apikey.Key, bool) {
+	k, ok := c.Get(ctxKey).(*apikey.Key)
+	return k, ok
+}
+
+// ownedBy answers 404 (as if absent) when a reader key asks for a document
+// of an agent it does not list, so readers learn nothing about other agents.
+func ownedBy(c echo.Context, agentID, what string) error {
+	if k, ok := keyOf(c); ok && !k.MayRead(agentID) {
+		return NotFound(what + " not found")
+	}
+	return nil
+}

@@ -1,0 +1,128 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/stipend-mcp/stipend/apikey"
+	"github.com/stipend-mcp/stipend/entitlement"
+	"github.com/stipend-mcp/stipend/money"
+	"github.com/stipend-mcp/stipend/store"
+)
+
+func (s *Server) registerConsume(g *echo.Group) {
+	host := s.auth(apikey.RoleHost)
+	g.POST("/consume", s.consume, host)
+	g.POST("/check", s.checkConsume, host)
+}
+
+// consumeBody is the body of POST /v1/consume and /v1/check.
+type consumeBody struct {
+	AgentID        string       `json:"agentId" validate:"required,max=200,printascii"`
+	Service        string       `json:"service" validate:"required,max=200,printascii"`
+	Tool           string       `json:"tool" validate:"required,max=200,printascii"`
+	IdempotencyKey string       `json:"idempotencyKey" validate:"required,max=255,printascii"`
+	Cost           *money.Money `json:"cost"`
+	Units          int64        `json:"units" validate:"gte=0,lte=1000000"`
+	EntitlementID  string       `json:"entitlementId" validate:"omitempty,max=200,printascii"`
+}
+
+func (b *consumeBody) request() entitlement.ConsumeRequest {
+	return entitlement.ConsumeRequest{
+		AgentID: b.AgentID, Service: b.Service, Tool: b.Tool, IdempotencyKey: b.IdempotencyKey,
+		Cost: b.Cost, Units: b.Units, EntitlementID: b.EntitlementID,
+	}
+}
+
+// consumeAnswer is the 200 body of consume and check.
+type consumeAnswer struct {
+	Result      store.Outcome            `json:"result"`
+	Consumption *entitlement.Consumption `json:"consumption,omitempty"`
+	Entitlement *entitlement.Entitlement `json:"entitlement,omitempty"`
+}
+
+func (s *Server) consume(c echo.Context) error {
+	var b consumeBody
+	if err := s.decode(c, &b); err != nil {
+		return err
+	}
+	req := b.request()
+	if err := req.Normalize(); err != nil {
+		return fieldErrorOf(err)
+	}
+	res, err := s.store.CheckAndConsume(storeCtx(c), req)
+	if err != nil {
+		return err
+	}
+	return s.answerConsume(c, "consume", res)
+}
+
+func (s *Server) checkConsume(c echo.Context) error {
+	var b consumeBody
+	if err := s.decode(c, &b); err != nil {
+		return err
+	}
+	req := b.request()
+	if err := req.Normalize(); err != nil {
+		return fieldErrorOf(err)
+	}
+	res, err := s.store.Check(storeCtx(c), req)
+	if err != nil {
+		return err
+	}
+	return s.answerConsume(c, "check", res)
+}
+
+// answerConsume maps a consume or check result to its HTTP answer: 200
+// consumed, replay or allowed; 402 denied, with every reason; 422 conflict.
+func (s *Server) answerConsume(c echo.Context, route string, res store.ConsumeResult) error {
+	reason := ""
+	if res.Outcome == store.Denied {
+		reason = string(mainReason(res.Denials))
+	}
+	s.metrics.consumeResults.WithLabelValues(route, string(res.Outcome), reason).Inc()
+	switch res.Outcome {
+	case store.Consumed, store.Replay:
+		return c.JSON(http.StatusOK, consumeAnswer{Result: res.Outcome, Consumption: res.Consumption})
+	case store.Allowed:
+		return c.JSON(http.StatusOK, consumeAnswer{Result: res.Outcome, Entitlement: res.Entitlement})
+	case store.Conflict:
+		return &Error{Status: http.StatusUnprocessableEntity, Kind: KindIdempotencyConflict,
+			Detail: "this idempotency key was already used for a call with different parameters; nothing was charged"}
+	case store.Denied:
+		return &Error{Status: http.StatusPaymentRequired, Kind: KindPaymentRequired,
+			Detail: "no entitlement of the agent covers this call (" + reason + ")", Reasons: res.Denials}
+	}
+	return &Error{Status: http.StatusInternalServerError, Kind: KindInternal, Detail: "internal error",
+		Err: store.Errorf(store.CodeInternal, "unknown consume outcome %q", res.Outcome)}
+}
+
+// reasonRank orders denial reasons by how much they tell the caller: the
+// reason of the entitlement that came closest to paying comes first.
+var reasonRank = map[entitlement.Reason]int{
+	entitlement.ReasonInsufficientBalance: 0,
+	entitlement.ReasonQuotaExhausted:      1,
+	entitlement.ReasonExpired:             2,
+	entitlement.ReasonCurrencyMismatch:    3,
+	entitlement.ReasonCostRequired:        4,
+	entitlement.ReasonRevoked:             5,
+	entitlement.ReasonScopeMismatch:       6,
+	entitlement.ReasonNotFound:            7,
+}
+
+// mainReason picks the one reason that sums up a denial, for the metric
+// label and the detail.
+func mainReason(ds []entitlement.Denial) entitlement.Reason {
+	best := entitlement.ReasonNotFound
+	for _, d := range ds {
+		r, ok := reasonRank[d.Reason]
+		if !ok {
+			return d.Reason
+		}
+		if r < reasonRank[best] {
+			best = d.Reason
+		}
+	}
+	return best
+}

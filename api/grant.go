@@ -1,0 +1,91 @@
+package api
+
+import (
+	"time"
+
+	"github.com/stipend-mcp/stipend/entitlement"
+	"github.com/stipend-mcp/stipend/payment"
+)
+
+// MaxQuotaLimit bounds a quota's calls per period.
+const MaxQuotaLimit = 1 << 40
+
+// scopeBody is an entitlement scope in a request.
+type scopeBody struct {
+	Service string   `json:"service" validate:"required,max=200,printascii"`
+	Tools   []string `json:"tools" validate:"max=100,dive,required,max=200,printascii"`
+}
+
+// grantBody is the template of an entitlement: the "grant" of a payment,
+// and the body of a direct grant (with balance and metadata added there).
+type grantBody struct {
+	Type       entitlement.Type   `json:"type" validate:"required,oneof=credits quota subscription"`
+	Scope      scopeBody          `json:"scope" validate:"required"`
+	Limit      int64              `json:"limit" validate:"gte=0,lte=1099511627776"`
+	Period     entitlement.Period `json:"period" validate:"omitempty,oneof=hour day week month"`
+	ValidUntil *time.Time         `json:"validUntil"`
+	ExpiresAt  *time.Time         `json:"expiresAt"`
+}
+
+// validate checks the rules across fields; prefix is the grant's JSON path
+// with a trailing dot ("grant.") or "".
+func (g *grantBody) validate(prefix string) error {
+	if g.Type == entitlement.TypeQuota {
+		if g.Limit < 1 {
+			return Invalid(prefix+"limit", "is required for a quota and must be at least 1")
+		}
+		if g.Period == "" {
+			return Invalid(prefix+"period", "is required for a quota")
+		}
+	} else {
+		if g.Limit != 0 {
+			return Invalid(prefix+"limit", "is only for quota grants")
+		}
+		if g.Period != "" {
+			return Invalid(prefix+"period", "is only for quota grants")
+		}
+	}
+	if g.ValidUntil != nil && g.Type != entitlement.TypeSubscription {
+		return Invalid(prefix+"validUntil", "is only for subscription grants")
+	}
+	return nil
+}
+
+// template returns g as a payment grant, with instants in UTC.
+func (g *grantBody) template() payment.Grant {
+	return payment.Grant{
+		Type:       g.Type,
+		Scope:      entitlement.Scope{Service: g.Scope.Service, Tools: g.Scope.Tools},
+		Limit:      g.Limit,
+		Period:     g.Period,
+		ValidUntil: utc(g.ValidUntil),
+		ExpiresAt:  utc(g.ExpiresAt),
+	}
+}
+
+func utc(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+// validMetadata bounds metadata as entitlement.MaxMetadataEntries and
+// MaxMetadataBytes say.
+func validMetadata(field string, m map[string]string) error {
+	if len(m) > entitlement.MaxMetadataEntries {
+		return Invalid(field, "must have at most 32 entries")
+	}
+	n := 0
+	for k, v := range m {
+		if k == "" {
+			return Invalid(field, "keys must not be empty")
+		}
+		n += len(k) + len(v)
+	}
+	if n > entitlement.MaxMetadataBytes {
+		return Invalid(field, "must hold at most 4096 bytes of keys and values")
+	}
+	return nil
+}

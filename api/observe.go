@@ -1,0 +1,181 @@
+package api
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// HeaderRequestID carries the request ID, in requests (kept if well formed)
+// and in every response.
+const HeaderRequestID = "X-Request-Id"
+
+const ctxRequestID = "stipend.requestId"
+
+// requestIDs makes request IDs: a random per-process prefix and a counter,
+// unique without a random read per request.
+type requestIDs struct {
+	prefix string
+	n      atomic.Uint64
+}
+
+func newRequestIDs() *requestIDs {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return &requestIDs{prefix: hex.EncodeToString(b[:]) + "-"}
+}
+
+func (r *requestIDs) next() string {
+	return r.prefix + strconv.FormatUint(r.n.Add(1), 36)
+}
+
+// requestID takes the caller's X-Request-Id if it is 1–128 printable ASCII
+// characters, or makes one, and echoes it in the response.
+func (s *Server) requestID(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		id := c.Request().Header.Get(HeaderRequestID)
+		if !printableASCII(id, 128) {
+			id = s.ids.next()
+		}
+		c.Set(ctxRequestID, id)
+		c.Response().Header().Set(HeaderRequestID, id)
+		return next(c)
+	}
+}
+
+func requestIDOf(c echo.Context) string {
+	id, _ := c.Get(ctxRequestID).(string)
+	return id
+}
+
+func printableASCII(s string, max int) bool {
+	if len(s) == 0 || len(s) > max {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x21 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// metrics are the service's Prometheus collectors.
+type metrics struct {
+	latency        *prometheus.HistogramVec
+	consumeResults *prometheus.CounterVec
+	storeErrors    *prometheus.CounterVec
+}
+
+func newMetrics(r *prometheus.Registry) (*metrics, error) {
+	m := &metrics{
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "stipend_http_request_duration_seconds",
+			Help:    "HTTP request latency by route template, method and status.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+		}, []string{"route", "method", "status"}),
+		consumeResults: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "stipend_consume_results_total",
+			Help: "Consume and check answers by result and, for denials, the main reason.",
+		}, []string{"route", "result", "reason"}),
+		storeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "stipend_store_errors_total",
+			Help: "Store errors that reached the HTTP layer, by store error code.",
+		}, []string{"code"}),
+	}
+	for _, c := range []prometheus.Collector{m.latency, m.consumeResults, m.storeErrors} {
+		if err := r.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// observe records the latency metric and writes one JSON access log line
+// per request. It never logs headers or bodies, so API keys and
+// idempotency keys stay out of the logs.
+func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		start := time.Now()
+		err := next(c)
+		route := c.Path()
+		if err != nil {
+			if errors.Is(err, echo.ErrNotFound) {
+				route = "unmatched"
+			}
+			c.Error(err) // answers now, so the status below is the real one
+		}
+		elapsed := time.Since(start)
+		if route == "" {
+			route = "unmatched"
+		}
+		status := c.Response().Status
+		req := c.Request()
+		s.metrics.latency.WithLabelValues(route, req.Method, statusLabel(status)).Observe(elapsed.Seconds())
+		level := slog.LevelInfo
+		if status >= 500 {
+			level = slog.LevelError
+		}
+		if s.log.Enabled(req.Context(), level) {
+			attrs := []slog.Attr{
+				slog.String("requestId", requestIDOf(c)),
+				slog.String("method", req.Method),
+				slog.String("route", route),
+				slog.Int("status", status),
+				slog.Float64("durationMs", float64(elapsed.Microseconds())/1000),
+				slog.Int64("bytesOut", c.Response().Size),
+			}
+			if k, ok := keyOf(c); ok {
+				attrs = append(attrs, slog.String("keyId", k.ID), slog.String("role", string(k.Role)))
+			}
+			s.log.LogAttrs(req.Context(), level, "request", attrs...)
+		}
+		return nil
+	}
+}
+
+var statusLabels = func() map[int]string {
+	m := map[int]string{}
+	for i := 100; i < 600; i++ {
+		m[i] = strconv.Itoa(i)
+	}
+	return m
+}()
+
+func statusLabel(code int) string {
+	if l, ok := statusLabels[code]; ok {
+		return l
+	}
+	return strconv.Itoa(code)
+}
+
+// corsRoutes are the reader routes browsers may call.
+var corsRoutes = map[string]bool{
+	"/v1/accounts/:agentId":              true,
+	"/v1/accounts/:agentId/entitlements": true,
+	"/v1/accounts/:agentId/consumptions": true,
+	"/v1/accounts/:agentId/receipts":     true,
+	"/v1/entitlements/:id":               true,
+	"/v1/receipts/:id":                   true,
+	"/.well-known/jwks.json":             true,
+}
+
+func (s *Server) corsMiddleware() echo.MiddlewareFunc {
+	return middleware.CORSWithConfig(middleware.CORSConfig{
+		Skipper:       func(c echo.Context) bool { return !corsRoutes[c.Path()] },
+		AllowOrigins:  s.cors,
+		AllowMethods:  []string{http.MethodGet, http.MethodOptions},
+		AllowHeaders:  []string{echo.HeaderAuthorization, echo.HeaderContentType, HeaderRequestID},
+		ExposeHeaders: []string{HeaderRequestID},
+		MaxAge:        600,
+	})
+}

@@ -1,0 +1,210 @@
+package api
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"github.com/stipend-mcp/stipend/apikey"
+	"github.com/stipend-mcp/stipend/entitlement"
+	"github.com/stipend-mcp/stipend/money"
+	"github.com/stipend-mcp/stipend/payment"
+	"github.com/stipend-mcp/stipend/receipt"
+	"github.com/stipend-mcp/stipend/store"
+)
+
+// HeaderIdempotencyKey carries the key that makes POST /v1/payments idempotent.
+const HeaderIdempotencyKey = "Idempotency-Key"
+
+func (s *Server) registerPayments(g *echo.Group) {
+	billing := s.auth(apikey.RoleBilling)
+	g.POST("/payments", s.createPayment, billing)
+	g.GET("/payments/:id", s.getPayment, billing)
+	g.POST("/payments/:id/succeed", s.succeedPayment, billing)
+	g.POST("/payments/:id/fail", s.failPayment, billing)
+	g.POST("/payments/:id/refund", s.refundPayment, billing)
+}
+
+// paymentBody is the body of POST /v1/payments.
+type paymentBody struct {
+	AgentID          string           `json:"agentId" validate:"required,max=200,printascii"`
+	Amount           *money.Money     `json:"amount" validate:"required"`
+	Provider         payment.Provider `json:"provider" validate:"required,oneof=stripe manual"`
+	ProviderIntentID string           `json:"providerIntentId" validate:"omitempty,max=255,printascii"`
+	Description      string           `json:"description" validate:"max=1000"`
+	Grant            *grantBody       `json:"grant" validate:"required"`
+}
+
+// Validate checks the rules across fields.
+func (b *paymentBody) Validate() error {
+	if b.Amount.Cents <= 0 {
+		return Invalid("amount.cents", "must be positive")
+	}
+	return b.Grant.validate("grant.")
+}
+
+// fingerprint identifies the payment's parameters: a retry with the same
+// key must send the same ones.
+func (b *paymentBody) fingerprint() string {
+	g := b.Grant.template()
+	v := struct {
+		A string           `json:"a"`
+		M money.Money      `json:"m"`
+		P payment.Provider `json:"p"`
+		I string           `json:"i"`
+		D string           `json:"d"`
+		G payment.Grant    `json:"g"`
+	}{b.AgentID, *b.Amount, b.Provider, b.ProviderIntentID, b.Description, g}
+	j, _ := json.Marshal(v) // struct fields in a fixed order: deterministic
+	sum := sha256.Sum256(j)
+	return hex.EncodeToString(sum[:])
+}
+
+func (s *Server) createPayment(c echo.Context) error {
+	key := c.Request().Header.Get(HeaderIdempotencyKey)
+	if key == "" {
+		return Invalid(HeaderIdempotencyKey, "is required: send a unique key per payment, and the same key when retrying it")
+	}
+	if !entitlement.ValidIdempotencyKey(key) {
+		return Invalid(HeaderIdempotencyKey, "must be 1–255 printable ASCII characters")
+	}
+	var b paymentBody
+	if err := s.decode(c, &b); err != nil {
+		return err
+	}
+	now := s.now().UTC()
+	p := payment.Payment{
+		ID:               uuid.NewString(),
+		AgentID:          b.AgentID,
+		Amount:           *b.Amount,
+		Provider:         b.Provider,
+		ProviderIntentID: b.ProviderIntentID,
+		Description:      b.Description,
+		Grant:            b.Grant.template(),
+		Status:           payment.StatusPending,
+		CreatedAt:        now,
+		UpdatedAt:        now,
+		IdempotencyKey:   key,
+		Fingerprint:      b.fingerprint(),
+	}
+	res, err := s.store.CreatePayment(storeCtx(c), p)
+	if errors.Is(err, store.ErrConflict) {
+		return &Error{Status: http.StatusUnprocessableEntity, Kind: KindIdempotencyConflict,
+			Detail: "this Idempotency-Key was already used for a payment with different parameters"}
+	}
+	if err != nil {
+		return err
+	}
+	status := http.StatusOK
+	if res.Created {
+		status = http.StatusCreated
+	}
+	return c.JSON(status, res.Payment)
+}
+
+func (s *Server) getPayment(c echo.Context) error {
+	id, err := pathParam(c, "id")
+	if err != nil {
+		return err
+	}
+	p, err := s.store.GetPayment(storeCtx(c), id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, p)
+}
+
+// completionBody is the answer of succeed and refund.
+type completionBody struct {
+	Payment      payment.Payment           `json:"payment"`
+	Receipt      receipt.Signed            `json:"receipt"`
+	Entitlements []entitlement.Entitlement `json:"entitlements"`
+}
+
+func completion(c store.Completion) completionBody {
+	es := c.Entitlements
+	if es == nil {
+		es = []entitlement.Entitlement{}
+	}
+	return completionBody{Payment: c.Payment, Receipt: c.Receipt, Entitlements: es}
+}
+
+// emptyBody is the body of routes that take none; an empty JSON object is
+// accepted too.
+type emptyBody struct{}
+
+// failBody is the optional body of POST /v1/payments/{id}/fail.
+type failBody struct {
+	Reason string `json:"reason" validate:"max=500"`
+}
+
+func (s *Server) change(c echo.Context) (string, store.PaymentChange, error) {
+	id, err := pathParam(c, "id")
+	if err != nil {
+		return "", store.PaymentChange{}, err
+	}
+	if s.signer == nil {
+		return "", store.PaymentChange{}, &Error{Status: http.StatusServiceUnavailable, Kind: KindUnavailable,
+			Detail: "receipt signing is not configured (no signing key)"}
+	}
+	var b emptyBody
+	if err := s.decodeOptional(c, &b); err != nil {
+		return "", store.PaymentChange{}, err
+	}
+	return id, store.PaymentChange{Issuer: s.issuer, Sign: s.signer.Sign}, nil
+}
+
+func (s *Server) succeedPayment(c echo.Context) error {
+	id, ch, err := s.change(c)
+	if err != nil {
+		return err
+	}
+	res, err := s.store.CompletePayment(storeCtx(c), id, ch)
+	if err != nil {
+		return paymentStateError(err, "succeed")
+	}
+	return c.JSON(http.StatusOK, completion(res))
+}
+
+func (s *Server) refundPayment(c echo.Context) error {
+	id, ch, err := s.change(c)
+	if err != nil {
+		return err
+	}
+	res, err := s.store.RefundPayment(storeCtx(c), id, ch)
+	if err != nil {
+		return paymentStateError(err, "refund")
+	}
+	return c.JSON(http.StatusOK, completion(res))
+}
+
+func (s *Server) failPayment(c echo.Context) error {
+	id, err := pathParam(c, "id")
+	if err != nil {
+		return err
+	}
+	var b failBody
+	if err := s.decodeOptional(c, &b); err != nil {
+		return err
+	}
+	p, err := s.store.FailPayment(storeCtx(c), id, store.PaymentChange{Reason: b.Reason})
+	if err != nil {
+		return paymentStateError(err, "fail")
+	}
+	return c.JSON(http.StatusOK, p)
+}
+
+// paymentStateError explains a Conflict from a state change.
+func paymentStateError(err error, verb string) error {
+	var se *store.Error
+	if errors.As(err, &se) && se.Code == store.CodeConflict {
+		return &Error{Status: http.StatusConflict, Kind: KindConflict,
+			Detail: "cannot " + verb + " this payment in its current state: " + se.Message}
+	}
+	return err
+}

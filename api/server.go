@@ -1,0 +1,189 @@
+// Package api is Stipend's REST service on echo v4: routes, API-key auth by
+// role, strict request decoding, RFC 9457 problem+json errors, request IDs,
+// access logs, Prometheus metrics and the OpenAPI document.
+//
+// Routes are grouped by subject, each in its own file with a register
+// method (registerConsume, registerAccounts, …) that routes calls. A new
+// group of routes is a new file with its register method and one line in
+// routes. Handlers use the package's own helpers: s.auth for roles,
+// s.decode for bodies, Invalid/NotFound/*Error for problems, page for lists.
+package api
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/go-playground/validator/v10"
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/stipend-mcp/stipend/apikey"
+	"github.com/stipend-mcp/stipend/receipt"
+	"github.com/stipend-mcp/stipend/store"
+)
+
+// DefaultBodyLimit is the largest request body accepted when Config.BodyLimit is 0.
+const DefaultBodyLimit = 64 << 10
+
+// ReceiptSigner signs receipts and publishes the keys that verify them.
+// receipt.Keyring implements it.
+type ReceiptSigner interface {
+	// Sign returns the compact JWS of r. It must be pure: stores may call it
+	// more than once for one receipt.
+	Sign(r receipt.Receipt) (string, error)
+	// JWKS returns every public key that verifies receipts (served at
+	// /.well-known/jwks.json).
+	JWKS() receipt.JWKS
+}
+
+// Config is what New needs. Store and Keys are required.
+type Config struct {
+	Store store.EntitlementStore
+	Keys  *apikey.Set
+	// Signer signs payment and refund receipts; its keys are served at
+	// /.well-known/jwks.json. Required outside development; without it,
+	// completing or refunding a payment answers 503.
+	Signer ReceiptSigner
+	// Issuer is the receipts' issuer; default "stipend".
+	Issuer string
+	// Logger receives access logs and internal errors; nil discards them.
+	Logger *slog.Logger
+	// Registry receives the metrics; nil makes a new one. It is served at /metrics.
+	Registry *prometheus.Registry
+	// CORSOrigins may call the reader routes from a browser ("*" for any).
+	CORSOrigins []string
+	// Development relaxes the production requirements (a Signer).
+	Development bool
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// BodyLimit bounds request bodies in bytes; 0 means DefaultBodyLimit.
+	BodyLimit int64
+	// ReadyTimeout bounds the store probe of /readyz; 0 means 2 s.
+	ReadyTimeout time.Duration
+}
+
+// Server is the REST service.
+type Server struct {
+	echo      *echo.Echo
+	store     store.EntitlementStore
+	keys      *apikey.Set
+	signer    ReceiptSigner
+	issuer    string
+	log       *slog.Logger
+	registry  *prometheus.Registry
+	metrics   *metrics
+	validate  *validator.Validate
+	now       func() time.Time
+	bodyLimit int64
+	ready     time.Duration
+	ids       *requestIDs
+	cors      []string
+	dev       bool
+}
+
+// New builds the server and its routes.
+func New(cfg Config) (*Server, error) {
+	switch {
+	case cfg.Store == nil:
+		return nil, errors.New("api: Config.Store is required")
+	case cfg.Keys == nil:
+		return nil, errors.New("api: Config.Keys is required")
+	case cfg.Signer == nil && !cfg.Development:
+		return nil, errors.New("api: Config.Signer is required outside development")
+	case cfg.BodyLimit < 0:
+		return nil, errors.New("api: Config.BodyLimit must not be negative")
+	}
+	s := &Server{
+		store: cfg.Store, keys: cfg.Keys, signer: cfg.Signer, issuer: cfg.Issuer,
+		log: cfg.Logger, registry: cfg.Registry, now: cfg.Now, bodyLimit: cfg.BodyLimit,
+		ready: cfg.ReadyTimeout, validate: newValidator(), ids: newRequestIDs(),
+		cors: cfg.CORSOrigins, dev: cfg.Development,
+	}
+	if s.issuer == "" {
+		s.issuer = "stipend"
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.registry == nil {
+		s.registry = prometheus.NewRegistry()
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.bodyLimit == 0 {
+		s.bodyLimit = DefaultBodyLimit
+	}
+	if s.ready == 0 {
+		s.ready = 2 * time.Second
+	}
+	m, err := newMetrics(s.registry)
+	if err != nil {
+		return nil, err
+	}
+	s.metrics = m
+
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = s.handleError
+	e.Pre(s.requestID)
+	e.Use(s.observe)
+	if len(s.cors) > 0 {
+		e.Use(s.corsMiddleware())
+	}
+	s.echo = e
+	s.routes()
+	return s, nil
+}
+
+// routes registers every route group. Add a group with one line here.
+func (s *Server) routes() {
+	s.registerOps(s.echo)
+	v1 := s.echo.Group("/v1")
+	s.registerConsume(v1)
+	s.registerAccounts(v1)
+	s.registerPayments(v1)
+	s.registerReceipts(v1)
+}
+
+// Handler returns the HTTP handler of every route.
+func (s *Server) Handler() http.Handler { return s.echo }
+
+// Echo returns the underlying echo instance, for adding middleware or routes.
+func (s *Server) Echo() *echo.Echo { return s.echo }
+
+// handleError answers any error as problem+json. Internal errors are logged
+// with their detail and shown only as "internal error" plus the request ID.
+func (s *Server) handleError(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	p, internal := problemOf(err)
+	p.RequestID = requestIDOf(c)
+	var se *store.Error
+	if errors.As(err, &se) {
+		s.metrics.storeErrors.WithLabelValues(string(se.Code)).Inc()
+	}
+	if internal {
+		s.log.LogAttrs(c.Request().Context(), slog.LevelError, "request failed",
+			slog.String("requestId", p.RequestID), slog.String("route", c.Path()),
+			slog.Int("status", p.Status), slog.String("error", err.Error()))
+		if p.Status == http.StatusInternalServerError {
+			p.Detail = "internal error (request " + p.RequestID + ")"
+		}
+	}
+	if c.Request().Method == http.MethodHead {
+		_ = c.NoContent(p.Status)
+		return
+	}
+	if werr := writeProblem(c, p); werr != nil {
+		s.log.Error("writing problem", "error", werr)
+	}
+}
+
+// storeCtx bounds nothing itself; it exists so every store call passes the
+// request context (cancelled when the client goes away).
+func storeCtx(c echo.Context) context.Context { return c.Request().Context() }
