@@ -94,8 +94,12 @@ func (s *Server) createPayment(c echo.Context) error {
 	}
 	res, err := s.store.CreatePayment(storeCtx(c), p)
 	if errors.Is(err, store.ErrConflict) {
-		return &Error{Status: http.StatusUnprocessableEntity, Kind: KindIdempotencyConflict,
-			Detail: "this Idempotency-Key was already used for a payment with different parameters"}
+		// Either the key was used with other parameters (422) or the
+		// payment clashes with another one, e.g. its providerIntentId (409).
+		if _, ferr := s.store.FindPaymentByIdempotencyKey(storeCtx(c), key); ferr == nil {
+			return &Error{Status: http.StatusUnprocessableEntity, Kind: KindIdempotencyConflict,
+				Detail: "this Idempotency-Key was already used for a payment with different parameters"}
+		}
 	}
 	if err != nil {
 		return err

@@ -1,0 +1,236 @@
+package api_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/stipend-mcp/stipend/api"
+	"github.com/stipend-mcp/stipend/apikey"
+	"github.com/stipend-mcp/stipend/receipt"
+	"github.com/stipend-mcp/stipend/store"
+	"github.com/stipend-mcp/stipend/store/memory"
+)
+
+// Agents the test keys know: the reader key may read agentA only.
+const (
+	agentA = "agent-a"
+	agentB = "agent-b"
+)
+
+// testKeys holds one raw key per role, plus a reader of another agent.
+type testKeys struct {
+	Host, Billing, Admin, Reader, OtherReader string
+}
+
+var (
+	keysOnce sync.Once
+	keysRaw  testKeys
+	keySet   *apikey.Set
+)
+
+func makeKeys(tb testing.TB) (testKeys, *apikey.Set) {
+	tb.Helper()
+	keysOnce.Do(func() {
+		var entries []apikey.Key
+		gen := func(id string, role apikey.Role, agents ...string) string {
+			raw, k, err := apikey.Generate(id, role, agents)
+			if err != nil {
+				panic(err)
+			}
+			entries = append(entries, k)
+			return raw
+		}
+		keysRaw = testKeys{
+			Host:        gen("host", apikey.RoleHost),
+			Billing:     gen("billing", apikey.RoleBilling),
+			Admin:       gen("admin", apikey.RoleAdmin),
+			Reader:      gen("reader", apikey.RoleReader, agentA),
+			OtherReader: gen("reader-other", apikey.RoleReader, "someone-else"),
+		}
+		s, err := apikey.NewSet(entries)
+		if err != nil {
+			panic(err)
+		}
+		keySet = s
+	})
+	return keysRaw, keySet
+}
+
+// clock is a settable test clock.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// env is a server on a fresh memory store.
+type env struct {
+	t      testing.TB
+	srv    *api.Server
+	store  store.EntitlementStore
+	keys   testKeys
+	signer *receipt.Keyring
+	clock  *clock
+	reg    *prometheus.Registry
+	// observe, if set, sees every request and response (the OpenAPI test).
+	observe func(req *http.Request, res *http.Response, body []byte)
+}
+
+type option func(*api.Config)
+
+func newEnv(tb testing.TB, opts ...option) *env {
+	tb.Helper()
+	keys, set := makeKeys(tb)
+	clk := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	signer, err := receipt.NewEphemeralKeyring()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	st := memory.New(memory.WithClock(clk.Now))
+	reg := prometheus.NewRegistry()
+	cfg := api.Config{Store: st, Keys: set, Signer: signer, Issuer: "stipend-test", Now: clk.Now, Registry: reg,
+		CORSOrigins: []string{"https://ui.example"}}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	srv, err := api.New(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return &env{t: tb, srv: srv, store: cfg.Store, keys: keys, signer: signer, clock: clk, reg: reg}
+}
+
+// response is a recorded answer.
+type response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// problem decodes a problem+json answer.
+func (r response) problem(tb testing.TB) api.Problem {
+	tb.Helper()
+	if ct := r.Header.Get("Content-Type"); ct != "application/problem+json" {
+		tb.Fatalf("Content-Type = %q, want application/problem+json (status %d, body %s)", ct, r.Status, r.Body)
+	}
+	var p api.Problem
+	if err := json.Unmarshal(r.Body, &p); err != nil {
+		tb.Fatalf("problem body %s: %v", r.Body, err)
+	}
+	return p
+}
+
+// decode decodes a JSON answer into v.
+func (r response) decode(tb testing.TB, v any) {
+	tb.Helper()
+	if err := json.Unmarshal(r.Body, v); err != nil {
+		tb.Fatalf("body %s: %v", r.Body, err)
+	}
+}
+
+// req is one request to send.
+type req struct {
+	Method, Path, Key string
+	// Body is sent as is when a string or []byte, else JSON-encoded.
+	Body   any
+	Header map[string]string
+}
+
+func (e *env) do(r req) response {
+	e.t.Helper()
+	var body io.Reader
+	switch b := r.Body.(type) {
+	case nil:
+	case string:
+		body = strings.NewReader(b)
+	case []byte:
+		body = bytes.NewReader(b)
+	default:
+		j, err := json.Marshal(b)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		body = bytes.NewReader(j)
+	}
+	hr := httptest.NewRequest(r.Method, r.Path, body)
+	if body != nil {
+		hr.Header.Set("Content-Type", "application/json")
+	}
+	if r.Key != "" {
+		hr.Header.Set("Authorization", "Bearer "+r.Key)
+	}
+	for k, v := range r.Header {
+		hr.Header.Set(k, v)
+	}
+	rec := httptest.NewRecorder()
+	var reqBody []byte
+	if e.observe != nil && body != nil {
+		reqBody, _ = io.ReadAll(hr.Body)
+		hr.Body = io.NopCloser(bytes.NewReader(reqBody))
+	}
+	e.srv.Handler().ServeHTTP(rec, hr)
+	res := rec.Result()
+	out := response{Status: res.StatusCode, Header: res.Header, Body: rec.Body.Bytes()}
+	if e.observe != nil {
+		hr.Body = io.NopCloser(bytes.NewReader(reqBody))
+		e.observe(hr, res, out.Body)
+	}
+	return out
+}
+
+// must sends r and fails the test unless the status is want.
+func (e *env) must(want int, r req) response {
+	e.t.Helper()
+	res := e.do(r)
+	if res.Status != want {
+		e.t.Fatalf("%s %s: status %d, want %d; body %s", r.Method, r.Path, res.Status, want, res.Body)
+	}
+	return res
+}
+
+// grantCredits gives agent a credits entitlement of cents USD and returns its ID.
+func (e *env) grantCredits(agent string, cents int64) string {
+	e.t.Helper()
+	res := e.must(http.StatusCreated, req{Method: "POST", Path: "/v1/accounts/" + agent + "/entitlements", Key: e.keys.Admin,
+		Body: map[string]any{"type": "credits", "scope": map[string]any{"service": "search"},
+			"balance": map[string]any{"cents": cents, "currency": "USD"}}})
+	var out struct{ ID string }
+	res.decode(e.t, &out)
+	return out.ID
+}
+
+// consumeBody is a consume request for agent with key costing cents USD.
+func consumeBody(agent, key string, cents int64) map[string]any {
+	return map[string]any{"agentId": agent, "service": "search", "tool": "web", "idempotencyKey": key,
+		"cost": map[string]any{"cents": cents, "currency": "USD"}}
+}
+
+// balance returns the current balance of a credits entitlement.
+func (e *env) balance(id string) int64 {
+	e.t.Helper()
+	var out struct {
+		Credits struct{ Balance struct{ Cents int64 } }
+	}
+	e.must(http.StatusOK, req{Method: "GET", Path: "/v1/entitlements/" + id, Key: e.keys.Admin}).decode(e.t, &out)
+	return out.Credits.Balance.Cents
+}
