@@ -1,19 +1,59 @@
 // Package firestore is the production store, on Google Cloud Firestore in
 // Native mode. Every instance of Stipend may share one database: all
 // invariants are enforced by Firestore transactions, not by process memory.
+//
+// Named databases: the store works on whatever database its client points
+// at. To use a database other than "(default)", build the client with
+// firestore.NewClientWithDatabase(ctx, projectID, databaseID) and pass it to
+// New; the collections, indexes (firestore.indexes.json) and rules
+// (firestore.rules.example) are deployed to that database.
+//
+// Collections (each name carries the configured prefix):
+//
+//	accounts              agent ID (encoded by docID)
+//	entitlements          entitlement ID (encoded by docID)
+//	consumptions          entitlement.ConsumptionKey(agent, idempotency key)
+//	payments              payment ID (encoded by docID)
+//	payments_idempotency  payment idempotency key (encoded by docID) → {paymentId}
+//	receipts              receipt ID (encoded by docID)
+//	events                event ID: the outbox, with dispatched and occurredAt
+//	delivery_inbound      store.InboundKey(source, event ID): inbound provider events
 package firestore
 
 import (
 	"time"
 
 	"cloud.google.com/go/firestore"
+
+	"github.com/stipend-mcp/stipend/store"
 )
+
+// The collection names, before the prefix.
+const (
+	colAccounts            = "accounts"
+	colEntitlements        = "entitlements"
+	colConsumptions        = "consumptions"
+	colPayments            = "payments"
+	colPaymentsIdempotency = "payments_idempotency"
+	colReceipts            = "receipts"
+	colEvents              = "events"
+	colInbound             = "delivery_inbound"
+)
+
+var _ store.EntitlementStore = (*Store)(nil)
 
 // Store is the Firestore adapter.
 type Store struct {
 	client *firestore.Client
 	prefix string
 	now    func() time.Time
+
+	// lanes queues concurrent consumes per entitlement (coalesce.go).
+	lanes lanes
+	// maxBatch bounds the calls one consume transaction applies.
+	maxBatch int
+	// retryBudget bounds how long one consume batch retries contention.
+	retryBudget time.Duration
 }
 
 // Option configures a Store.
@@ -26,10 +66,32 @@ func WithCollectionPrefix(prefix string) Option { return func(s *Store) { s.pref
 // WithClock makes the store read time from now instead of time.Now.
 func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = now } }
 
+// WithMaxBatch bounds how many concurrent consumes of one entitlement are
+// applied in one transaction (default 200; at most 400, which keeps a commit
+// under Firestore's 500 writes and far under its 10 MiB request limit).
+func WithMaxBatch(n int) Option {
+	return func(s *Store) {
+		if n >= 1 && n <= 400 {
+			s.maxBatch = n
+		}
+	}
+}
+
+// WithRetryBudget bounds how long one consume transaction is retried when
+// other instances contend for the same entitlement (default 20 s). Callers'
+// own deadlines still apply.
+func WithRetryBudget(d time.Duration) Option {
+	return func(s *Store) {
+		if d > 0 {
+			s.retryBudget = d
+		}
+	}
+}
+
 // New returns a store on client. The caller owns the client (and chooses
 // the project and named database when creating it).
 func New(client *firestore.Client, opts ...Option) *Store {
-	s := &Store{client: client, now: time.Now}
+	s := &Store{client: client, now: time.Now, maxBatch: 200, retryBudget: 20 * time.Second}
 	for _, o := range opts {
 		o(s)
 	}
@@ -40,3 +102,10 @@ func New(client *firestore.Client, opts ...Option) *Store {
 func (s *Store) col(name string) *firestore.CollectionRef {
 	return s.client.Collection(s.prefix + name)
 }
+
+// clock returns the current time as stored: UTC, microsecond precision
+// (Firestore keeps no finer timestamps).
+func (s *Store) clock() time.Time { return stamp(s.now()) }
+
+// stamp normalises an instant to what Firestore stores.
+func stamp(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }

@@ -1,0 +1,137 @@
+package firestore
+
+import (
+	"context"
+	"sync"
+
+	"cloud.google.com/go/firestore"
+
+	"github.com/stipend-mcp/stipend/entitlement"
+	"github.com/stipend-mcp/stipend/store"
+)
+
+// A hot entitlement (an agent running many tool calls in parallel) would
+// turn into many transactions on one document: on Firestore they wait on
+// each other's locks and abort, and one document only takes a modest
+// sustained write rate. So the calls on one entitlement queue in a lane,
+// and one goroutine per busy lane applies whatever has queued as one batch,
+// in one transaction (applyBatch). While a batch commits, the next one
+// gathers, so batches grow with the load and no timer delays a lone call.
+// Between instances, batches contend like ordinary transactions and are
+// retried with jittered backoff (Store.run).
+
+// call is one queued ConsumeOne.
+type call struct {
+	ctx  context.Context
+	req  *entitlement.ConsumeRequest
+	done chan outcome // buffered: the drainer never blocks on a caller
+}
+
+type outcome struct {
+	res store.ConsumeResult
+	err error
+}
+
+// lanes holds the queued calls per entitlement ID. A present key means a
+// drainer goroutine owns that lane.
+type lanes struct {
+	mu sync.Mutex
+	m  map[string][]*call
+}
+
+// add queues c and reports whether the caller must start the lane's drainer.
+func (l *lanes) add(id string, c *call) (start bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.m == nil {
+		l.m = make(map[string][]*call)
+	}
+	q, running := l.m[id]
+	l.m[id] = append(q, c)
+	return !running
+}
+
+// take removes up to n queued calls; with none left it closes the lane and
+// returns nil, so the next add starts a new drainer.
+func (l *lanes) take(id string, n int) []*call {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	q := l.m[id]
+	if len(q) == 0 {
+		delete(l.m, id)
+		return nil
+	}
+	n = min(n, len(q))
+	batch := q[:n:n]
+	if n == len(q) {
+		l.m[id] = make([]*call, 0, 8) // drop the old array; the lane stays open
+	} else {
+		l.m[id] = q[n:]
+	}
+	return batch
+}
+
+// ConsumeOne implements store.Charger: it queues the call on the
+// entitlement's lane and waits for its own result.
+func (s *Store) ConsumeOne(ctx context.Context, req *entitlement.ConsumeRequest, entitlementID string) (store.ConsumeResult, error) {
+	c := &call{ctx: ctx, req: req, done: make(chan outcome, 1)}
+	if s.lanes.add(entitlementID, c) {
+		go s.drain(entitlementID)
+	}
+	select {
+	case o := <-c.done:
+		return o.res, o.err
+	case <-ctx.Done():
+		return store.ConsumeResult{}, store.Wrap(store.CodeUnavailable, ctx.Err(),
+			"consume: gave up waiting; the call was charged or not as a whole, retry with the same key")
+	}
+}
+
+// drain applies the lane's queued calls, batch after batch, until it is empty.
+func (s *Store) drain(entitlementID string) {
+	for {
+		batch := s.lanes.take(entitlementID, s.maxBatch)
+		if batch == nil {
+			return
+		}
+		live := batch[:0]
+		for _, c := range batch {
+			if err := c.ctx.Err(); err != nil {
+				// The caller left before its batch: it is not charged.
+				c.done <- outcome{err: store.Wrap(store.CodeUnavailable, err, "consume: not attempted")}
+				continue
+			}
+			live = append(live, c)
+		}
+		if len(live) > 0 {
+			s.consumeBatch(entitlementID, live)
+		}
+	}
+}
+
+// consumeBatch runs one batch's transaction and answers every caller. If
+// it fails, every call in it fails with Unavailable (corrupt data stays
+// Internal): nothing of the batch was written, so nobody was charged.
+func (s *Store) consumeBatch(entitlementID string, calls []*call) {
+	// The batch outlives any one caller, so it runs on its own bounded context.
+	ctx, cancel := context.WithTimeout(context.Background(), s.retryBudget)
+	defer cancel()
+	var results []store.ConsumeResult
+	err := s.run(ctx, "consume", func(ctx context.Context, tx *firestore.Transaction) error {
+		var err error
+		results, err = s.applyBatch(tx, entitlementID, calls)
+		return err
+	})
+	if err != nil {
+		if store.CodeOf(err) != store.CodeInternal {
+			err = store.Wrap(store.CodeUnavailable, err, "consume: not charged")
+		}
+		for _, c := range calls {
+			c.done <- outcome{err: err}
+		}
+		return
+	}
+	for i, c := range calls {
+		c.done <- outcome{res: results[i]}
+	}
+}

@@ -1,0 +1,255 @@
+package firestore
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"cloud.google.com/go/firestore"
+
+	"github.com/stipend-mcp/stipend/money"
+	"github.com/stipend-mcp/stipend/store"
+)
+
+// fields reads a stored document strictly. Every getter checks the stored
+// type; the first mismatch is kept in err, naming the document and field,
+// and later getters return zero values. Nothing is converted silently: a
+// float where an integer belongs is corruption, not a number to round.
+type fields struct {
+	path   string
+	prefix string // of field names in errors, inside an array element
+	data   map[string]any
+	err    error
+}
+
+// read starts decoding snap.
+func read(snap *firestore.DocumentSnapshot) *fields {
+	return &fields{path: docPath(snap.Ref), data: snap.Data()}
+}
+
+// docPath names a document in errors: "<prefixed collection>/<id>".
+func docPath(ref *firestore.DocumentRef) string { return ref.Parent.ID + "/" + ref.ID }
+
+// corrupt records that field is not what Stipend stores there.
+func (f *fields) corrupt(field, format string, args ...any) {
+	if f.err == nil {
+		f.err = store.Errorf(store.CodeInternal, "corrupt document %s: field %s%s: %s", f.path, f.prefix, field, fmt.Sprintf(format, args...))
+	}
+}
+
+// get looks up a dotted field path; ok is false when it is absent or null.
+func (f *fields) get(field string) (any, bool) {
+	var cur any = f.data
+	for _, part := range strings.Split(field, ".") {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if cur, ok = m[part]; !ok {
+			return nil, false
+		}
+	}
+	return cur, cur != nil
+}
+
+func (f *fields) has(field string) bool { _, ok := f.get(field); return ok }
+
+// str reads a required string.
+func (f *fields) str(field string) string {
+	v, ok := f.get(field)
+	if !ok {
+		f.corrupt(field, "missing")
+		return ""
+	}
+	s, ok := v.(string)
+	if !ok {
+		f.corrupt(field, "is %T, want a string", v)
+	}
+	return s
+}
+
+// optStr reads an optional string ("" when absent).
+func (f *fields) optStr(field string) string {
+	if !f.has(field) {
+		return ""
+	}
+	return f.str(field)
+}
+
+// integer reads a required integer.
+func (f *fields) integer(field string) int64 {
+	v, ok := f.get(field)
+	if !ok {
+		f.corrupt(field, "missing")
+		return 0
+	}
+	n, ok := v.(int64)
+	if !ok {
+		f.corrupt(field, "is %T, want an integer", v)
+	}
+	return n
+}
+
+// boolean reads a required bool.
+func (f *fields) boolean(field string) bool {
+	v, ok := f.get(field)
+	if !ok {
+		f.corrupt(field, "missing")
+		return false
+	}
+	b, ok := v.(bool)
+	if !ok {
+		f.corrupt(field, "is %T, want a boolean", v)
+	}
+	return b
+}
+
+// instant reads a required timestamp, in UTC.
+func (f *fields) instant(field string) time.Time {
+	v, ok := f.get(field)
+	if !ok {
+		f.corrupt(field, "missing")
+		return time.Time{}
+	}
+	t, ok := v.(time.Time)
+	if !ok {
+		f.corrupt(field, "is %T, want a timestamp", v)
+	}
+	return t.UTC()
+}
+
+// optInstant reads an optional timestamp (nil when absent).
+func (f *fields) optInstant(field string) *time.Time {
+	if !f.has(field) {
+		return nil
+	}
+	t := f.instant(field)
+	return &t
+}
+
+// zeroInstant reads an optional timestamp as a zero time when absent.
+func (f *fields) zeroInstant(field string) time.Time {
+	if !f.has(field) {
+		return time.Time{}
+	}
+	return f.instant(field)
+}
+
+// amount reads a required amount {cents, currency}: cents must be a stored
+// integer within ±money.MaxCents and currency an ISO 4217-shaped code.
+func (f *fields) amount(field string) money.Money {
+	v, ok := f.get(field)
+	if !ok {
+		f.corrupt(field, "missing")
+		return money.Money{}
+	}
+	if _, ok := v.(map[string]any); !ok {
+		f.corrupt(field, "is %T, want an amount", v)
+		return money.Money{}
+	}
+	raw, _ := f.get(field + ".cents")
+	cents, ok := raw.(int64)
+	if !ok {
+		f.corrupt(field+".cents", "is %T (%v), want an integer", raw, raw)
+		return money.Money{}
+	}
+	m := money.Money{Cents: cents, Currency: f.str(field + ".currency")}
+	if f.err == nil {
+		if err := m.Validate(); err != nil {
+			f.corrupt(field+"."+fieldOf(err), "%v", err)
+		}
+	}
+	return m
+}
+
+// optAmount reads an optional amount (zero when absent).
+func (f *fields) optAmount(field string) money.Money {
+	if !f.has(field) {
+		return money.Money{}
+	}
+	return f.amount(field)
+}
+
+// strs reads an optional array of strings.
+func (f *fields) strs(field string) []string {
+	v, ok := f.get(field)
+	if !ok {
+		return nil
+	}
+	arr, ok := v.([]any)
+	if !ok {
+		f.corrupt(field, "is %T, want an array", v)
+		return nil
+	}
+	if len(arr) == 0 {
+		return nil
+	}
+	out := make([]string, len(arr))
+	for i, x := range arr {
+		s, ok := x.(string)
+		if !ok {
+			f.corrupt(fmt.Sprintf("%s[%d]", field, i), "is %T, want a string", x)
+		}
+		out[i] = s
+	}
+	return out
+}
+
+// strMap reads an optional map of strings.
+func (f *fields) strMap(field string) map[string]string {
+	v, ok := f.get(field)
+	if !ok {
+		return nil
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		f.corrupt(field, "is %T, want a map", v)
+		return nil
+	}
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, x := range m {
+		s, ok := x.(string)
+		if !ok {
+			f.corrupt(field+"."+k, "is %T, want a string", x)
+		}
+		out[k] = s
+	}
+	return out
+}
+
+// fieldOf returns the field a money validation error names.
+func fieldOf(err error) string {
+	if fe, ok := err.(*money.FieldError); ok && fe.Field != "" {
+		return fe.Field
+	}
+	return "cents"
+}
+
+// each decodes an optional array of maps, calling fn with a reader for each
+// element; errors name the element ("grants[1].type").
+func (f *fields) each(field string, fn func(*fields)) {
+	v, ok := f.get(field)
+	if !ok {
+		return
+	}
+	arr, ok := v.([]any)
+	if !ok {
+		f.corrupt(field, "is %T, want an array", v)
+		return
+	}
+	for i, x := range arr {
+		m, ok := x.(map[string]any)
+		if !ok {
+			f.corrupt(fmt.Sprintf("%s[%d]", field, i), "is %T, want a map", x)
+			return
+		}
+		sub := &fields{path: f.path, prefix: fmt.Sprintf("%s%s[%d].", f.prefix, field, i), data: m}
+		fn(sub)
+		if sub.err != nil && f.err == nil {
+			f.err = sub.err
+		}
+	}
+}

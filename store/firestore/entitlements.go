@@ -1,0 +1,219 @@
+package firestore
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"time"
+
+	"cloud.google.com/go/firestore"
+
+	"github.com/stipend-mcp/stipend/entitlement"
+	"github.com/stipend-mcp/stipend/event"
+	"github.com/stipend-mcp/stipend/store"
+)
+
+func (s *Store) entitlementRef(id string) *firestore.DocumentRef {
+	return s.col(colEntitlements).Doc(docID(id))
+}
+
+// CreateEntitlement implements store.EntitlementStore.
+func (s *Store) CreateEntitlement(ctx context.Context, e entitlement.Entitlement) (entitlement.Entitlement, error) {
+	if err := validEntitlement(&e); err != nil {
+		return entitlement.Entitlement{}, err
+	}
+	ref := s.entitlementRef(e.ID)
+	var out entitlement.Entitlement
+	err := s.run(ctx, "create entitlement", func(ctx context.Context, tx *firestore.Transaction) error {
+		now := s.clock()
+		if _, err := tx.Get(ref); err == nil {
+			return store.Errorf(store.CodeConflict, "entitlement %q exists", e.ID)
+		} else if !isNotFound(err) {
+			return err
+		}
+		createAccount, err := s.ensureAccount(tx, e.AgentID, now)
+		if err != nil {
+			return err
+		}
+		out = normalized(e, now)
+		if createAccount != nil {
+			if err := createAccount(); err != nil {
+				return err
+			}
+		}
+		if err := tx.Create(ref, entitlementDoc(&out)); err != nil {
+			return err
+		}
+		return s.enqueue(tx, event.EntitlementGranted, out.AgentID, now, out)
+	})
+	if err != nil {
+		return entitlement.Entitlement{}, err
+	}
+	return out, nil
+}
+
+// validEntitlement checks what the store relies on.
+func validEntitlement(e *entitlement.Entitlement) error {
+	switch {
+	case e.ID == "":
+		return store.Errorf(store.CodeInvalid, "id: is required")
+	case e.AgentID == "":
+		return store.Errorf(store.CodeInvalid, "agentId: is required")
+	case !e.Type.Valid():
+		return store.Errorf(store.CodeInvalid, "type: unknown entitlement type %q", e.Type)
+	case e.Status != "" && !e.Status.Valid():
+		return store.Errorf(store.CodeInvalid, "status: unknown status %q", e.Status)
+	case e.Scope.Service == "":
+		return store.Errorf(store.CodeInvalid, "scope.service: is required")
+	case e.Type == entitlement.TypeQuota && (e.Quota.Limit < 0 || e.Quota.Remaining < 0 || !e.Quota.Period.Valid()):
+		return store.Errorf(store.CodeInvalid, "quota: needs a valid period and non-negative limit and remaining")
+	}
+	if e.Type == entitlement.TypeCredits {
+		if err := e.Credits.Balance.Validate(); err != nil {
+			return store.Wrap(store.CodeInvalid, err, "credits.balance")
+		}
+		if e.Credits.Balance.Cents < 0 {
+			return store.Errorf(store.CodeInvalid, "credits.balance.cents: must not be negative")
+		}
+		if !e.Credits.Granted.IsZero() {
+			if err := e.Credits.Granted.Validate(); err != nil {
+				return store.Wrap(store.CodeInvalid, err, "credits.granted")
+			}
+		}
+	}
+	return nil
+}
+
+// normalized returns e as the store keeps it: defaults filled, instants in
+// UTC at microsecond precision, no slices or maps shared with the caller.
+func normalized(e entitlement.Entitlement, now time.Time) entitlement.Entitlement {
+	e = clone(e)
+	if e.Status == "" {
+		e.Status = entitlement.StatusActive
+	}
+	if e.CreatedAt.IsZero() {
+		e.CreatedAt = now
+	}
+	e.CreatedAt = stamp(e.CreatedAt)
+	for _, t := range []*time.Time{e.ExpiresAt, e.RevokedAt} {
+		if t != nil {
+			*t = stamp(*t)
+		}
+	}
+	switch e.Type {
+	case entitlement.TypeCredits:
+		if e.Credits.Granted.IsZero() {
+			e.Credits.Granted = e.Credits.Balance
+		}
+	case entitlement.TypeQuota:
+		e.Quota.ResetAt, e.Quota.Anchor = stamp(e.Quota.ResetAt), stamp(e.Quota.Anchor)
+	case entitlement.TypeSubscription:
+		e.Subscription.ValidFrom, e.Subscription.ValidUntil = stamp(e.Subscription.ValidFrom), stamp(e.Subscription.ValidUntil)
+	}
+	return e
+}
+
+// GetEntitlement implements store.EntitlementStore.
+func (s *Store) GetEntitlement(ctx context.Context, id string) (entitlement.Entitlement, error) {
+	snap, err := s.entitlementRef(id).Get(ctx)
+	if err != nil {
+		if isNotFound(err) {
+			return entitlement.Entitlement{}, store.Errorf(store.CodeNotFound, "entitlement %q", id)
+		}
+		return entitlement.Entitlement{}, translate(err, "get entitlement")
+	}
+	e, err := entitlementFrom(snap)
+	if err != nil {
+		return entitlement.Entitlement{}, err
+	}
+	e.Refresh(s.clock())
+	return e, nil
+}
+
+// ListEntitlements implements store.EntitlementStore.
+func (s *Store) ListEntitlements(ctx context.Context, agentID string, f store.EntitlementFilter, p store.Page) ([]entitlement.Entitlement, string, error) {
+	filters := []filter{{"agentId", "==", agentID}}
+	if f.Status != "" {
+		filters = append(filters, filter{"status", "==", string(f.Status)})
+	}
+	if f.Type != "" {
+		filters = append(filters, filter{"type", "==", string(f.Type)})
+	}
+	if f.Service != "" {
+		filters = append(filters, filter{"scope.service", "in", []string{f.Service, entitlement.AnyService}})
+	}
+	key := listKey(qEntitlementsByAgent, agentID, string(f.Status), string(f.Type), f.Service)
+	now := s.clock()
+	return list(ctx, s.build(qEntitlementsByAgent, filters...), key, qEntitlementsByAgent.Order, p,
+		func(snap *firestore.DocumentSnapshot) (entitlement.Entitlement, error) {
+			e, err := entitlementFrom(snap)
+			e.Refresh(now)
+			return e, err
+		})
+}
+
+// ActiveEntitlements implements store.Charger.
+func (s *Store) ActiveEntitlements(ctx context.Context, agentID string) ([]entitlement.Entitlement, error) {
+	snaps, err := s.build(qActiveEntitlements,
+		filter{"agentId", "==", agentID}, filter{"status", "==", string(entitlement.StatusActive)},
+	).Documents(ctx).GetAll()
+	if err != nil {
+		return nil, translate(err, "active entitlements")
+	}
+	out := make([]entitlement.Entitlement, 0, len(snaps))
+	for _, snap := range snaps {
+		e, err := entitlementFrom(snap)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// RevokeEntitlement implements store.EntitlementStore.
+func (s *Store) RevokeEntitlement(ctx context.Context, id string) (entitlement.Entitlement, error) {
+	ref := s.entitlementRef(id)
+	var out entitlement.Entitlement
+	err := s.run(ctx, "revoke entitlement", func(ctx context.Context, tx *firestore.Transaction) error {
+		now := s.clock()
+		snap, err := tx.Get(ref)
+		if isNotFound(err) {
+			return store.Errorf(store.CodeNotFound, "entitlement %q", id)
+		} else if err != nil {
+			return err
+		}
+		if out, err = entitlementFrom(snap); err != nil {
+			return err
+		}
+		if out.Status == entitlement.StatusRevoked {
+			return nil
+		}
+		out.Status, out.RevokedAt = entitlement.StatusRevoked, &now
+		if err := tx.Set(ref, entitlementDoc(&out)); err != nil {
+			return err
+		}
+		return s.enqueue(tx, event.EntitlementRevoked, out.AgentID, now, out)
+	})
+	if err != nil {
+		return entitlement.Entitlement{}, err
+	}
+	out.Refresh(s.clock())
+	return out, nil
+}
+
+// clone returns a deep copy of e, so results never share slices, maps or
+// pointers with each other or with the store's working copy.
+func clone(e entitlement.Entitlement) entitlement.Entitlement {
+	e.Scope.Tools = slices.Clone(e.Scope.Tools)
+	e.Metadata = maps.Clone(e.Metadata)
+	if e.ExpiresAt != nil {
+		t := *e.ExpiresAt
+		e.ExpiresAt = &t
+	}
+	if e.RevokedAt != nil {
+		t := *e.RevokedAt
+		e.RevokedAt = &t
+	}
+	return e
+}

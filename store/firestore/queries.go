@@ -1,0 +1,153 @@
+package firestore
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"time"
+
+	"cloud.google.com/go/firestore"
+
+	"github.com/stipend-mcp/stipend/store"
+)
+
+// Query is one query the adapter runs, declared here so that a test can check
+// every query against firestore.indexes.json: a query added without its
+// composite index fails that test, not production.
+type Query struct {
+	// Name identifies the query in cursors and in test failures.
+	Name string
+	// Collection is the collection, before the prefix.
+	Collection string
+	// Equal lists the fields always compared with == (or "in").
+	Equal []string
+	// Optional lists equality filters the caller may add; every
+	// combination of them is a distinct query shape needing its own index.
+	Optional []string
+	// Order is the field the results are ordered by, ascending, with the
+	// document ID as the tiebreak ("" for none). A range filter, if any, is on
+	// this field.
+	Order string
+}
+
+// The adapter's queries. Nothing else in the package builds a query.
+var (
+	qEntitlementsByAgent = Query{
+		Name: "entitlements.byAgent", Collection: colEntitlements,
+		Equal: []string{"agentId"}, Optional: []string{"status", "type", "scope.service"}, Order: "createdAt",
+	}
+	qActiveEntitlements = Query{
+		Name: "entitlements.active", Collection: colEntitlements,
+		Equal: []string{"agentId", "status"},
+	}
+	qConsumptionsByAgent = Query{
+		Name: "consumptions.byAgent", Collection: colConsumptions,
+		Equal: []string{"agentId"}, Order: "occurredAt",
+	}
+	qPaymentByIntent = Query{
+		Name: "payments.byProviderIntent", Collection: colPayments,
+		Equal: []string{"providerIntentId"},
+	}
+	qReceiptsByAgent = Query{
+		Name: "receipts.byAgent", Collection: colReceipts,
+		Equal: []string{"agentId"}, Order: "issuedAt",
+	}
+	qPendingEvents = Query{
+		Name: "events.pending", Collection: colEvents,
+		Equal: []string{"dispatched"}, Order: "occurredAt",
+	}
+)
+
+// Queries lists every query the adapter runs.
+var Queries = []Query{
+	qEntitlementsByAgent, qActiveEntitlements, qConsumptionsByAgent,
+	qPaymentByIntent, qReceiptsByAgent, qPendingEvents,
+	qEndpoints, qDeliveries, qDueDeliveries, qStaleClaims,
+}
+
+// filter is one equality filter of a query run.
+type filter struct {
+	field string
+	op    string // "==" or "in"
+	value any
+}
+
+// build returns q on s's collection with filters (which must be among q's
+// Equal and Optional fields) and q's order.
+func (s *Store) build(q Query, filters ...filter) firestore.Query {
+	query := s.col(q.Collection).Query
+	for _, f := range filters {
+		query = query.Where(f.field, f.op, f.value)
+	}
+	if q.Order != "" {
+		query = query.OrderBy(q.Order, firestore.Asc).OrderBy(firestore.DocumentID, firestore.Asc)
+	}
+	return query
+}
+
+// cursor is the decoded form of a page cursor: the last item's order value
+// and document ID, and a hash of the list and filter it belongs to.
+type cursor struct {
+	List  string    `json:"l"`
+	After time.Time `json:"t"`
+	DocID string    `json:"d"`
+}
+
+// listKey identifies a query and its filter values, so a cursor from one
+// list is refused by another.
+func listKey(q Query, parts ...string) string {
+	h := sha256.New()
+	h.Write([]byte(q.Name))
+	for _, p := range parts {
+		h.Write([]byte{0})
+		h.Write([]byte(p))
+	}
+	return hex.EncodeToString(h.Sum(nil)[:8])
+}
+
+func encodeCursor(list string, after time.Time, docID string) string {
+	b, _ := json.Marshal(cursor{List: list, After: after, DocID: docID})
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// list runs one page of query (built by build, so ordered by order and then
+// document ID) and decodes it. It returns the next page's cursor, or "" on
+// the last page.
+func list[T any](ctx context.Context, query firestore.Query, listID, order string, p store.Page, decode func(*firestore.DocumentSnapshot) (T, error)) ([]T, string, error) {
+	size := p.Size()
+	if p.Cursor != "" {
+		raw, err := base64.RawURLEncoding.DecodeString(p.Cursor)
+		var c cursor
+		if err == nil {
+			err = json.Unmarshal(raw, &c)
+		}
+		if err != nil || c.List != listID || c.DocID == "" {
+			return nil, "", store.Errorf(store.CodeInvalid, "malformed cursor")
+		}
+		query = query.StartAfter(c.After, c.DocID)
+	}
+	snaps, err := query.Limit(size + 1).Documents(ctx).GetAll()
+	if err != nil {
+		return nil, "", translate(err, "list "+listID)
+	}
+	items := make([]T, 0, min(len(snaps), size))
+	for _, snap := range snaps[:min(len(snaps), size)] {
+		item, err := decode(snap)
+		if err != nil {
+			return nil, "", err
+		}
+		items = append(items, item)
+	}
+	if len(snaps) <= size {
+		return items, "", nil
+	}
+	last := snaps[size-1]
+	f := read(last)
+	after := f.instant(order)
+	if f.err != nil {
+		return nil, "", f.err
+	}
+	return items, encodeCursor(listID, after, last.Ref.ID), nil
+}

@@ -1,0 +1,48 @@
+package firestore
+
+import (
+	"context"
+	"math/rand/v2"
+	"time"
+
+	"cloud.google.com/go/firestore"
+)
+
+// Backoff between transaction attempts: jittered, doubling from
+// retryFirst up to retryMax, for at most the store's retry budget.
+// Firestore's own RunTransaction retry starts near one second, far too slow
+// for a consume, so each attempt runs with MaxAttempts(1) and this loop
+// decides.
+const (
+	retryFirst = 15 * time.Millisecond
+	retryMax   = 800 * time.Millisecond
+)
+
+// run runs fn in a transaction, retrying contention (Aborted) and lost
+// create races (AlreadyExists) with jittered backoff until it commits, fails
+// otherwise, ctx ends, or the retry budget is spent. fn may run more than
+// once: it must only compute from what it reads. Errors are translated, with
+// what naming the operation.
+func (s *Store) run(ctx context.Context, what string, fn func(context.Context, *firestore.Transaction) error) error {
+	deadline := time.Now().Add(s.retryBudget)
+	wait := retryFirst
+	for {
+		err := s.client.RunTransaction(ctx, fn, firestore.MaxAttempts(1))
+		if err == nil || !retryable(err) || ctx.Err() != nil {
+			return translate(err, what)
+		}
+		// Full jitter over [wait/2, wait): instances that collided spread out.
+		d := wait/2 + rand.N(wait/2+1)
+		if time.Now().Add(d).After(deadline) {
+			return translate(err, what+": contention outlasted the retry budget")
+		}
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return translate(ctx.Err(), what)
+		case <-t.C:
+		}
+		wait = min(2*wait, retryMax)
+	}
+}
