@@ -50,6 +50,8 @@ func RunEntitlementStoreTests(t *testing.T, newStore NewStore) {
 	tests = append(tests, accountTests...)
 	tests = append(tests, entitlementTests...)
 	tests = append(tests, consumeTests...)
+	tests = append(tests, denialTests...)
+	tests = append(tests, selectionTests...)
 	tests = append(tests, checkTests...)
 	tests = append(tests, consumptionTests...)
 	tests = append(tests, eventTests...)

@@ -1,0 +1,72 @@
+package conformance
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stipend-mcp/stipend/entitlement"
+	"github.com/stipend-mcp/stipend/store"
+)
+
+var consumptionTests = []subtest{
+	{"ListConsumptions", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
+		agent := newAgent()
+		createEntitlement(t, s, credits(agent, 1000, clock.Now()))
+		other := newAgent()
+		createEntitlement(t, s, credits(other, 1000, clock.Now()))
+		mustConsume(t, s, request(other, "x", 1))
+		var all []entitlement.Consumption
+		for i := range 5 {
+			if i != 2 {
+				clock.Advance(time.Second) // calls 1 and 2 share an instant
+			}
+			all = append(all, *mustConsume(t, s, request(agent, fmt.Sprint("k", i), int64(i+1))).Consumption)
+		}
+		if all[1].ID > all[2].ID { // same instant: ordered by ID
+			all[1], all[2] = all[2], all[1]
+		}
+		if d := cmpDiff(all, listAllConsumptions(t, s, agent, time.Time{})); d != "" {
+			t.Errorf("ListConsumptions (all, pages of 2) mismatch (-want +got):\n%s", d)
+		}
+		since := all[3].OccurredAt
+		if d := cmpDiff(all[3:], listAllConsumptions(t, s, agent, since)); d != "" {
+			t.Errorf("ListConsumptions(since %v) mismatch (-want +got):\n%s", since, d)
+		}
+		items, next, err := s.ListConsumptions(t.Context(), agent, since.Add(time.Hour), store.Page{})
+		if err != nil || len(items) != 0 || next != "" {
+			t.Errorf("ListConsumptions(since the future) = %d items, next %q, %v; want none", len(items), next, err)
+		}
+		_, _, err = s.ListConsumptions(t.Context(), agent, time.Time{}, store.Page{Cursor: "%%%"})
+		wantErrCode(t, "ListConsumptions(bad cursor)", err, store.CodeInvalid)
+	}},
+}
+
+// listAllConsumptions reads every page (of 2) of an agent's consumptions since since.
+func listAllConsumptions(t *testing.T, s store.EntitlementStore, agentID string, since time.Time) []entitlement.Consumption {
+	t.Helper()
+	return listConsumptionPages(t, s, agentID, since, 2)
+}
+
+// listConsumptionPages reads every page (of limit) of an agent's consumptions since since.
+func listConsumptionPages(t *testing.T, s store.EntitlementStore, agentID string, since time.Time, limit int) []entitlement.Consumption {
+	t.Helper()
+	var out []entitlement.Consumption
+	cursor := ""
+	for range 10000 {
+		items, next, err := s.ListConsumptions(t.Context(), agentID, since, store.Page{Limit: limit, Cursor: cursor})
+		if err != nil {
+			t.Fatalf("ListConsumptions(cursor %q): %v", cursor, err)
+		}
+		if len(items) > limit {
+			t.Fatalf("ListConsumptions(limit %d) returned %d items", limit, len(items))
+		}
+		out = append(out, items...)
+		if next == "" {
+			return out
+		}
+		cursor = next
+	}
+	t.Fatalf("ListConsumptions: more than 10000 pages; is the cursor advancing?")
+	return nil
+}

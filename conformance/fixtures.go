@@ -1,0 +1,180 @@
+package conformance
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/google/uuid"
+
+	"github.com/stipend-mcp/stipend/entitlement"
+	"github.com/stipend-mcp/stipend/event"
+	"github.com/stipend-mcp/stipend/money"
+	"github.com/stipend-mcp/stipend/receipt"
+	"github.com/stipend-mcp/stipend/store"
+)
+
+// The service and tool most tests call.
+const (
+	testService = "search"
+	testTool    = "query"
+)
+
+// equate treats nil and empty maps and slices alike, and ignores the stored
+// fingerprint of a consumption: backends differ there and the contract does
+// not say.
+var equate = cmp.Options{cmpopts.EquateEmpty(), cmpopts.IgnoreFields(entitlement.Consumption{}, "Fingerprint")}
+
+func usd(cents int64) money.Money { return money.Money{Cents: cents, Currency: "USD"} }
+
+func ptr[T any](v T) *T { return &v }
+
+// newAgent returns an agent ID unique to the calling test.
+func newAgent() string { return "agent-" + uuid.NewString()[:8] }
+
+// credits returns an active credits entitlement of cents USD on service, created now.
+func credits(agentID string, cents int64, now time.Time) entitlement.Entitlement {
+	return entitlement.Entitlement{
+		ID: uuid.NewString(), AgentID: agentID, Type: entitlement.TypeCredits,
+		Scope: entitlement.Scope{Service: testService}, Status: entitlement.StatusActive, CreatedAt: now,
+		Credits: entitlement.Credits{Balance: usd(cents), Granted: usd(cents)},
+	}
+}
+
+// quota returns an active daily quota of limit calls on service, anchored now.
+func quota(agentID string, limit int64, now time.Time) entitlement.Entitlement {
+	return entitlement.Entitlement{
+		ID: uuid.NewString(), AgentID: agentID, Type: entitlement.TypeQuota,
+		Scope: entitlement.Scope{Service: testService}, Status: entitlement.StatusActive, CreatedAt: now,
+		Quota: entitlement.Quota{
+			Limit: limit, Period: entitlement.PeriodDay, Remaining: limit,
+			Anchor: now, ResetAt: entitlement.PeriodDay.NextBoundary(now, now),
+		},
+	}
+}
+
+// subscription returns an active subscription on service valid for 30 days from now.
+func subscription(agentID string, now time.Time) entitlement.Entitlement {
+	return entitlement.Entitlement{
+		ID: uuid.NewString(), AgentID: agentID, Type: entitlement.TypeSubscription,
+		Scope: entitlement.Scope{Service: testService}, Status: entitlement.StatusActive, CreatedAt: now,
+		Subscription: entitlement.Subscription{ValidFrom: now, ValidUntil: now.Add(30 * 24 * time.Hour)},
+	}
+}
+
+// request returns a consume request on service/tool costing cents USD.
+func request(agentID, key string, cents int64) entitlement.ConsumeRequest {
+	return entitlement.ConsumeRequest{
+		AgentID: agentID, Service: testService, Tool: testTool, IdempotencyKey: key, Cost: ptr(usd(cents)),
+	}
+}
+
+func createEntitlement(t *testing.T, s store.EntitlementStore, e entitlement.Entitlement) entitlement.Entitlement {
+	t.Helper()
+	got, err := s.CreateEntitlement(t.Context(), e)
+	if err != nil {
+		t.Fatalf("CreateEntitlement(%s %s): %v", e.Type, e.ID, err)
+	}
+	return got
+}
+
+func getEntitlement(t *testing.T, s store.EntitlementStore, id string) entitlement.Entitlement {
+	t.Helper()
+	got, err := s.GetEntitlement(t.Context(), id)
+	if err != nil {
+		t.Fatalf("GetEntitlement(%s): %v", id, err)
+	}
+	return got
+}
+
+func checkAndConsume(t *testing.T, s store.EntitlementStore, req entitlement.ConsumeRequest) store.ConsumeResult {
+	t.Helper()
+	res, err := s.CheckAndConsume(t.Context(), req)
+	if err != nil {
+		t.Fatalf("CheckAndConsume(key %q): %v", req.IdempotencyKey, err)
+	}
+	return res
+}
+
+// mustConsume consumes and fails the test unless the outcome is Consumed.
+func mustConsume(t *testing.T, s store.EntitlementStore, req entitlement.ConsumeRequest) store.ConsumeResult {
+	t.Helper()
+	res := checkAndConsume(t, s, req)
+	if res.Outcome != store.Consumed || res.Consumption == nil || res.Entitlement == nil {
+		t.Fatalf("CheckAndConsume(key %q) = %s %+v, want consumed with consumption and entitlement", req.IdempotencyKey, res.Outcome, res.Denials)
+	}
+	return res
+}
+
+// wantCode fails unless err carries code.
+func wantErrCode(t *testing.T, call string, err error, code store.Code) {
+	t.Helper()
+	if got := store.CodeOf(err); got != code {
+		t.Errorf("%s: error %v (code %q), want code %q", call, err, got, code)
+	}
+	var se *store.Error
+	if err != nil && !errors.As(err, &se) {
+		t.Errorf("%s: error %T is not a *store.Error", call, err)
+	}
+}
+
+// pendingEvents returns every undispatched event (tests write fewer than
+// store.MaxPageSize).
+func pendingEvents(t *testing.T, s store.EntitlementStore) []event.Event {
+	t.Helper()
+	evs, err := s.PendingEvents(t.Context(), store.MaxPageSize)
+	if err != nil {
+		t.Fatalf("PendingEvents: %v", err)
+	}
+	return evs
+}
+
+// eventTypes returns the types of evs, in order.
+func eventTypes(evs []event.Event) []event.Type {
+	out := make([]event.Type, len(evs))
+	for i, e := range evs {
+		out[i] = e.Type
+	}
+	return out
+}
+
+// eventData decodes the JSON object of e into a map, failing the test if it is not one.
+func eventData(t *testing.T, e event.Event) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(e.Data, &m); err != nil || m == nil {
+		t.Fatalf("event %s %s: data %s is not a JSON object: %v", e.Type, e.ID, e.Data, err)
+	}
+	return m
+}
+
+// fakeSign is a pure SignFunc: a JWS-shaped string derived from the
+// receipt's JSON. It stands in for the real signer, which package receipt
+// tests on its own.
+func fakeSign(r receipt.Receipt) (string, error) {
+	payload, err := json.Marshal(r)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(payload)
+	enc := base64.RawURLEncoding
+	return enc.EncodeToString([]byte(`{"alg":"none","typ":"test"}`)) + "." + enc.EncodeToString(payload) + "." + enc.EncodeToString(sum[:]), nil
+}
+
+// cmpDiff compares with go-cmp, treating empty and nil alike.
+func cmpDiff(want, got any, opts ...cmp.Option) string {
+	return cmp.Diff(want, got, append(opts, equate)...)
+}
+
+// sortDenials compares lists of denials in any order.
+var sortDenials = cmpopts.SortSlices(func(a, b entitlement.Denial) bool {
+	if a.EntitlementID != b.EntitlementID {
+		return a.EntitlementID < b.EntitlementID
+	}
+	return a.Reason < b.Reason
+})

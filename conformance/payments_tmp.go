@@ -1,0 +1,3 @@
+package conformance
+
+var paymentTests []subtest
