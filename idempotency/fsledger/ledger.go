@@ -1,0 +1,192 @@
+// Package fsledger is the durable idempotency ledger on Google Cloud
+// Firestore (Native mode), ADR-0026's production backend.
+//
+// One document per key, in one collection per deployment namespace
+// (idempotency.CollectionName: "idem_<hex>"), either in the shared database
+// or in a dedicated named one: the caller chooses by the client it passes.
+// The document ID is the hashed key; the raw key never reaches Firestore.
+//
+// Reservation is DocumentRef.Create (atomic create-if-absent, no transaction,
+// so no lock contention); completion is Update and release is Delete, both
+// with the reservation's LastUpdateTime precondition. A TTL policy on the
+// expireAt field (set only on completed rows) lets Firestore delete expired
+// results; Reserve still checks the expiry itself, because TTL deletion is
+// asynchronous.
+package fsledger
+
+import (
+	"context"
+	"time"
+
+	"cloud.google.com/go/firestore"
+
+	"github.com/stipend-mcp/stipend/idempotency"
+	"github.com/stipend-mcp/stipend/store"
+)
+
+// Backend is the backend name in the ledger's references.
+const Backend = "firestore"
+
+// DefaultProbeTimeout bounds Probe when the caller's context has no earlier
+// deadline.
+const DefaultProbeTimeout = 2 * time.Second
+
+// reserveAttempts bounds Reserve's loop: a row that vanishes between Create
+// and Get (released, resolved) or an expired row being replaced makes it try
+// again; under pathological churn it gives up as Unavailable rather than spin.
+const reserveAttempts = 8
+
+var _ idempotency.Ledger = (*Ledger)(nil)
+
+// Ledger is the Firestore ledger.
+type Ledger struct {
+	client       *firestore.Client
+	collection   string
+	now          func() time.Time
+	probeTimeout time.Duration
+}
+
+// Option configures a Ledger.
+type Option func(*Ledger)
+
+// WithClock makes the ledger read time from now instead of time.Now (for
+// createdAt, completedAt and expiry checks; update times are Firestore's).
+func WithClock(now func() time.Time) Option { return func(l *Ledger) { l.now = now } }
+
+// WithProbeTimeout sets Probe's bound (DefaultProbeTimeout otherwise).
+func WithProbeTimeout(d time.Duration) Option { return func(l *Ledger) { l.probeTimeout = d } }
+
+// New returns a ledger on client's database using collection (use
+// idempotency.CollectionName of the deployment namespace). The caller owns
+// the client and chooses the project and (shared or dedicated) database.
+func New(client *firestore.Client, collection string, opts ...Option) *Ledger {
+	l := &Ledger{client: client, collection: collection, now: time.Now, probeTimeout: DefaultProbeTimeout}
+	for _, o := range opts {
+		o(l)
+	}
+	return l
+}
+
+// Collection returns the ledger's collection name, for the TTL policy.
+func (l *Ledger) Collection() string { return l.collection }
+
+func (l *Ledger) doc(id string) *firestore.DocumentRef {
+	return l.client.Collection(l.collection).Doc(id)
+}
+
+// Reserve implements idempotency.Ledger.
+func (l *Ledger) Reserve(ctx context.Context, a idempotency.Attempt) (idempotency.Result, error) {
+	if err := a.Validate(); err != nil {
+		return idempotency.Result{}, store.Wrap(store.CodeInvalid, err, "reserve")
+	}
+	a = a.Bounded()
+	doc := l.doc(a.ID)
+	for range reserveAttempts {
+		now := l.now().UTC().Truncate(time.Microsecond)
+		r := newRow(a, now)
+		wr, err := doc.Create(ctx, r)
+		if err == nil {
+			return idempotency.Result{Outcome: idempotency.Reserved, Record: r.record(a.ID, wr.UpdateTime)}, nil
+		}
+		if code(err) != codeAlreadyExists {
+			return idempotency.Result{}, translate(err, "reserve %s", l.Reference(a.ID))
+		}
+		snap, err := doc.Get(ctx)
+		if code(err) == codeNotFound {
+			continue // released or resolved since our Create: try again
+		}
+		if err != nil {
+			return idempotency.Result{}, translate(err, "read %s", l.Reference(a.ID))
+		}
+		existing, err := decode(snap)
+		if err != nil {
+			return idempotency.Result{}, err
+		}
+		if existing.Expired(now) {
+			// Replace the expired result, but only the version we read: if
+			// someone else replaced it first, their reservation stands.
+			_, err := doc.Delete(ctx, firestore.LastUpdateTime(existing.UpdateTime))
+			if err != nil && code(err) != codeFailedPrecondition && code(err) != codeNotFound {
+				return idempotency.Result{}, translate(err, "replace expired %s", l.Reference(a.ID))
+			}
+			continue
+		}
+		switch {
+		case existing.Fingerprint != a.Fingerprint:
+			return idempotency.Result{Outcome: idempotency.Mismatch, Record: existing}, nil
+		case existing.State == idempotency.StateCompleted:
+			return idempotency.Result{Outcome: idempotency.Replay, Record: existing}, nil
+		default:
+			return idempotency.Result{Outcome: idempotency.InProgress, Record: existing}, nil
+		}
+	}
+	return idempotency.Result{}, store.Errorf(store.CodeUnavailable, "reserve %s: the row kept changing; try again", l.Reference(a.ID))
+}
+
+// Complete implements idempotency.Ledger.
+func (l *Ledger) Complete(ctx context.Context, res idempotency.Reservation, resp idempotency.Response, expireAt time.Time) error {
+	if err := resp.Check(); err != nil {
+		return err
+	}
+	if err := idempotency.CheckExpiry(expireAt); err != nil {
+		return err
+	}
+	_, err := l.doc(res.ID).Update(ctx, l.completion(resp, expireAt), firestore.LastUpdateTime(res.UpdateTime))
+	if c := code(err); c == codeFailedPrecondition || c == codeNotFound {
+		return store.Wrap(store.CodeConflict, err, "complete %s: the reservation changed or is gone", l.Reference(res.ID))
+	}
+	return translate(err, "complete %s", l.Reference(res.ID))
+}
+
+// completion is the Update that turns a row into a completed one.
+func (l *Ledger) completion(resp idempotency.Response, expireAt time.Time) []firestore.Update {
+	return []firestore.Update{
+		{Path: "state", Value: string(idempotency.StateCompleted)},
+		{Path: "response", Value: toStored(resp)},
+		{Path: "completedAt", Value: l.now().UTC().Truncate(time.Microsecond)},
+		{Path: "expireAt", Value: expireAt.UTC()},
+	}
+}
+
+// Release implements idempotency.Ledger.
+func (l *Ledger) Release(ctx context.Context, res idempotency.Reservation) error {
+	_, err := l.doc(res.ID).Delete(ctx, firestore.LastUpdateTime(res.UpdateTime))
+	if c := code(err); c == codeFailedPrecondition || c == codeNotFound {
+		return store.Wrap(store.CodeConflict, err, "release %s: the reservation changed or is gone", l.Reference(res.ID))
+	}
+	return translate(err, "release %s", l.Reference(res.ID))
+}
+
+// Get implements idempotency.Ledger.
+func (l *Ledger) Get(ctx context.Context, id string) (idempotency.Record, error) {
+	if !idempotency.ValidID(id) {
+		return idempotency.Record{}, store.Errorf(store.CodeInvalid, "id: not a hashed key")
+	}
+	snap, err := l.doc(id).Get(ctx)
+	if err != nil {
+		return idempotency.Record{}, translate(err, "read %s", l.Reference(id))
+	}
+	return decode(snap)
+}
+
+// Reference implements idempotency.Ledger.
+func (l *Ledger) Reference(id string) string {
+	return idempotency.FormatReference(Backend, l.collection, id)
+}
+
+// Durable implements idempotency.Ledger: Firestore coordinates every instance.
+func (l *Ledger) Durable() bool { return true }
+
+// Probe implements idempotency.Ledger with a bounded query that returns at
+// most one document ID and no fields (Select with no paths): it proves the
+// database answers and the service account may read the collection, without
+// writing and without reading any row's contents.
+func (l *Ledger) Probe(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, l.probeTimeout)
+	defer cancel()
+	_, err := l.client.Collection(l.collection).Select().Limit(1).Documents(ctx).GetAll()
+	if err != nil {
+		return store.Wrap(store.CodeUnavailable, err, "probe %s", idempotency.FormatReference(Backend, l.collection, ""))
+	}
+	return nil
+}

@@ -1,0 +1,318 @@
+package idempotency
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"github.com/stipend-mcp/stipend/store"
+)
+
+// DefaultRetention is how long a completed result is replayed when Options
+// does not say.
+const DefaultRetention = 24 * time.Hour
+
+// DefaultMaxBodyBytes bounds the request body the middleware reads to
+// fingerprint it.
+const DefaultMaxBodyBytes = 1 << 20
+
+// completionTimeout bounds the ledger write after the handler. It runs on a
+// context detached from the client's, so a client that hangs up does not
+// leave a finished request in progress.
+const completionTimeout = 10 * time.Second
+
+// Options configures Middleware.
+type Options struct {
+	// Namespace is the deployment namespace: the first part of every hashed
+	// key, so two deployments sharing a database never meet.
+	Namespace string
+	// Route names the route in the key's namespace. Empty means the method and
+	// echo's route pattern ("POST /v1/payments/:id/refund"). The concrete
+	// path, query and body are part of the fingerprint, not of the key.
+	Route string
+	// Principal returns the verified caller identity, which goes into the
+	// fingerprint only: two callers reusing one key conflict (422). Nil means
+	// no verified identity: the key is then a shared coordinate.
+	Principal func(echo.Context) string
+	// Development allows a ledger that is not durable. Outside development
+	// such a ledger makes every request on the route a 503.
+	Development bool
+	// Retention is how long a completed result is replayed (DefaultRetention
+	// when zero).
+	Retention time.Duration
+	// Now is the clock for expiries (time.Now when nil).
+	Now func() time.Time
+	// OperationID returns the operation id stored with a reservation and
+	// shown on 409 (default: the response's X-Request-Id, else a new UUID).
+	OperationID func(echo.Context) string
+	// TraceID returns the trace id stored with a reservation (default: from
+	// traceparent or X-Cloud-Trace-Context).
+	TraceID func(echo.Context) string
+	// MaxBodyBytes bounds the request body (DefaultMaxBodyBytes when zero);
+	// a larger body is a 413 and reserves nothing.
+	MaxBodyBytes int64
+	// Logger receives reconciliation-relevant events; it is given only
+	// sanitized references and operation ids (slog.Default when nil).
+	Logger *slog.Logger
+	// AfterHandler, when set, runs after the handler has answered and before
+	// the ledger records the outcome. It is a test failpoint: a crash test
+	// kills the process here to leave a committed write in progress.
+	AfterHandler func(echo.Context)
+}
+
+func (o *Options) defaults() {
+	if o.Retention <= 0 {
+		o.Retention = DefaultRetention
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.OperationID == nil {
+		o.OperationID = defaultOperationID
+	}
+	if o.TraceID == nil {
+		o.TraceID = defaultTraceID
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+}
+
+// Middleware makes a route require an Idempotency-Key and coordinates it
+// through ledger, following the IETF Idempotency-Key draft:
+//
+//   - no key: 400; a key that is empty, over MaxKeyLen bytes or not printable
+//     ASCII: 400;
+//   - a request holding the key is in progress (or crashed): 409 with the
+//     sanitized reference and the holder's operation id;
+//   - the key was used with a different fingerprint: 422;
+//   - the key completed and has not expired: the stored response, with
+//     Idempotent-Replayed: true, and the handler does not run;
+//   - otherwise the handler runs once. A 2xx/3xx answer is stored for replay;
+//     a 4xx releases the key (handlers on these routes must answer 4xx only
+//     before any write); a 5xx, a panic, an answer too large to store, or a
+//     failed completion leaves the key in progress for reconciliation.
+//
+// Ledger failures are 503 (unavailable) or 500; outside development a ledger
+// that is not durable is a 503 and the handler never runs.
+func Middleware(ledger Ledger, opts Options) echo.MiddlewareFunc {
+	opts.defaults()
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			return serve(c, next, ledger, &opts)
+		}
+	}
+}
+
+func serve(c echo.Context, next echo.HandlerFunc, ledger Ledger, opts *Options) error {
+	if !opts.Development && !ledger.Durable() {
+		return writeProblem(c, newProblem(http.StatusServiceUnavailable, ProblemNotDurable, "Idempotency ledger not durable",
+			"this route requires a durable idempotency ledger outside development"))
+	}
+	key, p, ok := keyOf(c.Request())
+	if !ok {
+		return writeProblem(c, p)
+	}
+	body, p, ok := readBody(c.Request(), opts.MaxBodyBytes)
+	if !ok {
+		return writeProblem(c, p)
+	}
+	route := opts.Route
+	if route == "" {
+		route = c.Request().Method + " " + c.Path()
+	}
+	principal := ""
+	if opts.Principal != nil {
+		principal = opts.Principal(c)
+	}
+	attempt := Attempt{
+		ID:          HashKey(opts.Namespace, route, key),
+		Route:       route,
+		Fingerprint: Fingerprint(c.Request().Method, c.Request().URL.RequestURI(), body, principal),
+		OperationID: opts.OperationID(c),
+		TraceID:     opts.TraceID(c),
+	}
+	ctx := c.Request().Context()
+	res, err := ledger.Reserve(ctx, attempt)
+	if err != nil {
+		return ledgerFailure(c, opts, err, "reserve", ledger.Reference(attempt.ID))
+	}
+	switch res.Outcome {
+	case Reserved:
+		return runHeld(c, next, ledger, opts, res)
+	case Replay:
+		return replay(c, *res.Record.Response)
+	case InProgress:
+		p := newProblem(http.StatusConflict, ProblemInProgress, "Request in progress",
+			"a request with this Idempotency-Key is in progress or its outcome is unknown: retry later; if it persists, an operator must reconcile the reference")
+		p.Reference, p.OperationID = ledger.Reference(res.Record.ID), res.Record.OperationID
+		return writeProblem(c, p)
+	default: // Mismatch
+		return writeProblem(c, newProblem(http.StatusUnprocessableEntity, ProblemKeyReused,
+			"Idempotency key reused with different parameters",
+			"this Idempotency-Key was used for a different request (method, path, body or caller)"))
+	}
+}
+
+// runHeld runs the handler while holding the reservation and records the
+// outcome (see Middleware).
+func runHeld(c echo.Context, next echo.HandlerFunc, ledger Ledger, opts *Options, res Result) error {
+	ref := ledger.Reference(res.Record.ID)
+	w := &capture{ResponseWriter: c.Response().Writer, limit: MaxResponseBytes}
+	c.Response().Writer = w
+	if err := next(c); err != nil {
+		// Let the server's error handler answer now, so the status is known.
+		c.Error(err)
+	}
+	if opts.AfterHandler != nil {
+		opts.AfterHandler(c)
+	}
+	status := c.Response().Status
+	log := opts.Logger.With(slog.String("reference", ref), slog.String("operationId", res.Record.OperationID), slog.Int("status", status))
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), completionTimeout)
+	defer cancel()
+	switch {
+	case status >= 400 && status < 500:
+		if err := ledger.Release(ctx, res.Reservation()); err != nil {
+			log.Warn("idempotency: releasing after a client error failed; the key stays in progress", slog.String("error", err.Error()))
+		}
+	case status >= 200 && status < 400:
+		resp := Response{Status: status, Header: replayHeaders(c.Response().Header()), Body: w.body.Bytes()}
+		if w.overflow {
+			log.Warn("idempotency: response too large to replay; the key stays in progress for reconciliation")
+			return nil
+		}
+		if err := ledger.Complete(ctx, res.Reservation(), resp, opts.Now().Add(opts.Retention)); err != nil {
+			if errors.Is(err, ErrResponseTooLarge) {
+				log.Warn("idempotency: response too large to replay; the key stays in progress for reconciliation")
+			} else {
+				log.Error("idempotency: completion failed after the handler succeeded; the key stays in progress for reconciliation", slog.String("error", err.Error()))
+			}
+		}
+	default:
+		log.Error("idempotency: the handler's outcome is uncertain; the key stays in progress for reconciliation")
+	}
+	return nil
+}
+
+// replayHeaders keeps the headers a replay must repeat.
+func replayHeaders(h http.Header) map[string][]string {
+	out := map[string][]string{}
+	for _, name := range []string{echo.HeaderContentType, echo.HeaderLocation} {
+		if v := h.Values(name); len(v) > 0 {
+			out[name] = append([]string(nil), v...)
+		}
+	}
+	return out
+}
+
+// replay answers a stored response.
+func replay(c echo.Context, resp Response) error {
+	h := c.Response().Header()
+	for name, values := range resp.Header {
+		h.Del(name)
+		for _, v := range values {
+			h.Add(name, v)
+		}
+	}
+	h.Set(HeaderReplayed, "true")
+	c.Response().WriteHeader(resp.Status)
+	if c.Request().Method == http.MethodHead {
+		return nil
+	}
+	_, err := c.Response().Write(resp.Body)
+	return err
+}
+
+// ledgerFailure answers a ledger error: 503 when the store is unavailable
+// (the write does not run), 500 otherwise.
+func ledgerFailure(c echo.Context, opts *Options, err error, op, ref string) error {
+	if store.CodeOf(err) == store.CodeUnavailable {
+		opts.Logger.Warn("idempotency: ledger unavailable", slog.String("op", op), slog.String("reference", ref), slog.String("error", err.Error()))
+		return writeProblem(c, newProblem(http.StatusServiceUnavailable, ProblemUnavailable, "Service unavailable",
+			"the idempotency ledger is unavailable; the request was not run; retry with the same Idempotency-Key"))
+	}
+	opts.Logger.Error("idempotency: ledger failed", slog.String("op", op), slog.String("reference", ref), slog.String("error", err.Error()))
+	return writeProblem(c, newProblem(http.StatusInternalServerError, ProblemInternalError, "Internal error",
+		"internal error in the idempotency ledger; the request was not run"))
+}
+
+// keyOf reads the Idempotency-Key header. The draft makes it a structured
+// field string ("…"); a bare token is accepted too.
+func keyOf(r *http.Request) (string, Problem, bool) {
+	values := r.Header.Values(HeaderKey)
+	if len(values) == 0 {
+		return "", newProblem(http.StatusBadRequest, ProblemKeyMissing, "Idempotency-Key required",
+			"this route requires an Idempotency-Key header"), false
+	}
+	key := strings.TrimSpace(values[0])
+	if len(key) >= 2 && key[0] == '"' && key[len(key)-1] == '"' {
+		key = key[1 : len(key)-1]
+	}
+	invalid := func(detail string) (string, Problem, bool) {
+		return "", newProblem(http.StatusBadRequest, ProblemKeyInvalid, "Invalid Idempotency-Key", HeaderKey+": "+detail), false
+	}
+	switch {
+	case len(values) > 1:
+		return invalid("sent more than once")
+	case key == "":
+		return invalid("empty")
+	case len(key) > MaxKeyLen:
+		return invalid("longer than 255 bytes")
+	}
+	for i := 0; i < len(key); i++ {
+		if key[i] < 0x20 || key[i] > 0x7e || key[i] == '"' || key[i] == '\\' {
+			return invalid("only printable ASCII without quotes or backslashes")
+		}
+	}
+	return key, Problem{}, true
+}
+
+// readBody reads the whole request body (bounded) and puts it back for the
+// handler.
+func readBody(r *http.Request, limit int64) ([]byte, Problem, bool) {
+	if r.Body == nil {
+		return nil, Problem{}, true
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	if err != nil {
+		return nil, newProblem(http.StatusBadRequest, "invalid-request", "Invalid request", "reading the request body failed"), false
+	}
+	if int64(len(body)) > limit {
+		return nil, newProblem(http.StatusRequestEntityTooLarge, ProblemBodyTooLarge, "Request body too large",
+			"the request body exceeds the limit"), false
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	return body, Problem{}, true
+}
+
+func defaultOperationID(c echo.Context) string {
+	if id := c.Response().Header().Get(echo.HeaderXRequestID); id != "" {
+		return id
+	}
+	return uuid.NewString()
+}
+
+func defaultTraceID(c echo.Context) string {
+	if tp := c.Request().Header.Get("traceparent"); tp != "" {
+		if parts := strings.Split(tp, "-"); len(parts) == 4 {
+			return parts[1]
+		}
+	}
+	if cl := c.Request().Header.Get("X-Cloud-Trace-Context"); cl != "" {
+		id, _, _ := strings.Cut(cl, "/")
+		return id
+	}
+	return ""
+}

@@ -1,0 +1,235 @@
+package idempotency_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/stipend-mcp/stipend/idempotency"
+	"github.com/stipend-mcp/stipend/idempotency/memledger"
+)
+
+func TestMiddleware_MissingKey(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	wantProblem(t, "POST without key", f.do(t, "/things/a", "", `{}`), http.StatusBadRequest, idempotency.ProblemKeyMissing)
+	f.wantCalls(t, 0)
+}
+
+func TestMiddleware_InvalidKey(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	for name, key := range map[string]string{
+		"empty quoted": `""`,
+		"too long":     strings.Repeat("k", idempotency.MaxKeyLen+1),
+		"control char": "k\x01",
+		"non-ASCII":    "clé",
+	} {
+		wantProblem(t, "POST with key "+name, f.do(t, "/things/a", key, `{}`), http.StatusBadRequest, idempotency.ProblemKeyInvalid)
+	}
+	rec := f.do(t, "/things/a", "k1", `{}`, idempotency.HeaderKey, "k2")
+	wantProblem(t, "POST with two keys", rec, http.StatusBadRequest, idempotency.ProblemKeyInvalid)
+	f.wantCalls(t, 0)
+}
+
+func TestMiddleware_FirstRequestRunsThenReplays(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	first := f.do(t, "/things/a", "k1", `{"x":1,"y":2}`)
+	wantStatus(t, "first POST", first, http.StatusCreated)
+	if got := first.Header().Get(idempotency.HeaderReplayed); got != "" {
+		t.Errorf("first POST: %s = %q, want absent", idempotency.HeaderReplayed, got)
+	}
+	// Same request, JSON with other key order and spacing, quoted key form.
+	second := f.do(t, "/things/a", `"k1"`, `{ "y": 2, "x": 1 }`)
+	wantStatus(t, "retry", second, http.StatusCreated)
+	if got := second.Header().Get(idempotency.HeaderReplayed); got != "true" {
+		t.Errorf("retry: %s = %q, want true", idempotency.HeaderReplayed, got)
+	}
+	if got, want := second.Body.String(), first.Body.String(); got != want {
+		t.Errorf("retry body = %s, want the first answer %s", got, want)
+	}
+	for _, h := range []string{echo.HeaderLocation, echo.HeaderContentType} {
+		if got, want := second.Header().Get(h), first.Header().Get(h); got != want {
+			t.Errorf("retry %s = %q, want %q", h, got, want)
+		}
+	}
+	f.wantCalls(t, 1)
+}
+
+func TestMiddleware_DifferentRequestSameKeyIs422(t *testing.T) {
+	tests := []struct{ name, path, body, principal string }{
+		{"body", "/things/a", `{"x":2}`, "alice"},
+		{"path", "/things/b", `{"x":1}`, "alice"},
+		{"caller", "/things/a", `{"x":1}`, "mallory"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, nil, nil)
+			wantStatus(t, "first POST", f.do(t, "/things/a", "k1", `{"x":1}`, "X-Test-Principal", "alice"), http.StatusCreated)
+			rec := f.do(t, tc.path, "k1", tc.body, "X-Test-Principal", tc.principal)
+			wantProblem(t, "POST with a different "+tc.name, rec, http.StatusUnprocessableEntity, idempotency.ProblemKeyReused)
+			f.wantCalls(t, 1)
+		})
+	}
+}
+
+func TestMiddleware_ConcurrentRequestIs409WithSanitizedReference(t *testing.T) {
+	f := newFixture(t, nil, func(o *idempotency.Options) {
+		o.OperationID = func(echo.Context) string { return "op-first" }
+	})
+	entered, release := make(chan struct{}), make(chan struct{})
+	f.handler = func(c echo.Context, n int64) error {
+		close(entered)
+		<-release
+		return created(c, n)
+	}
+	done := make(chan int)
+	go func() { done <- f.do(t, "/things/a", "secret-key-1", `{}`).Code }()
+	<-entered
+	rec := f.do(t, "/things/a", "secret-key-1", `{}`)
+	p := wantProblem(t, "POST while the first is in progress", rec, http.StatusConflict, idempotency.ProblemInProgress)
+	if want := "memory/" + idempotency.CollectionName("test") + "/" + ledgerID("secret-key-1"); p.Reference != want {
+		t.Errorf("409 reference = %q, want %q", p.Reference, want)
+	}
+	if p.OperationID != "op-first" {
+		t.Errorf("409 operationId = %q, want the holder's op-first", p.OperationID)
+	}
+	if strings.Contains(rec.Body.String(), "secret-key-1") {
+		t.Errorf("409 body %s contains the raw key", rec.Body)
+	}
+	close(release)
+	if got := <-done; got != http.StatusCreated {
+		t.Fatalf("first POST: status %d, want 201", got)
+	}
+	wantStatus(t, "POST after the first completed", f.do(t, "/things/a", "secret-key-1", `{}`), http.StatusCreated)
+	f.wantCalls(t, 1)
+	if strings.Contains(f.logs.String(), "secret-key-1") {
+		t.Errorf("logs contain the raw key:\n%s", f.logs)
+	}
+}
+
+func TestMiddleware_ClientErrorReleasesKey(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	f.handler = func(c echo.Context, n int64) error {
+		if n == 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, "amount.cents: required")
+		}
+		return created(c, n)
+	}
+	wantStatus(t, "invalid POST", f.do(t, "/things/a", "k1", `{}`), http.StatusBadRequest)
+	if _, err := f.ledger.Get(context.Background(), ledgerID("k1")); err == nil {
+		t.Errorf("ledger row still present after a 4xx; want it released")
+	}
+	wantStatus(t, "corrected POST with the same key", f.do(t, "/things/a", "k1", `{"amount":1}`), http.StatusCreated)
+	f.wantCalls(t, 2)
+}
+
+func TestMiddleware_ServerErrorStaysInProgressUntilResolved(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	f.handler = func(c echo.Context, n int64) error {
+		if n == 1 {
+			return echo.NewHTTPError(http.StatusInternalServerError, "upstream timed out")
+		}
+		return created(c, n)
+	}
+	wantStatus(t, "failing POST", f.do(t, "/things/a", "k1", `{}`), http.StatusInternalServerError)
+	p := wantProblem(t, "retry after a 5xx", f.do(t, "/things/a", "k1", `{}`), http.StatusConflict, idempotency.ProblemInProgress)
+	// The operator proves the write never happened and deletes the row.
+	ctx := context.Background()
+	rec, err := f.ledger.Inspect(ctx, p.Reference)
+	if err != nil {
+		t.Fatalf("Inspect(%q): %v", p.Reference, err)
+	}
+	if err := f.ledger.ResolveDelete(ctx, p.Reference, rec.UpdateTime); err != nil {
+		t.Fatalf("ResolveDelete: %v", err)
+	}
+	wantStatus(t, "retry after reconciliation", f.do(t, "/things/a", "k1", `{}`), http.StatusCreated)
+	f.wantCalls(t, 2)
+}
+
+func TestMiddleware_OperatorCompletionIsReplayed(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	f.handler = func(c echo.Context, n int64) error { return c.String(http.StatusBadGateway, "upstream lost") }
+	wantStatus(t, "failing POST", f.do(t, "/things/a", "k1", `{}`), http.StatusBadGateway)
+	ref := f.ledger.Reference(ledgerID("k1"))
+	rec, err := f.ledger.Inspect(context.Background(), ref)
+	if err != nil {
+		t.Fatalf("Inspect: %v", err)
+	}
+	proved := idempotency.Response{Status: 201, Header: map[string][]string{"Content-Type": {"application/json"}}, Body: []byte(`{"proved":true}`)}
+	if err := f.ledger.ResolveComplete(context.Background(), ref, rec.UpdateTime, proved, f.clock.Now().Add(time.Hour)); err != nil {
+		t.Fatalf("ResolveComplete: %v", err)
+	}
+	got := f.do(t, "/things/a", "k1", `{}`)
+	wantStatus(t, "retry after ResolveComplete", got, http.StatusCreated)
+	if got.Body.String() != `{"proved":true}` || got.Header().Get(idempotency.HeaderReplayed) != "true" {
+		t.Errorf("retry: body %s, replayed %q; want the operator's response, replayed", got.Body, got.Header().Get(idempotency.HeaderReplayed))
+	}
+	f.wantCalls(t, 1)
+}
+
+func TestMiddleware_OversizeResponseStaysInProgress(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	big := strings.Repeat("x", idempotency.MaxResponseBytes+1)
+	f.handler = func(c echo.Context, n int64) error { return c.String(http.StatusOK, big) }
+	rec := f.do(t, "/things/a", "k1", `{}`)
+	wantStatus(t, "POST with a huge answer", rec, http.StatusOK)
+	if rec.Body.Len() != len(big) {
+		t.Errorf("client got %d bytes, want the whole %d", rec.Body.Len(), len(big))
+	}
+	wantProblem(t, "retry", f.do(t, "/things/a", "k1", `{}`), http.StatusConflict, idempotency.ProblemInProgress)
+	f.wantCalls(t, 1)
+}
+
+func TestMiddleware_ExpiredResultRunsAgain(t *testing.T) {
+	f := newFixture(t, nil, func(o *idempotency.Options) { o.Retention = time.Hour })
+	wantStatus(t, "first POST", f.do(t, "/things/a", "k1", `{}`), http.StatusCreated)
+	f.clock.Advance(time.Hour)
+	rec := f.do(t, "/things/a", "k1", `{}`)
+	wantStatus(t, "POST after the retention", rec, http.StatusCreated)
+	if rec.Header().Get(idempotency.HeaderReplayed) != "" {
+		t.Errorf("an expired result was replayed")
+	}
+	f.wantCalls(t, 2)
+}
+
+func TestMiddleware_ProductionRefusesNonDurableLedger(t *testing.T) {
+	f := newFixture(t, nil, func(o *idempotency.Options) { o.Development = false })
+	wantProblem(t, "POST on the memory ledger in production", f.do(t, "/things/a", "k1", `{}`), http.StatusServiceUnavailable, idempotency.ProblemNotDurable)
+	f.wantCalls(t, 0)
+
+	d := newFixture(t, durable{memledger.New("c")}, func(o *idempotency.Options) { o.Development = false })
+	wantStatus(t, "POST on a durable ledger in production", d.do(t, "/things/a", "k1", `{}`), http.StatusCreated)
+}
+
+func TestMiddleware_LedgerUnavailableIs503(t *testing.T) {
+	f := newFixture(t, unavailable{memledger.New("c")}, func(o *idempotency.Options) { o.Development = false })
+	wantProblem(t, "POST with the ledger down", f.do(t, "/things/a", "k1", `{}`), http.StatusServiceUnavailable, idempotency.ProblemUnavailable)
+	f.wantCalls(t, 0)
+}
+
+func TestMiddleware_BodyTooLarge(t *testing.T) {
+	f := newFixture(t, nil, func(o *idempotency.Options) { o.MaxBodyBytes = 10 })
+	wantProblem(t, "POST with an 11-byte body", f.do(t, "/things/a", "k1", `{"x":"abc"}`), http.StatusRequestEntityTooLarge, idempotency.ProblemBodyTooLarge)
+	f.wantCalls(t, 0)
+}
+
+func TestMiddleware_AfterHandlerRunsBeforeCompletion(t *testing.T) {
+	var state idempotency.State
+	var f *fixture
+	f = newFixture(t, nil, func(o *idempotency.Options) {
+		o.AfterHandler = func(c echo.Context) {
+			r, err := f.ledger.Get(c.Request().Context(), ledgerID("k1"))
+			if err != nil {
+				t.Errorf("AfterHandler: Get: %v", err)
+			}
+			state = r.State
+		}
+	})
+	wantStatus(t, "POST", f.do(t, "/things/a", "k1", `{}`), http.StatusCreated)
+	if state != idempotency.StateInProgress {
+		t.Errorf("row state in AfterHandler = %q, want in_progress (the failpoint sits between the write and the completion)", state)
+	}
+}
