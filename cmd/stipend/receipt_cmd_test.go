@@ -212,3 +212,28 @@ func writeReceiptJSON(tb testing.TB, dir, name string, v any) string {
 	}
 	return writeReceiptFile(tb, dir, name, string(b))
 }
+
+// TestRunCommand_SigningKeyThenVerify goes through the stipend command line:
+// make a key file, sign with it as serve would, verify with the CLI.
+func TestRunCommand_SigningKeyThenVerify(t *testing.T) {
+	dir := t.TempDir()
+	keyPath := filepath.Join(dir, "signing.json")
+	var stdout, stderr bytes.Buffer
+	if code := RunCommand(context.Background(), []string{"keys", "signing", "--out", keyPath}, nil, &stdout, &stderr); code != 0 {
+		t.Fatalf("stipend keys signing = exit %d; stderr:\n%s", code, stderr.String())
+	}
+	k, err := receipt.LoadKeyFiles(keyPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jws, err := k.Sign(sampleReceipt(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"receipt", "verify", writeReceiptFile(t, dir, "r.jws", jws), "--jwks", writeReceiptJSON(t, dir, "jwks.json", k.JWKS())}
+	stdout.Reset()
+	stderr.Reset()
+	if code := RunCommand(context.Background(), args, nil, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "VALID") {
+		t.Errorf("stipend %q = exit %d, stdout %q, stderr %q; want 0 and VALID", args, code, stdout.String(), stderr.String())
+	}
+}
