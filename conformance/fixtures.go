@@ -15,6 +15,7 @@ import (
 	"github.com/stipend-mcp/stipend/entitlement"
 	"github.com/stipend-mcp/stipend/event"
 	"github.com/stipend-mcp/stipend/money"
+	"github.com/stipend-mcp/stipend/payment"
 	"github.com/stipend-mcp/stipend/receipt"
 	"github.com/stipend-mcp/stipend/store"
 )
@@ -28,7 +29,11 @@ const (
 // equate treats nil and empty maps and slices alike, and ignores the stored
 // fingerprint of a consumption: backends differ there and the contract does
 // not say.
-var equate = cmp.Options{cmpopts.EquateEmpty(), cmpopts.IgnoreFields(entitlement.Consumption{}, "Fingerprint")}
+var equate = cmp.Options{
+	cmpopts.EquateEmpty(),
+	cmpopts.IgnoreFields(entitlement.Consumption{}, "Fingerprint"),
+	cmpopts.IgnoreFields(payment.Payment{}, "IdempotencyKey", "Fingerprint"),
+}
 
 func usd(cents int64) money.Money { return money.Money{Cents: cents, Currency: "USD"} }
 
@@ -178,3 +183,6 @@ var sortDenials = cmpopts.SortSlices(func(a, b entitlement.Denial) bool {
 	}
 	return a.Reason < b.Reason
 })
+
+// sortEventTypes compares lists of event types in any order.
+var sortEventTypes = cmpopts.SortSlices(func(a, b event.Type) bool { return a < b })

@@ -1,3 +1,0 @@
-package conformance
-
-var paymentTests []subtest
