@@ -16,7 +16,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/stipend-mcp/stipend/conformance"
 	"github.com/stipend-mcp/stipend/idempotency"
 	"github.com/stipend-mcp/stipend/idempotency/memledger"
 	"github.com/stipend-mcp/stipend/store"
@@ -27,10 +26,28 @@ import (
 type fixture struct {
 	e       *echo.Echo
 	ledger  idempotency.Ledger
-	clock   *conformance.Clock
+	clock   *testClock
 	calls   atomic.Int64
 	logs    *syncBuffer
 	handler func(c echo.Context, n int64) error
+}
+
+// testClock is a clock the test moves by hand.
+type testClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *testClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
 }
 
 // syncBuffer is a bytes.Buffer safe for concurrent log writes.
@@ -59,7 +76,7 @@ func created(c echo.Context, n int64) error {
 
 func newFixture(t *testing.T, ledger idempotency.Ledger, tweak func(*idempotency.Options)) *fixture {
 	t.Helper()
-	f := &fixture{e: echo.New(), clock: conformance.NewClock(), logs: &syncBuffer{}, handler: created}
+	f := &fixture{e: echo.New(), clock: &testClock{now: time.Date(2026, 3, 14, 9, 0, 0, 0, time.UTC)}, logs: &syncBuffer{}, handler: created}
 	if ledger == nil {
 		ledger = memledger.New(idempotency.CollectionName("test"), memledger.WithClock(f.clock.Now))
 	}
@@ -143,16 +160,4 @@ func (unavailable) Durable() bool { return true }
 
 func (unavailable) Reserve(context.Context, idempotency.Attempt) (idempotency.Result, error) {
 	return idempotency.Result{}, store.Errorf(store.CodeUnavailable, "test: ledger down")
-}
-
-// waitFor polls cond (no fixed sleeps: it returns as soon as cond holds).
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
