@@ -158,6 +158,24 @@ func TestMain_Development(t *testing.T) {
 			t.Errorf("logs do not contain %s:\n%s", want, m.stderr)
 		}
 	})
+	t.Run("OpsEndpoints", func(t *testing.T) {
+		for path, want := range map[string]string{
+			"/healthz":               "",
+			"/readyz":                "",
+			"/metrics":               "go_goroutines",
+			"/.well-known/jwks.json": `"crv":"Ed25519"`,
+		} {
+			resp, err := http.Get(m.URL() + path)
+			if err != nil {
+				t.Fatalf("GET %s: %v", path, err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), want) {
+				t.Errorf("GET %s: status %d, body %.200s; want 200 containing %q", path, resp.StatusCode, b, want)
+			}
+		}
+	})
 	t.Run("Consume", func(t *testing.T) {
 		grantCredits(t, m.URL(), keys.Admin, main.DevAgent)
 		for _, want := range []string{"consumed", "replay"} {

@@ -11,6 +11,9 @@ import (
 	"os"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
 	"github.com/stipend-mcp/stipend/api"
 	"github.com/stipend-mcp/stipend/apikey"
 	"github.com/stipend-mcp/stipend/receipt"
@@ -83,12 +86,16 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// The API adds its own metrics to the runtime and process ones.
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	srv, err := api.New(api.Config{
 		Store:       st,
 		Keys:        keys,
 		Signer:      signer,
 		Issuer:      c.Issuer,
 		Logger:      m.Logger,
+		Registry:    reg,
 		CORSOrigins: c.CORSOrigins,
 		Development: c.Development(),
 		Now:         time.Now,
