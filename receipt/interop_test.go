@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-jose/go-jose/v4"
 	"github.com/lestrrat-go/jwx/v3/jwk"
 	"github.com/lestrrat-go/jwx/v3/jws"
 
@@ -93,4 +94,33 @@ func TestInterop_JWX(t *testing.T) {
 			t.Error("jwx verified a receipt signed by a key not in the JWKS")
 		}
 	})
+}
+
+// TestInterop_GoJoseAlone runs the go-jose snippet of docs/receipts.md on
+// the documented example.
+func TestInterop_GoJoseAlone(t *testing.T) {
+	compact := strings.TrimSpace(string(readFile(t, "testdata/example/receipt.jws")))
+	var set jose.JSONWebKeySet
+	if err := json.Unmarshal(readFile(t, "testdata/example/jwks.json"), &set); err != nil {
+		t.Fatal(err)
+	}
+	obj, err := jose.ParseSignedCompact(compact, []jose.SignatureAlgorithm{jose.EdDSA})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := obj.Signatures[0].Protected
+	if got := h.ExtraHeaders[jose.HeaderType]; got != receipt.Type {
+		t.Errorf("typ = %v, want %s", got, receipt.Type)
+	}
+	keys := set.Key(h.KeyID)
+	if len(keys) != 1 {
+		t.Fatalf("set.Key(%q) = %d keys, want 1", h.KeyID, len(keys))
+	}
+	payload, err := obj.Verify(keys[0])
+	if err != nil {
+		t.Fatalf("go-jose Verify: %v", err)
+	}
+	if !strings.HasPrefix(string(payload), `{"agentId":"agent-1",`) {
+		t.Errorf("payload = %s, want the example receipt", payload)
+	}
 }

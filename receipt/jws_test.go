@@ -217,3 +217,27 @@ func privateKey(tb testing.TB, file []byte) ed25519.PrivateKey {
 	}
 	return ed25519.NewKeyFromSeed(decodeSegment(tb, f.D))
 }
+
+// TestVerify_DocumentedExample keeps docs/receipts.md honest: its example
+// receipt (signed with the RFC 8037 test key) verifies against its JWKS, and
+// signing the same receipt again yields the same bytes.
+func TestVerify_DocumentedExample(t *testing.T) {
+	jws := strings.TrimSpace(string(readFile(t, "testdata/example/receipt.jws")))
+	set, err := receipt.ParseJWKS(readFile(t, "testdata/example/jwks.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := receipt.Verify(jws, set)
+	if err != nil {
+		t.Fatalf("Verify(documented example): %v", err)
+	}
+	want := sampleReceipt(t)
+	want.Grants = want.Grants[:1]
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("documented example mismatch (-want +got):\n%s", diff)
+	}
+	k := newKeyring(t, []byte(`{"kty":"OKP","crv":"Ed25519","d":"`+rfc8037D+`","x":"`+rfc8037X+`"}`))
+	if again, err := k.Sign(want); err != nil || again != jws {
+		t.Errorf("Sign(example) = %q, %v; want the documented JWS", again, err)
+	}
+}
