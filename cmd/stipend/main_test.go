@@ -291,3 +291,21 @@ func TestMain_ShutdownDrainsInFlight(t *testing.T) {
 	}
 	closed = true
 }
+
+// TestMain_DevelopmentWithKeyFiles checks that given key files are used in
+// development too: no keys are made, and only the store is called ephemeral.
+func TestMain_DevelopmentWithKeyFiles(t *testing.T) {
+	apiKeys, signingKey, admin, _ := writeKeyFiles(t, t.TempDir())
+	m := startMain(t, "--api-keys-file", apiKeys, "--signing-key-file", signingKey)
+	if m.DevKeys != nil {
+		t.Errorf("DevKeys = %+v, want none with --api-keys-file", m.DevKeys)
+	}
+	out := m.stdout.String()
+	if !strings.Contains(out, "NOTHING IS DURABLE") || strings.Contains(out, "EPHEMERAL") {
+		t.Errorf("banner with key files should only warn about the store:\n%s", out)
+	}
+	status, body := call(t, http.DefaultClient, "GET", m.URL()+"/v1/accounts/agent-x/entitlements", admin, nil)
+	if status != http.StatusOK {
+		t.Errorf("admin key from the file: status %d, body %v; want 200", status, body)
+	}
+}

@@ -1,0 +1,80 @@
+package main_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stipend-mcp/stipend/apikey"
+	"github.com/stipend-mcp/stipend/internal/emulator"
+	"github.com/stipend-mcp/stipend/receipt"
+)
+
+// writeKeyFiles writes an API key file (one admin, one host key) and a
+// signing key file into dir, and returns their paths and the raw keys.
+func writeKeyFiles(tb testing.TB, dir string) (apiKeys, signingKey, admin, host string) {
+	tb.Helper()
+	var entries []apikey.Key
+	for _, r := range []struct {
+		role apikey.Role
+		raw  *string
+	}{{apikey.RoleAdmin, &admin}, {apikey.RoleHost, &host}} {
+		raw, k, err := apikey.Generate("", r.role, nil)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		*r.raw, entries = raw, append(entries, k)
+	}
+	b, err := json.Marshal(apikey.File{Keys: entries})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	apiKeys = filepath.Join(dir, "api-keys.json")
+	if err := os.WriteFile(apiKeys, b, 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	sk, err := receipt.GenerateKey()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	signingKey = filepath.Join(dir, "signing-key.json")
+	if err := os.WriteFile(signingKey, sk, 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	return apiKeys, signingKey, admin, host
+}
+
+// TestMain_FirestoreProduction runs the real program in production mode on
+// the Firestore emulator, in a named database, with key files.
+func TestMain_FirestoreProduction(t *testing.T) {
+	emulator.Host(t)
+	apiKeys, signingKey, admin, host := writeKeyFiles(t, t.TempDir())
+	m := startMain(t,
+		"--env", "production", "--store", "firestore",
+		"--firestore-project", emulator.ProjectID, "--firestore-database", "stipend-cmd-test",
+		"--collection-prefix", emulator.Prefix(t),
+		"--api-keys-file", apiKeys, "--signing-key-file", signingKey,
+	)
+	if out := m.stdout.String(); out != "" {
+		t.Errorf("production printed a development banner:\n%s", out)
+	}
+	resp, err := http.Get(m.URL() + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("GET /readyz: status %d, want 200", resp.StatusCode)
+	}
+	grantCredits(t, m.URL(), admin, "agent-demo")
+	status, body := call(t, http.DefaultClient, "POST", m.URL()+"/v1/consume", host, consumeBody("fs-1"))
+	if status != http.StatusOK || body["result"] != "consumed" {
+		t.Errorf("consume: status %d, body %v; want 200 consumed", status, body)
+	}
+	if logs := m.stderr.String(); !strings.Contains(logs, `"msg":"firestore store"`) {
+		t.Errorf("logs do not say which store is used:\n%s", logs)
+	}
+}
