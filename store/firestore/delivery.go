@@ -1,0 +1,329 @@
+package firestore
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"github.com/google/uuid"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/stipend-mcp/stipend/event"
+	"github.com/stipend-mcp/stipend/store"
+)
+
+var _ store.DeliveryStore = (*Store)(nil)
+
+func (s *Store) endpointRef(id string) *firestore.DocumentRef {
+	return s.col(colEndpoints).Doc(docID(id))
+}
+
+func (s *Store) deliveryRef(id string) *firestore.DocumentRef {
+	return s.col(colDeliveries).Doc(docID(id))
+}
+
+// CreateEndpoint implements store.DeliveryStore.
+func (s *Store) CreateEndpoint(ctx context.Context, e store.Endpoint) (store.Endpoint, error) {
+	if err := e.Validate(); err != nil {
+		return store.Endpoint{}, err
+	}
+	e.CreatedAt = s.clock()
+	e.Disabled, e.DisabledReason, e.DisabledAt = false, "", nil
+	e.EventTypes = slices.Clone(e.EventTypes)
+	if _, err := s.endpointRef(e.ID).Create(ctx, endpointDoc(&e)); err != nil {
+		if status.Code(err) == codes.AlreadyExists {
+			return store.Endpoint{}, store.Errorf(store.CodeConflict, "webhook endpoint %s exists", e.ID)
+		}
+		return store.Endpoint{}, translate(err, "create webhook endpoint")
+	}
+	if e.EventTypes == nil {
+		e.EventTypes = []event.Type{}
+	}
+	return e, nil
+}
+
+// GetEndpoint implements store.DeliveryStore.
+func (s *Store) GetEndpoint(ctx context.Context, id string) (store.Endpoint, error) {
+	snap, err := s.endpointRef(id).Get(ctx)
+	if isNotFound(err) {
+		return store.Endpoint{}, store.Errorf(store.CodeNotFound, "webhook endpoint %s", id)
+	}
+	if err != nil {
+		return store.Endpoint{}, translate(err, "get webhook endpoint")
+	}
+	return endpointFrom(snap)
+}
+
+// ListEndpoints implements store.DeliveryStore.
+func (s *Store) ListEndpoints(ctx context.Context, p store.Page) ([]store.Endpoint, string, error) {
+	return list(ctx, s.build(qEndpoints), listKey(qEndpoints), qEndpoints.Order, p, endpointFrom)
+}
+
+// DisableEndpoint implements store.DeliveryStore.
+func (s *Store) DisableEndpoint(ctx context.Context, id, reason string) (store.Endpoint, error) {
+	var out store.Endpoint
+	err := s.run(ctx, "disable webhook endpoint", func(_ context.Context, tx *firestore.Transaction) error {
+		snap, err := tx.Get(s.endpointRef(id))
+		if isNotFound(err) {
+			return store.Errorf(store.CodeNotFound, "webhook endpoint %s", id)
+		}
+		if err != nil {
+			return err
+		}
+		e, err := endpointFrom(snap)
+		if err != nil {
+			return err
+		}
+		if !e.Disabled {
+			now := s.clock()
+			e.Disabled, e.DisabledReason, e.DisabledAt = true, reason, &now
+			if err := tx.Set(snap.Ref, endpointDoc(&e)); err != nil {
+				return err
+			}
+		}
+		out = e
+		return nil
+	})
+	return out, err
+}
+
+// EnqueueDelivery implements store.DeliveryStore. One transaction reads the
+// key's pointer document (delivery_outbound_idempotency) and either returns
+// the delivery it points at or creates both. Of racing callers, the losers
+// abort (or find the pointer created at commit), retry, and read the winner's.
+func (s *Store) EnqueueDelivery(ctx context.Context, d store.Delivery) (store.Delivery, bool, error) {
+	if err := store.CheckNewDelivery(&d, s.clock()); err != nil {
+		return store.Delivery{}, false, err
+	}
+	d.ScheduledAt = stamp(d.ScheduledAt)
+	var (
+		out     store.Delivery
+		created bool
+	)
+	keyRef := s.col(colDeliveryKeys).Doc(docID(d.Key))
+	err := s.run(ctx, "enqueue delivery", func(_ context.Context, tx *firestore.Transaction) error {
+		created = false
+		ptr, err := tx.Get(keyRef)
+		if err == nil {
+			f := read(ptr)
+			id := f.str("deliveryId")
+			if f.err != nil {
+				return f.err
+			}
+			snap, err := tx.Get(s.deliveryRef(id))
+			if err != nil {
+				return err
+			}
+			prior, err := deliveryFrom(snap)
+			if err != nil {
+				return err
+			}
+			if prior.EndpointID != d.EndpointID || prior.EventID != d.EventID {
+				return store.Errorf(store.CodeConflict, "delivery key reused for another event or endpoint")
+			}
+			out = prior
+			return nil
+		}
+		if !isNotFound(err) {
+			return err
+		}
+		if _, err := tx.Get(s.deliveryRef(d.ID)); err == nil {
+			return store.Errorf(store.CodeConflict, "delivery %s exists", d.ID)
+		} else if !isNotFound(err) {
+			return err
+		}
+		if err := tx.Create(keyRef, map[string]any{"deliveryId": d.ID, "createdAt": d.CreatedAt}); err != nil {
+			return err
+		}
+		out, created = d, true
+		return tx.Create(s.deliveryRef(d.ID), deliveryDoc(&d))
+	})
+	if err != nil {
+		return store.Delivery{}, false, err
+	}
+	return out, created, nil
+}
+
+// GetDelivery implements store.DeliveryStore.
+func (s *Store) GetDelivery(ctx context.Context, id string) (store.Delivery, error) {
+	snap, err := s.deliveryRef(id).Get(ctx)
+	if isNotFound(err) {
+		return store.Delivery{}, store.Errorf(store.CodeNotFound, "delivery %s", id)
+	}
+	if err != nil {
+		return store.Delivery{}, translate(err, "get delivery")
+	}
+	return deliveryFrom(snap)
+}
+
+// ListDeliveries implements store.DeliveryStore.
+func (s *Store) ListDeliveries(ctx context.Context, f store.DeliveryFilter, p store.Page) ([]store.Delivery, string, error) {
+	var filters []filter
+	if f.Status != "" {
+		filters = append(filters, filter{"status", "==", string(f.Status)})
+	}
+	if f.EventType != "" {
+		filters = append(filters, filter{"eventType", "==", string(f.EventType)})
+	}
+	q := s.build(qDeliveries, filters...)
+	return list(ctx, q, listKey(qDeliveries, string(f.Status), string(f.EventType)), qDeliveries.Order, p, deliveryFrom)
+}
+
+// candidateFactor is how many candidates ClaimDueDeliveries reads per
+// delivery asked for, so that rows lost to other workers can be replaced
+// from the same read.
+const candidateFactor = 3
+
+// ClaimDueDeliveries implements store.DeliveryStore. Two head-of-queue
+// queries gather candidates: in_flight rows whose claim expired, then pending
+// rows that are due. Each candidate is claimed in its own atomic step: a
+// single-document update with the precondition that the document is
+// unchanged since the query read it (its update time). Of workers racing for
+// a row exactly one update commits; the rest fail the precondition at once,
+// take no lock and move on to the next candidate. That keeps claims cheap on
+// the emulator, whose transactions lock pessimistically.
+func (s *Store) ClaimDueDeliveries(ctx context.Context, now time.Time, limit int, claimTTL time.Duration, workerID string) ([]store.Delivery, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	now = stamp(now)
+	n := limit * candidateFactor
+	stale, err := s.build(qStaleClaims, filter{"status", "==", string(store.DeliveryInFlight)}).
+		Where("claimedAt", "<=", now.Add(-claimTTL)).Limit(n).Documents(ctx).GetAll()
+	if err != nil {
+		return nil, translate(err, "find expired delivery claims")
+	}
+	due, err := s.build(qDueDeliveries, filter{"status", "==", string(store.DeliveryPending)}).
+		Where("scheduledAt", "<=", now).Limit(n).Documents(ctx).GetAll()
+	if err != nil {
+		return nil, translate(err, "find due deliveries")
+	}
+	var out []store.Delivery
+	for _, snap := range append(stale, due...) {
+		if len(out) == limit {
+			break
+		}
+		d, ok, err := s.claimOne(ctx, snap, now, workerID)
+		if err != nil {
+			return out, err
+		}
+		if ok {
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}
+
+// claimOne claims the delivery read as snap, unless it changed since.
+func (s *Store) claimOne(ctx context.Context, snap *firestore.DocumentSnapshot, now time.Time, workerID string) (store.Delivery, bool, error) {
+	d, err := deliveryFrom(snap)
+	if err != nil {
+		return store.Delivery{}, false, err
+	}
+	d.Status, d.Attempts = store.DeliveryInFlight, d.Attempts+1
+	d.ClaimedBy, d.ClaimedAt, d.ClaimToken = workerID, &now, uuid.NewString()
+	d.UpdatedAt = s.clock()
+	_, err = snap.Ref.Update(ctx, []firestore.Update{
+		{Path: "status", Value: string(d.Status)},
+		{Path: "attempts", Value: int64(d.Attempts)},
+		{Path: "claimedBy", Value: d.ClaimedBy},
+		{Path: "claimedAt", Value: now},
+		{Path: "claimToken", Value: d.ClaimToken},
+		{Path: "updatedAt", Value: d.UpdatedAt},
+	}, firestore.LastUpdateTime(snap.UpdateTime))
+	switch status.Code(err) {
+	case codes.OK:
+		return d, true, nil
+	case codes.FailedPrecondition, codes.NotFound, codes.Aborted:
+		// Another worker claimed (or finished) it first.
+		return store.Delivery{}, false, nil
+	}
+	return store.Delivery{}, false, translate(err, "claim delivery")
+}
+
+// FinishDelivery implements store.DeliveryStore.
+func (s *Store) FinishDelivery(ctx context.Context, id, claimToken string, r store.AttemptResult) (store.Delivery, error) {
+	if err := store.CheckAttemptResult(&r); err != nil {
+		return store.Delivery{}, err
+	}
+	r.RetryAt = stampOrZero(r.RetryAt)
+	return s.updateDelivery(ctx, "finish delivery", id, func(d store.Delivery) (store.Delivery, error) {
+		if d.Status != store.DeliveryInFlight || d.ClaimToken != claimToken {
+			return d, store.Errorf(store.CodeConflict, "delivery %s is no longer claimed with this token", id)
+		}
+		return store.ApplyAttempt(d, r, s.clock()), nil
+	})
+}
+
+// RetryDelivery implements store.DeliveryStore.
+func (s *Store) RetryDelivery(ctx context.Context, id string) (store.Delivery, error) {
+	return s.updateDelivery(ctx, "retry delivery", id, func(d store.Delivery) (store.Delivery, error) {
+		if d.Status != store.DeliveryFailed && d.Status != store.DeliveryDead {
+			return d, store.Errorf(store.CodeConflict, "delivery %s is %s; only failed or dead deliveries can be retried", id, d.Status)
+		}
+		now := s.clock()
+		d.Status, d.ScheduledAt, d.UpdatedAt = store.DeliveryPending, now, now
+		return d, nil
+	})
+}
+
+// updateDelivery reads, changes (with change, which may run more than once)
+// and writes one delivery in a transaction.
+func (s *Store) updateDelivery(ctx context.Context, what, id string, change func(store.Delivery) (store.Delivery, error)) (store.Delivery, error) {
+	var out store.Delivery
+	err := s.run(ctx, what, func(_ context.Context, tx *firestore.Transaction) error {
+		snap, err := tx.Get(s.deliveryRef(id))
+		if isNotFound(err) {
+			return store.Errorf(store.CodeNotFound, "delivery %s", id)
+		}
+		if err != nil {
+			return err
+		}
+		d, err := deliveryFrom(snap)
+		if err != nil {
+			return err
+		}
+		if d, err = change(d); err != nil {
+			return err
+		}
+		out = d
+		return tx.Set(snap.Ref, deliveryDoc(&d))
+	})
+	return out, err
+}
+
+// RecordInboundEvent implements store.DeliveryStore. The marker is created
+// with a plain Create, which fails with AlreadyExists for every caller but
+// the first: no transaction and no lock, so a burst of redeliveries of one
+// event does not queue on the emulator's (or production's) locks. A later
+// caller reads the first-seen time from the existing marker.
+func (s *Store) RecordInboundEvent(ctx context.Context, source, eventID string) (bool, time.Time, error) {
+	if source == "" || eventID == "" {
+		return false, time.Time{}, store.Errorf(store.CodeInvalid, "source and eventId: required")
+	}
+	ref := s.col(colInbound).Doc(store.InboundKey(source, eventID))
+	now := s.clock()
+	_, err := ref.Create(ctx, inboundDoc(source, eventID, now))
+	if err == nil {
+		return true, now, nil
+	}
+	if status.Code(err) != codes.AlreadyExists {
+		return false, time.Time{}, translate(err, "record inbound event")
+	}
+	snap, err := ref.Get(ctx)
+	if err != nil {
+		return false, time.Time{}, translate(err, "read inbound event")
+	}
+	f := read(snap)
+	first := f.instant("firstSeenAt")
+	return false, first, f.err
+}
+
+func stampOrZero(t time.Time) time.Time {
+	if t.IsZero() {
+		return t
+	}
+	return stamp(t)
+}
