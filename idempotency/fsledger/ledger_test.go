@@ -15,10 +15,10 @@ import (
 )
 
 // newLedger returns a ledger on the emulator in a collection of its own.
-func newLedger(t *testing.T, now func() time.Time) *fsledger.Ledger {
-	t.Helper()
-	client := emulator.Client(t)
-	collection := idempotency.CollectionName(emulator.Prefix(t))
+func newLedger(tb testing.TB, now func() time.Time) *fsledger.Ledger {
+	tb.Helper()
+	client := emulator.Client(tb)
+	collection := idempotency.CollectionName(emulator.Prefix(tb))
 	return fsledger.New(client, collection, fsledger.WithClock(now))
 }
 
