@@ -49,6 +49,7 @@ func (k *Keyring) Sign(r Receipt) (string, error) {
 // does not verify (ErrBadSignature), and a payload that is not exactly the
 // canonical JSON of a valid receipt (ErrMalformed, ErrInvalid).
 func Verify(jws string, set JWKS) (Receipt, error) {
+	jws = strings.TrimSpace(jws)
 	h, err := parseHeader(jws)
 	if err != nil {
 		return Receipt{}, err
