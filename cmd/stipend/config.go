@@ -36,6 +36,7 @@ type Config struct {
 	SigningKeyFiles     []string // the first signs; all verify
 	StripeWebhookSecret string
 	WebhookAllowPrivate bool
+	WebhookConcurrency  int // deliveries sent at once; 0 runs no dispatcher
 	CORSOrigins         []string
 	Issuer              string
 	ShutdownTimeout     time.Duration
@@ -67,6 +68,7 @@ var settings = []setting{
 	{"signing-key-file", "STIPEND_SIGNING_KEY_FILE", "", "receipt signing key file; repeat the flag (or comma-separate the variable): the first signs, all verify", listVar(func(c *Config) *[]string { return &c.SigningKeyFiles })},
 	{"stripe-webhook-secret", "STIPEND_STRIPE_WEBHOOK_SECRET", "", "Stripe webhook signing secret (whsec_…); without it the Stripe route refuses every event", stringVar(func(c *Config) *string { return &c.StripeWebhookSecret })},
 	{"webhook-allow-private", "STIPEND_WEBHOOK_ALLOW_PRIVATE", "false", "let webhook endpoints on loopback/private addresses receive events", boolVar(func(c *Config) *bool { return &c.WebhookAllowPrivate })},
+	{"webhook-concurrency", "STIPEND_WEBHOOK_CONCURRENCY", "4", "webhook deliveries this instance sends at once; 0 sends none (another instance or process must)", intVar(func(c *Config) *int { return &c.WebhookConcurrency })},
 	{"cors-origins", "STIPEND_CORS_ORIGINS", "", "comma-separated origins allowed to call the reader routes from a browser", listVar(func(c *Config) *[]string { return &c.CORSOrigins })},
 	{"issuer", "STIPEND_ISSUER", "stipend", "issuer written into every receipt", stringVar(func(c *Config) *string { return &c.Issuer })},
 	{"shutdown-timeout", "STIPEND_SHUTDOWN_TIMEOUT", "8s", "how long SIGTERM waits for in-flight requests", durationVar(func(c *Config) *time.Duration { return &c.ShutdownTimeout })},
@@ -132,6 +134,8 @@ func (c Config) Validate() error {
 		return errors.New("--firestore-database: is required (the default database is \"(default)\")")
 	case c.ShutdownTimeout <= 0:
 		return errors.New("--shutdown-timeout: must be positive")
+	case c.WebhookConcurrency < 0 || c.WebhookConcurrency > 256:
+		return errors.New("--webhook-concurrency: must be between 0 and 256")
 	case c.Issuer == "":
 		return errors.New("--issuer: is required")
 	}
@@ -173,6 +177,17 @@ func boolVar(field func(*Config) *bool) func(*flag.FlagSet, *Config, string, str
 			return errors.New("not a boolean (true or false)")
 		}
 		fs.BoolVar(field(c), name, v, help)
+		return nil
+	}
+}
+
+func intVar(field func(*Config) *int) func(*flag.FlagSet, *Config, string, string, string) error {
+	return func(fs *flag.FlagSet, c *Config, name, def, help string) error {
+		v, err := strconv.Atoi(def)
+		if err != nil {
+			return errors.New("not an integer")
+		}
+		fs.IntVar(field(c), name, v, help)
 		return nil
 	}
 }

@@ -14,13 +14,14 @@ import (
 // defaults is the configuration with nothing set.
 func defaults() main.Config {
 	return main.Config{
-		Addr:              "127.0.0.1:8080",
-		Env:               main.EnvDevelopment,
-		Store:             main.StoreMemory,
-		FirestoreDatabase: "(default)",
-		Issuer:            "stipend",
-		ShutdownTimeout:   8 * time.Second,
-		LogLevel:          slog.LevelInfo,
+		Addr:               "127.0.0.1:8080",
+		Env:                main.EnvDevelopment,
+		Store:              main.StoreMemory,
+		FirestoreDatabase:  "(default)",
+		Issuer:             "stipend",
+		ShutdownTimeout:    8 * time.Second,
+		LogLevel:           slog.LevelInfo,
+		WebhookConcurrency: 4,
 	}
 }
 
@@ -64,14 +65,14 @@ func TestParseConfig(t *testing.T) {
 			env: map[string]string{
 				"STIPEND_ADDR": ":9090", "STIPEND_COLLECTION_PREFIX": "staging_", "STIPEND_ISSUER": "acme",
 				"STIPEND_SHUTDOWN_TIMEOUT": "3s", "STIPEND_LOG_LEVEL": "debug", "STIPEND_CORS_ORIGINS": "https://a.example, https://b.example",
-				"STIPEND_WEBHOOK_ALLOW_PRIVATE": "true", "STIPEND_STRIPE_WEBHOOK_SECRET": "whsec_x",
+				"STIPEND_WEBHOOK_ALLOW_PRIVATE": "true", "STIPEND_STRIPE_WEBHOOK_SECRET": "whsec_x", "STIPEND_WEBHOOK_CONCURRENCY": "0",
 				"STIPEND_FIRESTORE_PROJECT": "p1", "STIPEND_FIRESTORE_DATABASE": "stipend", "STIPEND_DEV_KEYS_OUT": "/tmp/k.json",
 			},
 			want: with(func(c *main.Config) {
 				c.Addr, c.CollectionPrefix, c.Issuer = ":9090", "staging_", "acme"
 				c.ShutdownTimeout, c.LogLevel = 3*time.Second, slog.LevelDebug
 				c.CORSOrigins = []string{"https://a.example", "https://b.example"}
-				c.WebhookAllowPrivate, c.StripeWebhookSecret = true, "whsec_x"
+				c.WebhookAllowPrivate, c.StripeWebhookSecret, c.WebhookConcurrency = true, "whsec_x", 0
 				c.FirestoreProject, c.FirestoreDatabase, c.DevKeysOut = "p1", "stipend", "/tmp/k.json"
 			}),
 		},
@@ -170,6 +171,8 @@ func TestParseConfig_Errors(t *testing.T) {
 		{"BadDurationEnv", nil, map[string]string{"STIPEND_SHUTDOWN_TIMEOUT": "soon"}, "STIPEND_SHUTDOWN_TIMEOUT"},
 		{"BadLevelEnv", nil, map[string]string{"STIPEND_LOG_LEVEL": "loud"}, "STIPEND_LOG_LEVEL"},
 		{"BadDurationFlag", []string{"--shutdown-timeout", "soon"}, nil, "shutdown-timeout"},
+		{"BadIntEnv", nil, map[string]string{"STIPEND_WEBHOOK_CONCURRENCY": "four"}, "STIPEND_WEBHOOK_CONCURRENCY"},
+		{"NegativeConcurrency", []string{"--webhook-concurrency", "-1"}, nil, "--webhook-concurrency"},
 		{"ZeroShutdownTimeout", []string{"--shutdown-timeout", "0s"}, nil, "--shutdown-timeout: must be positive"},
 		{"EmptyDatabase", []string{"--firestore-database="}, nil, "--firestore-database: is required"},
 		{"ProductionRefusesMemory", nil, merge(production, map[string]string{"STIPEND_STORE": "memory"}), "production refuses the memory store"},

@@ -17,6 +17,7 @@ import (
 	"github.com/stipend-mcp/stipend/api"
 	"github.com/stipend-mcp/stipend/apikey"
 	"github.com/stipend-mcp/stipend/receipt"
+	"github.com/stipend-mcp/stipend/webhook"
 )
 
 // Main is the `stipend serve` program: it wires the configuration to a store,
@@ -39,9 +40,11 @@ type Main struct {
 	// DevKeys holds the raw development API keys when Run made them.
 	DevKeys *DevKeys
 
-	ln       net.Listener
-	closers  []func() error // released by Close, last first
-	serveErr chan error     // receives the HTTP server's exit
+	ln             net.Listener
+	closers        []func() error // released by Close, last first
+	serveErr       chan error     // receives the HTTP server's exit
+	stopDispatch   context.CancelFunc
+	dispatcherDone chan struct{}
 }
 
 // NewMain returns a Main writing to the process's stdout and stderr.
@@ -116,7 +119,29 @@ func (m *Main) Run(ctx context.Context) error {
 		m.printBanner(signer.KeyID())
 	}
 	go func() { m.serveErr <- m.HTTPServer.Serve(ln) }()
+	m.startDispatcher(st)
 	return nil
+}
+
+// startDispatcher sends webhook deliveries in the background until Close.
+// Every instance may run one: deliveries are claimed one worker at a time.
+func (m *Main) startDispatcher(st backend) {
+	if m.Config.WebhookConcurrency == 0 {
+		m.Logger.Info("webhook dispatcher off (--webhook-concurrency 0)")
+		return
+	}
+	d := webhook.NewDispatcher(st, st, webhook.Config{
+		Concurrency:  m.Config.WebhookConcurrency,
+		AllowPrivate: m.Config.WebhookAllowPrivate,
+		Logger:       m.Logger,
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	m.stopDispatch, m.dispatcherDone = cancel, make(chan struct{})
+	go func() {
+		defer close(m.dispatcherDone)
+		_ = d.Run(ctx)
+	}()
+	m.Logger.Info("webhook dispatcher started", "worker", d.WorkerID(), "concurrency", m.Config.WebhookConcurrency)
 }
 
 // Addr returns the address the server listens on (with the real port when
@@ -148,6 +173,18 @@ func (m *Main) Close() error {
 			errs = append(errs, err)
 		}
 		m.ln = nil
+	}
+	if m.stopDispatch != nil {
+		// Attempts already started finish (each bounded by its timeout);
+		// one still running after the deadline is left to another worker,
+		// which re-claims it once its claim expires.
+		m.stopDispatch()
+		select {
+		case <-m.dispatcherDone:
+		case <-time.After(m.Config.ShutdownTimeout):
+			m.Logger.Warn("webhook attempts still running at shutdown; another worker retries them after their claim expires")
+		}
+		m.stopDispatch = nil
 	}
 	for i := len(m.closers) - 1; i >= 0; i-- {
 		if err := m.closers[i](); err != nil {

@@ -13,9 +13,16 @@ import (
 	"github.com/stipend-mcp/stipend/store/memory"
 )
 
+// backend is what both stores are: the entitlement store and the webhook
+// delivery store, on one database.
+type backend interface {
+	store.EntitlementStore
+	store.DeliveryStore
+}
+
 // openStore returns the configured store. A Firestore client is closed by
 // Close, after the HTTP server has drained.
-func (m *Main) openStore(ctx context.Context) (store.EntitlementStore, error) {
+func (m *Main) openStore(ctx context.Context) (backend, error) {
 	c := m.Config
 	if c.Store == StoreMemory {
 		return memory.New(), nil
