@@ -101,8 +101,10 @@ Serve flags (each also read from its environment variable; a flag wins):
 	for _, s := range settings {
 		def := ""
 		if s.def != "" {
-			def = " (default " + s.def + ")"
+			def = "default " + s.def
 		}
-		fmt.Fprintf(w, "  --%-24s %-31s %s%s\n", s.flag, s.env, s.help, def)
+		line := fmt.Sprintf("  --%-23s %-31s %s", s.flag, s.env, def)
+		fmt.Fprintf(w, "%s\n        %s\n", strings.TrimRight(line, " "), s.help)
 	}
+	fmt.Fprint(w, "\nSee docs/configuration.md for every setting in detail.\n")
 }
