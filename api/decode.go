@@ -294,6 +294,9 @@ func (w walker) wrongType(tok json.Token, path, detail string) error {
 }
 
 func joinPath(path, name string) string {
+	if name == "" {
+		return path
+	}
 	if path == "" {
 		return name
 	}

@@ -120,6 +120,13 @@ func newEnv(tb testing.TB, opts ...option) *env {
 	return &env{t: tb, srv: srv, store: cfg.Store, keys: keys, signer: signer, clock: clk, reg: reg}
 }
 
+// with returns a copy of e that reports to tb (a subtest or fuzz target).
+func (e *env) with(tb testing.TB) *env {
+	c := *e
+	c.t = tb
+	return &c
+}
+
 // response is a recorded answer.
 type response struct {
 	Status int

@@ -1,0 +1,160 @@
+package api_test
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/stipend-mcp/stipend/api"
+	"github.com/stipend-mcp/stipend/money"
+)
+
+// sample has every kind of field the request bodies use.
+type sample struct {
+	Name  string            `json:"name"`
+	N     int64             `json:"n"`
+	Flag  bool              `json:"flag"`
+	Cost  *money.Money      `json:"cost"`
+	Price money.Money       `json:"price"`
+	At    *time.Time        `json:"at"`
+	Tags  []string          `json:"tags"`
+	Meta  map[string]string `json:"meta"`
+	Inner *struct {
+		Units int64       `json:"units"`
+		Cost  money.Money `json:"cost"`
+	} `json:"inner"`
+}
+
+func TestDecodeJSON(t *testing.T) {
+	t.Run("Valid", func(t *testing.T) {
+		var got sample
+		err := api.DecodeJSON([]byte(`{"name":"x","n":-3,"flag":true,"cost":{"cents":5,"currency":"EUR"},
+			"price":{"currency":"USD","cents":0},"at":"2026-01-02T03:04:05Z","tags":["a","b"],"meta":{"k":"v"},
+			"inner":{"units":9007199254740991,"cost":{"cents":1,"currency":"JPY"}}}`), &got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+		if got.Name != "x" || got.N != -3 || !got.Flag || *got.Cost != (money.Money{Cents: 5, Currency: "EUR"}) ||
+			got.Price.Currency != "USD" || !got.At.Equal(at) || len(got.Tags) != 2 || got.Meta["k"] != "v" ||
+			got.Inner.Units != 1<<53-1 || got.Inner.Cost.Currency != "JPY" {
+			t.Errorf("DecodeJSON: got %+v", got)
+		}
+	})
+	t.Run("Nulls", func(t *testing.T) {
+		var got sample
+		if err := api.DecodeJSON([]byte(`{"cost":null,"at":null,"tags":null,"meta":null,"inner":null}`), &got); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(sample{}, got); diff != "" {
+			t.Errorf("nulls (-want +got):\n%s", diff)
+		}
+	})
+	tests := []struct {
+		name, body, field string
+	}{
+		{"Unknown", `{"nope":1}`, "nope"},
+		{"UnknownNested", `{"inner":{"units":1,"x":2}}`, "inner.x"},
+		{"Duplicate", `{"name":"a","name":"b"}`, "name"},
+		{"DuplicateMapKey", `{"meta":{"k":"a","k":"b"}}`, "meta.k"},
+		{"DuplicateInMoney", `{"cost":{"cents":1,"cents":2,"currency":"USD"}}`, "cost.cents"},
+		{"StringForInt", `{"n":"1"}`, "n"},
+		{"FloatForInt", `{"n":1.0}`, "n"},
+		{"ExponentForInt", `{"n":1e3}`, "n"},
+		{"BigInt", `{"n":9007199254740992}`, "n"},
+		{"HugeInt", `{"n":123456789012345678901234567890}`, "n"},
+		{"LeadingZero", `{"n":01}`, ""},
+		{"IntForString", `{"name":5}`, "name"},
+		{"NullForString", `{"name":null}`, "name"},
+		{"NullForMoney", `{"price":null}`, "price"},
+		{"StringForBool", `{"flag":"true"}`, "flag"},
+		{"ObjectForArray", `{"tags":{}}`, "tags"},
+		{"IntInArray", `{"tags":["a",1]}`, "tags[1]"},
+		{"IntInMap", `{"meta":{"k":1}}`, "meta.k"},
+		{"MoneyFloat", `{"inner":{"cost":{"cents":0.5,"currency":"USD"}}}`, "inner.cost.cents"},
+		{"MoneyOverCeiling", `{"cost":{"cents":-9007199254740992,"currency":"USD"}}`, "cost.cents"},
+		{"MoneyMissingCurrency", `{"cost":{"cents":1}}`, "cost.currency"},
+		{"MoneyNotObject", `{"cost":12}`, "cost"},
+		{"BadTime", `{"at":"yesterday"}`, "at"},
+		{"Trailing", `{"name":"a"}x`, ""},
+		{"TwoValues", `{} {}`, ""},
+		{"Empty", ``, ""},
+		{"TruncatedTop", `{"name":"a"`, ""},
+		{"TruncatedNested", `{"inner":{"units":`, "inner.units"},
+		{"TruncatedArray", `{"tags":["a",`, "tags[1]"},
+		{"TopArray", `[]`, ""},
+		{"TopString", `"x"`, ""},
+		{"BadSyntax", `{"name" "a"}`, "name"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got sample
+			err := api.DecodeJSON([]byte(tt.body), &got)
+			var ae *api.Error
+			if !errors.As(err, &ae) {
+				t.Fatalf("DecodeJSON(%s) = %v, want *api.Error", tt.body, err)
+			}
+			if ae.Status != http.StatusBadRequest || len(ae.Errors) != 1 || ae.Errors[0].Field != tt.field {
+				t.Errorf("DecodeJSON(%s): status %d errors %+v, want 400 naming %q", tt.body, ae.Status, ae.Errors, tt.field)
+			}
+		})
+	}
+}
+
+// FuzzDecodeJSON: whatever the body, the decoder answers a 4xx problem
+// naming a field, or succeeds; it never panics. The seed corpus runs in
+// every normal test run.
+func FuzzDecodeJSON(f *testing.F) {
+	seeds := []string{
+		`{"agentId":"a","service":"s","tool":"t","idempotencyKey":"k","cost":{"cents":1,"currency":"USD"},"units":2}`,
+		`{"agentId":"a","amount":{"cents":100,"currency":"USD"},"provider":"manual","grant":{"type":"quota","scope":{"service":"s","tools":["x"]},"limit":5,"period":"day","expiresAt":"2030-01-01T00:00:00Z"}}`,
+		`{"cost":{"cents":1.5,"currency":"USD"}}`,
+		`{"cost":{"cents":9007199254740992,"currency":"USD"}}`,
+		`{"units":"1"}`,
+		`{"agentId":`,
+		`{"grant":{"scope":{"tools":[1]}}}`,
+		`{"metadata":{"a":"b","a":"c"}}`,
+		`{"x":1}`,
+		`[]`, `null`, ``, `{}}`, `{"agentId":"a"} trailing`,
+		strings.Repeat(`{"grant":`, 50),
+		`{"agentId":"` + strings.Repeat("a", 1000) + `"}`,
+	}
+	for _, s := range seeds {
+		f.Add([]byte(s))
+	}
+	base := newEnv(f)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		e := base.with(t)
+		for _, path := range []string{"/v1/consume", "/v1/payments", "/v1/accounts/a/entitlements"} {
+			key := e.keys.Admin
+			if path == "/v1/consume" {
+				key = e.keys.Host
+			}
+			res := e.do(req{Method: "POST", Path: path, Key: key, Body: body,
+				Header: map[string]string{"Idempotency-Key": "fuzz"}})
+			switch {
+			case res.Status >= 200 && res.Status < 300:
+				continue
+			case res.Status == 402 || res.Status == 409 || res.Status == 422:
+				continue // a well-formed request the store refused
+			case res.Status >= 500:
+				t.Fatalf("%s %q: status %d body %s", path, body, res.Status, res.Body)
+			}
+			p := res.problem(t)
+			if len(p.Errors) == 0 || p.Type == "" || p.Title == "" || p.Detail == "" {
+				t.Fatalf("%s %q: problem %+v lacks a field error", path, body, p)
+			}
+		}
+		var s sample
+		if err := api.DecodeJSON(body, &s); err != nil {
+			var ae *api.Error
+			if !errors.As(err, &ae) || ae.Status != 400 || len(ae.Errors) != 1 {
+				t.Fatalf("DecodeJSON(%q) = %v", body, err)
+			}
+		}
+	})
+}
