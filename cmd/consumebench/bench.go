@@ -1,0 +1,260 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"github.com/google/uuid"
+
+	"github.com/stipend-mcp/stipend/entitlement"
+	"github.com/stipend-mcp/stipend/money"
+	"github.com/stipend-mcp/stipend/store"
+	fsstore "github.com/stipend-mcp/stipend/store/firestore"
+)
+
+const (
+	projectID = "stipend-bench"
+	agentID   = "bench-agent"
+	cost      = 1 // cents per consume
+)
+
+// result is one scenario's measurement.
+type result struct {
+	name, path          string
+	callers, ents, want int
+	ok, failed          int
+	wall                time.Duration
+	latencies           []time.Duration
+	balance             string
+	firstErr            string
+}
+
+// consumeFunc charges one call to entitlement ent with key.
+type consumeFunc func(ctx context.Context, ent, key string) error
+
+func runBench(ctx context.Context, c config, host string, out io.Writer) error {
+	client, err := firestore.NewClient(ctx, projectID)
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	fmt.Fprintf(out, "consumebench on the Firestore emulator at %s, %s\n\n", host, time.Now().UTC().Format(time.RFC3339))
+
+	var results []result
+	add := func(r result, err error) error {
+		if err != nil {
+			return err
+		}
+		results = append(results, r)
+		return nil
+	}
+	if err := add(scenario(ctx, client, c, "baseline: 1 caller, 1 at a time", "naive", 1, 1, c.baseline, naivePath)); err != nil {
+		return err
+	}
+	if err := add(scenario(ctx, client, c, "baseline: 1 caller, 1 at a time", "stipend", 1, 1, c.baseline, stipendPath)); err != nil {
+		return err
+	}
+	for _, ents := range []int{1, c.entitlements} {
+		name := fmt.Sprintf("%d callers, %d entitlement(s)", c.callers, ents)
+		if err := add(scenario(ctx, client, c, name, "naive", c.callers, ents, c.calls, naivePath)); err != nil {
+			return err
+		}
+		if err := add(scenario(ctx, client, c, name, "stipend", c.callers, ents, c.calls, stipendPath)); err != nil {
+			return err
+		}
+	}
+	if err := add(multiProcess(ctx, client, c)); err != nil {
+		return err
+	}
+	printTable(out, results)
+	return nil
+}
+
+// pathFunc builds a scenario's consume on a fresh prefix.
+type pathFunc func(client *firestore.Client, s *fsstore.Store, prefix string) consumeFunc
+
+// naivePath is the design the issue measured: one Firestore transaction
+// per call (the client's default retry: 5 attempts on ABORTED), reading the
+// consumption and the entitlement, then updating the balance and creating
+// the consumption.
+func naivePath(client *firestore.Client, _ *fsstore.Store, prefix string) consumeFunc {
+	return func(ctx context.Context, ent, key string) error {
+		return naiveConsume(ctx, client, prefix, ent, key)
+	}
+}
+
+// stipendPath is Store.CheckAndConsume.
+func stipendPath(_ *firestore.Client, s *fsstore.Store, _ string) consumeFunc {
+	return func(ctx context.Context, ent, key string) error {
+		res, err := s.CheckAndConsume(ctx, request(ent, key))
+		if err != nil {
+			return err
+		}
+		if res.Outcome != store.Consumed {
+			return fmt.Errorf("outcome %s %v", res.Outcome, res.Denials)
+		}
+		return nil
+	}
+}
+
+func request(ent, key string) entitlement.ConsumeRequest {
+	m := money.Money{Cents: cost, Currency: "USD"}
+	return entitlement.ConsumeRequest{AgentID: agentID, Service: "bench", Tool: "call", IdempotencyKey: key, Cost: &m, EntitlementID: ent}
+}
+
+// createEntitlements makes n credits entitlements, each able to pay calls
+// consumes plus a margin, and returns their IDs and initial balance.
+func createEntitlements(ctx context.Context, s *fsstore.Store, n, calls int) ([]string, int64, error) {
+	initial := int64(calls*cost + 1000)
+	ids := make([]string, n)
+	for i := range ids {
+		e, err := s.CreateEntitlement(ctx, entitlement.Entitlement{
+			ID: uuid.NewString(), AgentID: agentID, Type: entitlement.TypeCredits,
+			Scope:   entitlement.Scope{Service: "bench"},
+			Credits: entitlement.Credits{Balance: money.Money{Cents: initial, Currency: "USD"}},
+		})
+		if err != nil {
+			return nil, 0, err
+		}
+		ids[i] = e.ID
+	}
+	return ids, initial, nil
+}
+
+func scenario(ctx context.Context, client *firestore.Client, c config, name, path string, callers, ents, calls int, mk pathFunc) (result, error) {
+	prefix := "bench" + uuid.NewString()[:8] + "_"
+	s := fsstore.New(client, fsstore.WithCollectionPrefix(prefix))
+	ids, initial, err := createEntitlements(ctx, s, ents, calls)
+	if err != nil {
+		return result{}, err
+	}
+	consume := mk(client, s, prefix)
+	r := result{name: name, path: path, callers: callers, ents: ents, want: calls}
+	runCtx, cancel := context.WithTimeout(ctx, c.deadline)
+	defer cancel()
+	l := drive(runCtx, callers, calls, func(ctx context.Context, i int) error {
+		return consume(ctx, ids[i%len(ids)], fmt.Sprintf("k-%d", i))
+	})
+	r.ok, r.failed, r.wall, r.latencies, r.firstErr = l.ok, l.failed, l.wall, l.latencies, l.firstErr
+	r.balance, err = checkBalances(ctx, s, ids, initial, calls, callers)
+	return r, err
+}
+
+// load is what drive measured.
+type load struct {
+	ok, failed int
+	wall       time.Duration
+	latencies  []time.Duration
+	firstErr   string
+}
+
+// drive runs calls calls from callers goroutines, each taking the next
+// index, until all are done or ctx ends (the rest are not run).
+func drive(ctx context.Context, callers, calls int, call func(context.Context, int) error) load {
+	var next atomic.Int64
+	var mu sync.Mutex
+	var l load
+	var wg sync.WaitGroup
+	begin := time.Now()
+	for range callers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= calls || ctx.Err() != nil {
+					return
+				}
+				t0 := time.Now()
+				err := call(ctx, i)
+				d := time.Since(t0)
+				mu.Lock()
+				l.latencies = append(l.latencies, d)
+				if err != nil {
+					l.failed++
+					if l.firstErr == "" {
+						l.firstErr = err.Error()
+					}
+				} else {
+					l.ok++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	l.wall = time.Since(begin)
+	return l
+}
+
+// checkBalances compares each entitlement's final balance with its initial
+// balance minus one cost per consumption stored for it.
+func checkBalances(ctx context.Context, s *fsstore.Store, ids []string, initial int64, calls, callers int) (string, error) {
+	charged := map[string]int64{}
+	cursor := ""
+	for {
+		page, next, err := s.ListConsumptions(ctx, agentID, time.Time{}, store.Page{Cursor: cursor})
+		if err != nil {
+			return "", err
+		}
+		for _, c := range page {
+			charged[c.EntitlementID] += c.Cost.Cents
+		}
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	for _, id := range ids {
+		e, err := s.GetEntitlement(ctx, id)
+		if err != nil {
+			return "", err
+		}
+		if got, want := e.Credits.Balance.Cents, initial-charged[id]; got != want {
+			return fmt.Sprintf("WRONG: %s has %d, want %d", id, got, want), nil
+		}
+	}
+	return "exact", nil
+}
+
+func percentile(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	i := int(p * float64(len(s)-1))
+	return s[i]
+}
+
+func printTable(out io.Writer, rs []result) {
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "scenario\tpath\tcallers\tents\tcalls\tok\tfailed\tnot run\twall\tok/s\tp50\tp99\tbalance\t")
+	for _, r := range rs {
+		tput := float64(r.ok) / r.wall.Seconds()
+		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%.1fs\t%.0f\t%s\t%s\t%s\t\n",
+			r.name, r.path, r.callers, r.ents, r.want, r.ok, r.failed, r.want-r.ok-r.failed,
+			r.wall.Seconds(), tput, ms(percentile(r.latencies, 0.50)), ms(percentile(r.latencies, 0.99)), r.balance)
+	}
+	w.Flush()
+	for _, r := range rs {
+		if r.firstErr != "" {
+			fmt.Fprintf(out, "\nfirst error of %s / %s: %s", r.name, r.path, truncate(r.firstErr, 200))
+		}
+	}
+	fmt.Fprintln(out)
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.1fms", float64(d.Microseconds())/1000) }
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"github.com/google/uuid"
+
+	fsstore "github.com/stipend-mcp/stipend/store/firestore"
+)
+
+// childConfig is what one server process of the multi-process scenario runs.
+type childConfig struct {
+	enabled       bool
+	prefix        string
+	entitlementID string
+	keyPrefix     string
+	callers       int
+	calls         int
+	deadline      time.Duration
+}
+
+// childReport is what a child prints when done.
+type childReport struct {
+	OK, Failed  int
+	FirstErr    string
+	LatenciesNs []int64
+	Start, End  int64 // Unix nanoseconds
+}
+
+// runChild connects its own client and store (its own process, as a
+// separate Stipend instance would), says "ready", waits for a line on in,
+// runs its calls, and prints a childReport.
+func runChild(ctx context.Context, c childConfig, in io.Reader, out io.Writer) error {
+	client, err := firestore.NewClient(ctx, projectID)
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	s := fsstore.New(client, fsstore.WithCollectionPrefix(c.prefix))
+	consume := stipendPath(client, s, c.prefix)
+	// Warm the connection so the measured part is the consumes.
+	if err := s.Ping(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintln(out, "ready")
+	if _, err := bufio.NewReader(in).ReadString('\n'); err != nil {
+		return fmt.Errorf("waiting for go: %w", err)
+	}
+	runCtx, cancel := context.WithTimeout(ctx, c.deadline)
+	defer cancel()
+	start := time.Now()
+	l := drive(runCtx, c.callers, c.calls, func(ctx context.Context, i int) error {
+		return consume(ctx, c.entitlementID, c.keyPrefix+strconv.Itoa(i))
+	})
+	rep := childReport{OK: l.ok, Failed: l.failed, FirstErr: l.firstErr, Start: start.UnixNano(), End: start.Add(l.wall).UnixNano()}
+	for _, d := range l.latencies {
+		rep.LatenciesNs = append(rep.LatenciesNs, int64(d))
+	}
+	return json.NewEncoder(out).Encode(rep)
+}
+
+// multiProcess runs c.procs child processes of this binary on one shared
+// entitlement, starts them together, and merges their reports.
+func multiProcess(ctx context.Context, client *firestore.Client, c config) (result, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return result{}, err
+	}
+	prefix := "bench" + uuid.NewString()[:8] + "_"
+	s := fsstore.New(client, fsstore.WithCollectionPrefix(prefix))
+	total := c.procs * c.procCalls
+	ids, initial, err := createEntitlements(ctx, s, 1, total)
+	if err != nil {
+		return result{}, err
+	}
+	// Bounded: children are killed if they outlive their deadline by far.
+	ctx, cancel := context.WithTimeout(ctx, c.deadline+30*time.Second)
+	defer cancel()
+	type child struct {
+		cmd   *exec.Cmd
+		stdin io.WriteCloser
+		out   *bufio.Reader
+	}
+	children := make([]child, c.procs)
+	for i := range children {
+		cmd := exec.CommandContext(ctx, exe, "-child", "-child-prefix", prefix, "-child-entitlement", ids[0],
+			"-child-keys", fmt.Sprintf("p%d-", i), "-proc-callers", strconv.Itoa(c.procCallers),
+			"-proc-calls", strconv.Itoa(c.procCalls), "-deadline", c.deadline.String())
+		cmd.Stderr = os.Stderr
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			return result{}, err
+		}
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			return result{}, err
+		}
+		if err := cmd.Start(); err != nil {
+			return result{}, err
+		}
+		defer cmd.Wait() //nolint:errcheck // reaped; failures show in the report
+		children[i] = child{cmd: cmd, stdin: stdin, out: bufio.NewReader(stdout)}
+	}
+	for i, ch := range children {
+		if line, err := ch.out.ReadString('\n'); err != nil || line != "ready\n" {
+			return result{}, fmt.Errorf("child %d did not get ready: %q %v", i, line, err)
+		}
+	}
+	for _, ch := range children {
+		fmt.Fprintln(ch.stdin, "go")
+		ch.stdin.Close()
+	}
+	r := result{name: fmt.Sprintf("%d processes x %d callers, 1 entitlement", c.procs, c.procCallers), path: "stipend",
+		callers: c.procs * c.procCallers, ents: 1, want: total}
+	var first, last int64
+	for i, ch := range children {
+		var rep childReport
+		if err := json.NewDecoder(ch.out).Decode(&rep); err != nil {
+			return result{}, fmt.Errorf("child %d report: %w", i, err)
+		}
+		r.ok += rep.OK
+		r.failed += rep.Failed
+		if r.firstErr == "" {
+			r.firstErr = rep.FirstErr
+		}
+		for _, ns := range rep.LatenciesNs {
+			r.latencies = append(r.latencies, time.Duration(ns))
+		}
+		if first == 0 || rep.Start < first {
+			first = rep.Start
+		}
+		last = max(last, rep.End)
+	}
+	r.wall = time.Duration(last - first)
+	r.balance, err = checkBalances(context.WithoutCancel(ctx), s, ids, initial, total, r.callers)
+	return r, err
+}

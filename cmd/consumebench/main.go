@@ -1,0 +1,69 @@
+// Command consumebench measures CheckAndConsume on the Firestore emulator:
+// a naive one-transaction-per-call consume against Stipend's coalescing
+// path, with many concurrent callers on one credits entitlement and on many,
+// and four server processes sharing one entitlement. It prints one table.
+//
+//	scripts/test-style emulator required:
+//	FIRESTORE_EMULATOR_HOST=127.0.0.1:PORT go run ./cmd/consumebench
+//
+// It refuses to run without FIRESTORE_EMULATOR_HOST, so it never loads a
+// real database, and every scenario stops at its deadline.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+)
+
+func main() {
+	if err := run(context.Background(), os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "consumebench:", err)
+		os.Exit(1)
+	}
+}
+
+// config is the bench's flags.
+type config struct {
+	calls        int
+	callers      int
+	entitlements int
+	baseline     int
+	procs        int
+	procCallers  int
+	procCalls    int
+	deadline     time.Duration
+	child        childConfig
+}
+
+func run(ctx context.Context, args []string, out io.Writer) error {
+	var c config
+	fs := flag.NewFlagSet("consumebench", flag.ContinueOnError)
+	fs.IntVar(&c.calls, "calls", 2000, "consumes per scenario (unique keys)")
+	fs.IntVar(&c.callers, "callers", 64, "concurrent callers")
+	fs.IntVar(&c.entitlements, "entitlements", 64, "entitlements in the spread scenario")
+	fs.IntVar(&c.baseline, "baseline-calls", 200, "consumes of the single-caller baseline")
+	fs.IntVar(&c.procs, "procs", 4, "server processes sharing one entitlement")
+	fs.IntVar(&c.procCallers, "proc-callers", 32, "concurrent callers per server process")
+	fs.IntVar(&c.procCalls, "proc-calls", 500, "consumes per server process")
+	fs.DurationVar(&c.deadline, "deadline", 60*time.Second, "time limit of each scenario; calls not started by then count as not run")
+	fs.BoolVar(&c.child.enabled, "child", false, "internal: run as one server process of the multi-process scenario")
+	fs.StringVar(&c.child.prefix, "child-prefix", "", "internal")
+	fs.StringVar(&c.child.entitlementID, "child-entitlement", "", "internal")
+	fs.StringVar(&c.child.keyPrefix, "child-keys", "", "internal")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	host := os.Getenv("FIRESTORE_EMULATOR_HOST")
+	if host == "" {
+		return fmt.Errorf("FIRESTORE_EMULATOR_HOST is not set: this bench only runs on the emulator")
+	}
+	if c.child.enabled {
+		c.child.callers, c.child.calls, c.child.deadline = c.procCallers, c.procCalls, c.deadline
+		return runChild(ctx, c.child, os.Stdin, out)
+	}
+	return runBench(ctx, c, host, out)
+}
