@@ -156,7 +156,7 @@ func serve(c echo.Context, next echo.HandlerFunc, ledger Ledger, opts *Options) 
 	case InProgress:
 		p := newProblem(http.StatusConflict, ProblemInProgress, "Request in progress",
 			"a request with this Idempotency-Key is in progress or its outcome is unknown: retry later; if it persists, an operator must reconcile the reference")
-		p.Reference, p.OperationID = ledger.Reference(res.Record.ID), res.Record.OperationID
+		p.Reference, p.OperationID, p.TraceID = ledger.Reference(res.Record.ID), res.Record.OperationID, res.Record.TraceID
 		return writeProblem(c, p)
 	default: // Mismatch
 		return writeProblem(c, newProblem(http.StatusUnprocessableEntity, ProblemKeyReused,

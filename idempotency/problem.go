@@ -29,9 +29,9 @@ const HeaderKey = "Idempotency-Key"
 // HeaderReplayed marks a replayed response.
 const HeaderReplayed = "Idempotent-Replayed"
 
-// Problem is the RFC 9457 document the middleware writes. Reference and
-// OperationID are set on 409: the sanitized ledger reference and the
-// operation id of the attempt that holds the key, never the raw key.
+// Problem is the RFC 9457 document the middleware writes. Reference,
+// OperationID and TraceID are set on 409: the sanitized ledger reference and
+// the correlation ids of the attempt that holds the key, never the raw key.
 type Problem struct {
 	Type        string `json:"type"`
 	Title       string `json:"title"`
@@ -39,6 +39,7 @@ type Problem struct {
 	Detail      string `json:"detail,omitempty"`
 	Reference   string `json:"reference,omitempty"`
 	OperationID string `json:"operationId,omitempty"`
+	TraceID     string `json:"traceId,omitempty"`
 }
 
 func newProblem(status int, kind, title, detail string) Problem {

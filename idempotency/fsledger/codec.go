@@ -1,6 +1,8 @@
 package fsledger
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -22,6 +24,9 @@ type row struct {
 	CompletedAt time.Time       `firestore:"completedAt,omitempty"`
 	ExpireAt    time.Time       `firestore:"expireAt,omitempty"`
 	Response    *storedResponse `firestore:"response,omitempty"`
+	// Attempt is a random nonce of the Reserve call that created the row,
+	// never shown outside this package.
+	Attempt string `firestore:"attempt"`
 }
 
 // storedResponse is the replay result inside a completed row.
@@ -31,11 +36,18 @@ type storedResponse struct {
 	Body   []byte              `firestore:"body"`
 }
 
-func newRow(a idempotency.Attempt, now time.Time) row {
+func newRow(a idempotency.Attempt, now time.Time, nonce string) row {
 	return row{
 		Route: a.Route, Fingerprint: a.Fingerprint, State: string(idempotency.StateInProgress),
-		OperationID: a.OperationID, TraceID: a.TraceID, CreatedAt: now,
+		OperationID: a.OperationID, TraceID: a.TraceID, CreatedAt: now, Attempt: nonce,
 	}
+}
+
+// newNonce returns 128 random bits in hex.
+func newNonce() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 func toStored(r idempotency.Response) *storedResponse {
@@ -62,22 +74,23 @@ func (r row) record(id string, updateTime time.Time) idempotency.Record {
 	return rec
 }
 
-// decode reads a ledger document strictly: an unknown state or a completed
-// row without a response is corrupt, and says which document.
-func decode(snap *firestore.DocumentSnapshot) (idempotency.Record, error) {
+// decode reads a ledger document strictly, returning the record and the
+// nonce of the Reserve call that created it. An unknown state or a completed
+// row without a response is corrupt, and the error says which document.
+func decode(snap *firestore.DocumentSnapshot) (idempotency.Record, string, error) {
 	var r row
 	if err := snap.DataTo(&r); err != nil {
-		return idempotency.Record{}, store.Wrap(store.CodeInternal, err, "corrupt document %s", snap.Ref.ID)
+		return idempotency.Record{}, "", store.Wrap(store.CodeInternal, err, "corrupt document %s", snap.Ref.ID)
 	}
 	rec := r.record(snap.Ref.ID, snap.UpdateTime)
 	switch rec.State {
 	case idempotency.StateInProgress:
 	case idempotency.StateCompleted:
 		if rec.Response == nil || rec.ExpireAt.IsZero() {
-			return idempotency.Record{}, store.Errorf(store.CodeInternal, "corrupt document %s: completed without response or expireAt", snap.Ref.ID)
+			return idempotency.Record{}, "", store.Errorf(store.CodeInternal, "corrupt document %s: completed without response or expireAt", snap.Ref.ID)
 		}
 	default:
-		return idempotency.Record{}, store.Errorf(store.CodeInternal, "corrupt document %s: state %q", snap.Ref.ID, r.State)
+		return idempotency.Record{}, "", store.Errorf(store.CodeInternal, "corrupt document %s: state %q", snap.Ref.ID, r.State)
 	}
-	return rec, nil
+	return rec, r.Attempt, nil
 }

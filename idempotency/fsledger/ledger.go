@@ -36,6 +36,9 @@ const DefaultProbeTimeout = 2 * time.Second
 // again; under pathological churn it gives up as Unavailable rather than spin.
 const reserveAttempts = 8
 
+// recoveryReadTimeout bounds the read after a failed Create.
+const recoveryReadTimeout = 2 * time.Second
+
 var _ idempotency.Ledger = (*Ledger)(nil)
 
 // Ledger is the Firestore ledger.
@@ -75,21 +78,30 @@ func (l *Ledger) doc(id string) *firestore.DocumentRef {
 }
 
 // Reserve implements idempotency.Ledger.
+//
+// Each call stores a random nonce in the row it creates. If Create fails
+// after it may have committed (a lost answer, or the client library retrying a
+// committed write and getting AlreadyExists), the nonce tells whether the row
+// is this call's own, so the reservation is not stranded in progress.
 func (l *Ledger) Reserve(ctx context.Context, a idempotency.Attempt) (idempotency.Result, error) {
 	if err := a.Validate(); err != nil {
 		return idempotency.Result{}, store.Wrap(store.CodeInvalid, err, "reserve")
 	}
-	a = a.Bounded()
+	return l.reserve(ctx, a.Bounded(), newNonce())
+}
+
+// reserve is Reserve with the nonce given (tests pass a known one).
+func (l *Ledger) reserve(ctx context.Context, a idempotency.Attempt, nonce string) (idempotency.Result, error) {
 	doc := l.doc(a.ID)
 	for range reserveAttempts {
 		now := l.now().UTC().Truncate(time.Microsecond)
-		r := newRow(a, now)
+		r := newRow(a, now, nonce)
 		wr, err := doc.Create(ctx, r)
 		if err == nil {
 			return idempotency.Result{Outcome: idempotency.Reserved, Record: r.record(a.ID, wr.UpdateTime)}, nil
 		}
 		if code(err) != codeAlreadyExists {
-			return idempotency.Result{}, translate(err, "reserve %s", l.Reference(a.ID))
+			return l.afterFailedCreate(ctx, doc, nonce, err)
 		}
 		snap, err := doc.Get(ctx)
 		if code(err) == codeNotFound {
@@ -98,9 +110,12 @@ func (l *Ledger) Reserve(ctx context.Context, a idempotency.Attempt) (idempotenc
 		if err != nil {
 			return idempotency.Result{}, translate(err, "read %s", l.Reference(a.ID))
 		}
-		existing, err := decode(snap)
+		existing, owner, err := decode(snap)
 		if err != nil {
 			return idempotency.Result{}, err
+		}
+		if owner == nonce && existing.State == idempotency.StateInProgress {
+			return idempotency.Result{Outcome: idempotency.Reserved, Record: existing}, nil
 		}
 		if existing.Expired(now) {
 			// Replace the expired result, but only the version we read: if
@@ -121,6 +136,21 @@ func (l *Ledger) Reserve(ctx context.Context, a idempotency.Attempt) (idempotenc
 		}
 	}
 	return idempotency.Result{}, store.Errorf(store.CodeUnavailable, "reserve %s: the row kept changing; try again", l.Reference(a.ID))
+}
+
+// afterFailedCreate reads the row once (on a short context of its own, as
+// the caller's may have expired) to learn whether the failed Create committed
+// after all. If the row carries nonce, the reservation is ours; otherwise the
+// Create's error stands and the request does not run.
+func (l *Ledger) afterFailedCreate(ctx context.Context, doc *firestore.DocumentRef, nonce string, createErr error) (idempotency.Result, error) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recoveryReadTimeout)
+	defer cancel()
+	if snap, err := doc.Get(rctx); err == nil {
+		if rec, owner, err := decode(snap); err == nil && owner == nonce && rec.State == idempotency.StateInProgress {
+			return idempotency.Result{Outcome: idempotency.Reserved, Record: rec}, nil
+		}
+	}
+	return idempotency.Result{}, translate(createErr, "reserve %s", l.Reference(doc.ID))
 }
 
 // Complete implements idempotency.Ledger.
@@ -166,7 +196,8 @@ func (l *Ledger) Get(ctx context.Context, id string) (idempotency.Record, error)
 	if err != nil {
 		return idempotency.Record{}, translate(err, "read %s", l.Reference(id))
 	}
-	return decode(snap)
+	rec, _, err := decode(snap)
+	return rec, err
 }
 
 // Reference implements idempotency.Ledger.
