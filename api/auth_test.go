@@ -1,0 +1,142 @@
+package api_test
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"testing"
+
+	"github.com/stipend-mcp/stipend/apikey"
+	"github.com/stipend-mcp/stipend/payment"
+)
+
+// readerAccess says how a route treats reader keys.
+type readerAccess int
+
+const (
+	readerNever   readerAccess = iota // 403 for every reader
+	readerByAgent                     // the :agentId must be listed, else 403
+	readerByOwner                     // the document's agent must be listed, else 404
+	public                            // no key needed
+)
+
+// route is one row of the authorization matrix.
+type route struct {
+	method, path string
+	body         any
+	header       map[string]string
+	roles        []apikey.Role // besides admin
+	reader       readerAccess
+	ok           []int // statuses a permitted caller may get
+}
+
+// routeTable returns every route of the service with a valid request,
+// against the fixtures of setupFixtures.
+func routeTable(f fixtures) []route {
+	billing := []apikey.Role{apikey.RoleBilling}
+	host := []apikey.Role{apikey.RoleHost}
+	a := "/v1/accounts/" + agentA
+	return []route{
+		{method: "GET", path: "/healthz", reader: public, ok: []int{200}},
+		{method: "GET", path: "/readyz", reader: public, ok: []int{200}},
+		{method: "GET", path: "/openapi.json", reader: public, ok: []int{200}},
+		{method: "GET", path: "/.well-known/jwks.json", reader: public, ok: []int{200}},
+		{method: "GET", path: "/metrics", reader: public, ok: []int{200}},
+		{method: "POST", path: "/v1/consume", body: consumeBody(agentA, "matrix", 1), roles: host, ok: []int{200}},
+		{method: "POST", path: "/v1/check", body: consumeBody(agentA, "matrix-check", 1), roles: host, ok: []int{200}},
+		{method: "PUT", path: a, body: map[string]any{"displayName": "A"}, roles: billing, ok: []int{200}},
+		{method: "GET", path: a, roles: billing, reader: readerByAgent, ok: []int{200}},
+		{method: "POST", path: a + "/entitlements", body: map[string]any{"type": "quota", "scope": map[string]any{"service": "search"},
+			"limit": 10, "period": "day"}, ok: []int{201}},
+		{method: "GET", path: a + "/entitlements?status=active&limit=2", roles: billing, reader: readerByAgent, ok: []int{200}},
+		{method: "GET", path: a + "/consumptions", roles: billing, reader: readerByAgent, ok: []int{200}},
+		{method: "GET", path: a + "/receipts", roles: billing, reader: readerByAgent, ok: []int{200}},
+		{method: "GET", path: "/v1/entitlements/" + f.entitlementID, roles: billing, reader: readerByOwner, ok: []int{200}},
+		{method: "POST", path: "/v1/entitlements/" + f.revokableID + "/revoke", ok: []int{200}},
+		{method: "POST", path: "/v1/payments", body: paymentBody(agentA, 100), header: map[string]string{"Idempotency-Key": "matrix"},
+			roles: billing, ok: []int{200, 201}},
+		{method: "GET", path: "/v1/payments/" + f.paymentID, roles: billing, ok: []int{200}},
+		{method: "POST", path: "/v1/payments/" + f.paymentID + "/succeed", roles: billing, ok: []int{200}},
+		{method: "POST", path: "/v1/payments/" + f.pendingID + "/fail", roles: billing, ok: []int{200}},
+		{method: "POST", path: "/v1/payments/" + f.refundableID + "/refund", roles: billing, ok: []int{200}},
+		{method: "GET", path: "/v1/receipts/" + f.receiptID, roles: billing, reader: readerByOwner, ok: []int{200}},
+	}
+}
+
+// fixtures are documents of agentA the route table refers to.
+type fixtures struct {
+	entitlementID, revokableID, paymentID, pendingID, refundableID, receiptID string
+}
+
+func setupFixtures(e *env) fixtures {
+	e.t.Helper()
+	var f fixtures
+	f.entitlementID = e.grantCredits(agentA, 1000)
+	f.revokableID = e.grantCredits(agentA, 5)
+	pay := func(key string) string {
+		var p payment.Payment
+		res := e.createPayment(key, paymentBody(agentA, 50))
+		res.decode(e.t, &p)
+		return p.ID
+	}
+	f.paymentID = pay("fx-1")
+	var done completionBody
+	e.must(200, req{Method: "POST", Path: "/v1/payments/" + f.paymentID + "/succeed", Key: e.keys.Billing}).decode(e.t, &done)
+	f.receiptID = done.Receipt.ID
+	f.pendingID = pay("fx-2")
+	f.refundableID = pay("fx-3")
+	e.must(200, req{Method: "POST", Path: "/v1/payments/" + f.refundableID + "/succeed", Key: e.keys.Billing})
+	return f
+}
+
+// TestAuthorizationMatrix: every route × {no key, bad key, each role, a
+// reader of another agent} → the expected status.
+func TestAuthorizationMatrix(t *testing.T) {
+	e := newEnv(t)
+	f := setupFixtures(e)
+	principals := []struct {
+		name string
+		key  string
+		role apikey.Role
+	}{
+		{"NoKey", "", ""},
+		{"BadKey", "stp_admin_not-a-key", ""},
+		{"Host", e.keys.Host, apikey.RoleHost},
+		{"Billing", e.keys.Billing, apikey.RoleBilling},
+		{"Admin", e.keys.Admin, apikey.RoleAdmin},
+		{"Reader", e.keys.Reader, apikey.RoleReader},
+		{"OtherReader", e.keys.OtherReader, apikey.RoleReader},
+	}
+	for _, r := range routeTable(f) {
+		for _, p := range principals {
+			want := expectedStatus(r, p.name, p.role)
+			t.Run(fmt.Sprintf("%s_%s/%s", r.method, r.path, p.name), func(t *testing.T) {
+				res := e.with(t).do(req{Method: r.method, Path: r.path, Key: p.key, Body: r.body, Header: r.header})
+				if !slices.Contains(want, res.Status) {
+					t.Errorf("%s %s as %s: status %d, want one of %v; body %s", r.method, r.path, p.name, res.Status, want, res.Body)
+				}
+				if res.Status >= 400 && res.Header.Get("Content-Type") != "application/problem+json" {
+					t.Errorf("error answer Content-Type = %q, want application/problem+json", res.Header.Get("Content-Type"))
+				}
+			})
+		}
+	}
+}
+
+func expectedStatus(r route, principal string, role apikey.Role) []int {
+	switch {
+	case r.reader == public:
+		return r.ok
+	case principal == "NoKey" || principal == "BadKey":
+		return []int{http.StatusUnauthorized}
+	case role == apikey.RoleAdmin || slices.Contains(r.roles, role):
+		return r.ok
+	case role != apikey.RoleReader || r.reader == readerNever:
+		return []int{http.StatusForbidden}
+	case principal == "Reader":
+		return r.ok
+	case r.reader == readerByOwner:
+		return []int{http.StatusNotFound}
+	}
+	return []int{http.StatusForbidden}
+}
