@@ -1,0 +1,174 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	stripewebhook "github.com/stripe/stripe-go/v82/webhook"
+
+	"github.com/stipend-mcp/stipend/payment"
+	"github.com/stipend-mcp/stipend/receipt"
+	"github.com/stipend-mcp/stipend/store"
+)
+
+// StripeSource is the inbound source name of Stripe events
+// (store.InboundEvent.Source).
+const StripeSource = "stripe"
+
+// The Stripe event types Stripe acts on; every other type is acknowledged
+// and ignored.
+const (
+	StripePaymentSucceeded = "payment_intent.succeeded"
+	StripePaymentFailed    = "payment_intent.payment_failed"
+	StripeChargeRefunded   = "charge.refunded"
+)
+
+// PaymentStore is the part of store.EntitlementStore that inbound provider
+// events change.
+type PaymentStore interface {
+	FindPaymentByProviderIntentID(ctx context.Context, intentID string) (payment.Payment, error)
+	CompletePayment(ctx context.Context, id string, ch store.PaymentChange) (store.Completion, error)
+	FailPayment(ctx context.Context, id string, ch store.PaymentChange) (payment.Payment, error)
+	RefundPayment(ctx context.Context, id string, ch store.PaymentChange) (store.Completion, error)
+}
+
+// Stripe applies verified Stripe webhook events to payments. Each change
+// carries the Stripe event ID as store.PaymentChange.Inbound, which the store
+// records in the same transaction as the change: a redelivered event
+// changes nothing.
+type Stripe struct {
+	Payments PaymentStore
+	// Secret is the endpoint's signing secret (whsec_… from Stripe). Without
+	// it every event is refused with 503, so Stripe keeps retrying until an
+	// operator configures it.
+	Secret string
+	// Issuer and Sign make the receipts of completed and refunded payments.
+	Issuer string
+	Sign   receipt.SignFunc
+	// Tolerance is the largest accepted age of a signature (default 5 min).
+	Tolerance time.Duration
+	// Logger receives one line per ignored or refused event (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// stripeObject holds the fields Stripe reads from an event's data.object:
+// a PaymentIntent (id, last_payment_error) or a Charge (payment_intent,
+// refunded).
+type stripeObject struct {
+	ID               string `json:"id"`
+	PaymentIntent    string `json:"payment_intent"`
+	Refunded         bool   `json:"refunded"`
+	LastPaymentError *struct {
+		Message string `json:"message"`
+	} `json:"last_payment_error"`
+}
+
+// Handle verifies the Stripe-Signature header sig over payload and applies
+// the event. It returns the HTTP status to answer and, for any status but
+// 200, the reason:
+//
+//   - 200: applied, replayed (seen before), or deliberately ignored: an
+//     unknown event type, a partial refund, an intent no Stipend payment is
+//     linked to (billing integrations create the payment before confirming
+//     the intent), or a stale failure of a payment that already succeeded.
+//   - 400: the signature is missing, wrong or older than the tolerance, or
+//     the payload is malformed.
+//   - 409: the payment is not in a state the event can change (a success for
+//     a failed payment, a refund before the success arrived): Stripe retries,
+//     which resolves events that arrived out of order.
+//   - 503: no secret is configured, or the store is unavailable.
+//   - 500: anything else.
+func (h *Stripe) Handle(ctx context.Context, payload []byte, sig string) (int, error) {
+	if h.Secret == "" {
+		return http.StatusServiceUnavailable, errors.New("stripe webhook secret is not configured")
+	}
+	tol := h.Tolerance
+	if tol <= 0 {
+		tol = 5 * time.Minute
+	}
+	ev, err := stripewebhook.ConstructEventWithOptions(payload, sig, h.Secret, stripewebhook.ConstructEventOptions{
+		Tolerance: tol,
+		// Stipend reads a few stable fields; it accepts any API version.
+		IgnoreAPIVersionMismatch: true,
+	})
+	if err != nil {
+		return http.StatusBadRequest, fmt.Errorf("stripe event: %w", err)
+	}
+	if ev.ID == "" || ev.Data == nil {
+		return http.StatusBadRequest, errors.New("stripe event: no id or data")
+	}
+	typ := string(ev.Type)
+	if typ != StripePaymentSucceeded && typ != StripePaymentFailed && typ != StripeChargeRefunded {
+		return http.StatusOK, nil
+	}
+	var obj stripeObject
+	if err := json.Unmarshal(ev.Data.Raw, &obj); err != nil {
+		return http.StatusBadRequest, fmt.Errorf("stripe event %s: data.object: %w", ev.ID, err)
+	}
+	intent := obj.ID
+	if typ == StripeChargeRefunded {
+		intent = obj.PaymentIntent
+		if !obj.Refunded {
+			h.logger().Info("stripe partial refund ignored", "event", ev.ID, "charge", obj.ID)
+			return http.StatusOK, nil
+		}
+	}
+	if intent == "" {
+		return http.StatusBadRequest, fmt.Errorf("stripe event %s: data.object names no payment intent", ev.ID)
+	}
+	p, err := h.Payments.FindPaymentByProviderIntentID(ctx, intent)
+	if errors.Is(err, store.ErrNotFound) {
+		h.logger().Warn("stripe event for an unknown payment intent ignored", "event", ev.ID, "type", typ, "intent", intent)
+		return http.StatusOK, nil
+	}
+	if err != nil {
+		return statusOf(err), err
+	}
+	ch := store.PaymentChange{Issuer: h.Issuer, Sign: h.Sign, Inbound: &store.InboundEvent{Source: StripeSource, EventID: ev.ID}}
+	switch typ {
+	case StripePaymentSucceeded:
+		_, err = h.Payments.CompletePayment(ctx, p.ID, ch)
+	case StripePaymentFailed:
+		ch.Reason = "stripe: payment failed"
+		if obj.LastPaymentError != nil && obj.LastPaymentError.Message != "" {
+			ch.Reason = "stripe: " + obj.LastPaymentError.Message
+		}
+		_, err = h.Payments.FailPayment(ctx, p.ID, ch)
+		if errors.Is(err, store.ErrConflict) {
+			h.logger().Info("stale stripe failure ignored", "event", ev.ID, "payment", p.ID, "status", p.Status)
+			return http.StatusOK, nil
+		}
+	case StripeChargeRefunded:
+		_, err = h.Payments.RefundPayment(ctx, p.ID, ch)
+	}
+	if err != nil {
+		h.logger().Warn("stripe event not applied", "event", ev.ID, "type", typ, "payment", p.ID, "err", err)
+		return statusOf(err), err
+	}
+	return http.StatusOK, nil
+}
+
+func (h *Stripe) logger() *slog.Logger {
+	if h.Logger != nil {
+		return h.Logger
+	}
+	return slog.Default()
+}
+
+// statusOf maps a store error to the status Stripe should see.
+func statusOf(err error) int {
+	switch store.CodeOf(err) {
+	case store.CodeConflict:
+		return http.StatusConflict
+	case store.CodeUnavailable:
+		return http.StatusServiceUnavailable
+	case store.CodeInvalid:
+		return http.StatusBadRequest
+	}
+	return http.StatusInternalServerError
+}

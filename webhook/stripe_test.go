@@ -1,0 +1,208 @@
+package webhook_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	stripewebhook "github.com/stripe/stripe-go/v82/webhook"
+
+	"github.com/stipend-mcp/stipend/entitlement"
+	"github.com/stipend-mcp/stipend/money"
+	"github.com/stipend-mcp/stipend/payment"
+	"github.com/stipend-mcp/stipend/receipt"
+	"github.com/stipend-mcp/stipend/store"
+	"github.com/stipend-mcp/stipend/store/memory"
+	"github.com/stipend-mcp/stipend/webhook"
+)
+
+const stripeSecret = "whsec_stripe_test_secret"
+
+// pureSign stands in for the receipt signer: pure, as stores require.
+func pureSign(r receipt.Receipt) (string, error) {
+	sum := sha256.Sum256([]byte(r.ID + r.PaymentID))
+	return "test." + hex.EncodeToString(sum[:]), nil
+}
+
+type stripeEnv struct {
+	store   *memory.Store
+	handler *webhook.Stripe
+}
+
+func newStripeEnv(t *testing.T) *stripeEnv {
+	t.Helper()
+	s := memory.New()
+	return &stripeEnv{store: s, handler: &webhook.Stripe{
+		Payments: s, Secret: stripeSecret, Issuer: "https://stipend.test", Sign: pureSign,
+	}}
+}
+
+// payment creates a pending Stripe payment of a credits grant linked to intent.
+func (e *stripeEnv) payment(t *testing.T, intent string) payment.Payment {
+	t.Helper()
+	res, err := e.store.CreatePayment(context.Background(), payment.Payment{
+		AgentID: "agent-1", Amount: money.Money{Cents: 1500, Currency: "USD"}, Provider: payment.ProviderStripe,
+		ProviderIntentID: intent,
+		Grant:            payment.Grant{Type: entitlement.TypeCredits, Scope: entitlement.Scope{Service: "search"}},
+		IdempotencyKey:   "key-" + intent, Fingerprint: "fp-" + intent,
+	})
+	if err != nil {
+		t.Fatalf("CreatePayment: %v", err)
+	}
+	return res.Payment
+}
+
+// stripeEvent returns a Stripe event payload of type typ with object as data.object.
+func stripeEvent(id, typ, object string) []byte {
+	return []byte(fmt.Sprintf(`{"id":%q,"object":"event","api_version":"2025-03-31.basil","type":%q,"data":{"object":%s}}`, id, typ, object))
+}
+
+// deliver signs payload as Stripe does at ts and hands it to the handler.
+func (e *stripeEnv) deliver(t *testing.T, payload []byte, ts time.Time) (int, error) {
+	t.Helper()
+	signed := stripewebhook.GenerateTestSignedPayload(&stripewebhook.UnsignedPayload{
+		Payload: payload, Secret: stripeSecret, Timestamp: ts,
+	})
+	return e.handler.Handle(context.Background(), signed.Payload, signed.Header)
+}
+
+func (e *stripeEnv) mustDeliver(t *testing.T, payload []byte, want int) {
+	t.Helper()
+	if got, err := e.deliver(t, payload, time.Now()); got != want {
+		t.Fatalf("Handle(%s) = %d (%v), want %d", payload, got, err, want)
+	}
+}
+
+func (e *stripeEnv) status(t *testing.T, id string) payment.Payment {
+	t.Helper()
+	p, err := e.store.GetPayment(context.Background(), id)
+	if err != nil {
+		t.Fatalf("GetPayment: %v", err)
+	}
+	return p
+}
+
+func (e *stripeEnv) pendingEvents(t *testing.T) int {
+	t.Helper()
+	evs, err := e.store.PendingEvents(context.Background(), 1000)
+	if err != nil {
+		t.Fatalf("PendingEvents: %v", err)
+	}
+	return len(evs)
+}
+
+func TestStripe_SucceededCompletesOnce(t *testing.T) {
+	e := newStripeEnv(t)
+	p := e.payment(t, "pi_1")
+	ev := stripeEvent("evt_1", webhook.StripePaymentSucceeded, `{"id":"pi_1","object":"payment_intent"}`)
+	e.mustDeliver(t, ev, http.StatusOK)
+	got := e.status(t, p.ID)
+	if got.Status != payment.StatusSucceeded || got.ReceiptID == "" || len(got.EntitlementIDs) != 1 {
+		t.Fatalf("after payment_intent.succeeded: %s, receipt %q, %d entitlements; want succeeded with a receipt and 1 entitlement",
+			got.Status, got.ReceiptID, len(got.EntitlementIDs))
+	}
+	events := e.pendingEvents(t)
+	for range 3 { // Stripe redelivers
+		e.mustDeliver(t, ev, http.StatusOK)
+	}
+	after := e.status(t, p.ID)
+	if after.UpdatedAt != got.UpdatedAt || len(after.EntitlementIDs) != 1 {
+		t.Errorf("a redelivered event changed the payment: updated %v → %v, entitlements %d", got.UpdatedAt, after.UpdatedAt, len(after.EntitlementIDs))
+	}
+	if n := e.pendingEvents(t); n != events {
+		t.Errorf("outbox events after redeliveries = %d, want %d (nothing new)", n, events)
+	}
+	ents, _, err := e.store.ListEntitlements(context.Background(), "agent-1", store.EntitlementFilter{}, store.Page{})
+	if err != nil || len(ents) != 1 {
+		t.Errorf("entitlements of the agent = %d, %v; want 1", len(ents), err)
+	}
+}
+
+func TestStripe_PaymentFailed(t *testing.T) {
+	e := newStripeEnv(t)
+	p := e.payment(t, "pi_2")
+	e.mustDeliver(t, stripeEvent("evt_2", webhook.StripePaymentFailed,
+		`{"id":"pi_2","object":"payment_intent","last_payment_error":{"message":"Your card was declined."}}`), http.StatusOK)
+	got := e.status(t, p.ID)
+	if got.Status != payment.StatusFailed || !strings.Contains(got.FailureReason, "declined") {
+		t.Errorf("after payment_failed: %s (%q); want failed with the card's reason", got.Status, got.FailureReason)
+	}
+}
+
+func TestStripe_ChargeRefunded(t *testing.T) {
+	e := newStripeEnv(t)
+	p := e.payment(t, "pi_3")
+	refund := stripeEvent("evt_r", webhook.StripeChargeRefunded, `{"id":"ch_3","object":"charge","payment_intent":"pi_3","refunded":true}`)
+	// A refund that overtakes the success is refused, so Stripe retries it.
+	if got, _ := e.deliver(t, refund, time.Now()); got != http.StatusConflict {
+		t.Errorf("refund before success = %d, want 409", got)
+	}
+	e.mustDeliver(t, stripeEvent("evt_s", webhook.StripePaymentSucceeded, `{"id":"pi_3"}`), http.StatusOK)
+	e.mustDeliver(t, stripeEvent("evt_partial", webhook.StripeChargeRefunded, `{"id":"ch_3","payment_intent":"pi_3","refunded":false}`), http.StatusOK)
+	if got := e.status(t, p.ID); got.Status != payment.StatusSucceeded {
+		t.Fatalf("after a partial refund: %s, want succeeded (ignored)", got.Status)
+	}
+	e.mustDeliver(t, refund, http.StatusOK)
+	if got := e.status(t, p.ID); got.Status != payment.StatusRefunded || got.RefundReceiptID == "" {
+		t.Errorf("after charge.refunded: %s, refund receipt %q; want refunded with a receipt", got.Status, got.RefundReceiptID)
+	}
+	e.mustDeliver(t, refund, http.StatusOK)
+	// A stale failure of a settled payment is acknowledged and changes nothing.
+	e.mustDeliver(t, stripeEvent("evt_f", webhook.StripePaymentFailed, `{"id":"pi_3"}`), http.StatusOK)
+	if got := e.status(t, p.ID); got.Status != payment.StatusRefunded {
+		t.Errorf("after a stale failure: %s, want refunded", got.Status)
+	}
+}
+
+func TestStripe_IgnoredEvents(t *testing.T) {
+	e := newStripeEnv(t)
+	p := e.payment(t, "pi_4")
+	for _, ev := range [][]byte{
+		stripeEvent("evt_u", "customer.created", `{"id":"cus_1"}`),
+		stripeEvent("evt_x", webhook.StripePaymentSucceeded, `{"id":"pi_unknown"}`),
+	} {
+		e.mustDeliver(t, ev, http.StatusOK)
+	}
+	if got := e.status(t, p.ID); got.Status != payment.StatusPending {
+		t.Errorf("payment after ignored events: %s, want pending", got.Status)
+	}
+}
+
+func TestStripe_Refused(t *testing.T) {
+	e := newStripeEnv(t)
+	p := e.payment(t, "pi_5")
+	ev := stripeEvent("evt_5", webhook.StripePaymentSucceeded, `{"id":"pi_5"}`)
+	good := stripewebhook.GenerateTestSignedPayload(&stripewebhook.UnsignedPayload{Payload: ev, Secret: stripeSecret})
+	wrong := stripewebhook.GenerateTestSignedPayload(&stripewebhook.UnsignedPayload{Payload: ev, Secret: "whsec_other"})
+	old := stripewebhook.GenerateTestSignedPayload(&stripewebhook.UnsignedPayload{Payload: ev, Secret: stripeSecret, Timestamp: time.Now().Add(-6 * time.Minute)})
+	for _, tc := range []struct {
+		name    string
+		handler *webhook.Stripe
+		payload []byte
+		header  string
+		want    int
+	}{
+		{"NoHeader", e.handler, ev, "", http.StatusBadRequest},
+		{"WrongSecret", e.handler, ev, wrong.Header, http.StatusBadRequest},
+		{"TooOld", e.handler, ev, old.Header, http.StatusBadRequest},
+		{"ChangedBody", e.handler, append([]byte(" "), ev...), good.Header, http.StatusBadRequest},
+		{"NoSecretConfigured", &webhook.Stripe{Payments: e.store}, ev, good.Header, http.StatusServiceUnavailable},
+	} {
+		got, err := tc.handler.Handle(context.Background(), tc.payload, tc.header)
+		if got != tc.want || err == nil {
+			t.Errorf("%s: Handle = %d, %v; want %d with an error", tc.name, got, err, tc.want)
+		}
+	}
+	if got := e.status(t, p.ID); got.Status != payment.StatusPending {
+		t.Errorf("payment after refused events: %s, want pending", got.Status)
+	}
+	// Within the 5-minute tolerance the event is accepted.
+	if got, err := e.deliver(t, ev, time.Now().Add(-4*time.Minute)); got != http.StatusOK {
+		t.Errorf("event signed 4 minutes ago = %d (%v), want 200", got, err)
+	}
+}
