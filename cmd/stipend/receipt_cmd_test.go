@@ -237,3 +237,24 @@ func TestRunCommand_SigningKeyThenVerify(t *testing.T) {
 		t.Errorf("stipend %q = exit %d, stdout %q, stderr %q; want 0 and VALID", args, code, stdout.String(), stderr.String())
 	}
 }
+
+// TestReceiptVerifyCmd_NullGrants: an API object whose grants are null (a
+// receipt without grants) matches a payload signed with "grants":[].
+func TestReceiptVerifyCmd_NullGrants(t *testing.T) {
+	k, err := receipt.NewEphemeralKeyring()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := sampleReceipt(t)
+	r.Kind, r.Grants = receipt.KindRefund, nil
+	jws, err := k.Sign(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	object := writeReceiptJSON(t, dir, "refund.json", receipt.Signed{Receipt: r, JWS: jws})
+	var stdout, stderr bytes.Buffer
+	if code := receiptVerifyCmd(context.Background(), []string{object, "--jwks", writeReceiptJSON(t, dir, "jwks.json", k.JWKS())}, &stdout, &stderr); code != 0 {
+		t.Errorf("receipt verify (grants null) = exit %d, stderr %q; want 0", code, stderr.String())
+	}
+}
