@@ -74,7 +74,7 @@ func TestMain_FirestoreProduction(t *testing.T) {
 	if status != http.StatusOK || body["result"] != "consumed" {
 		t.Errorf("consume: status %d, body %v; want 200 consumed", status, body)
 	}
-	if logs := m.stderr.String(); !strings.Contains(logs, `"msg":"firestore store"`) {
+	if logs := m.stderr.String(); !strings.Contains(logs, `"message":"firestore store"`) {
 		t.Errorf("logs do not say which store is used:\n%s", logs)
 	}
 }

@@ -154,7 +154,8 @@ func TestMain_Development(t *testing.T) {
 		}
 	})
 	t.Run("LogsListeningAddress", func(t *testing.T) {
-		if want := `"msg":"listening","addr":"` + m.Addr() + `"`; !strings.Contains(m.stderr.String(), want) {
+		// Cloud Logging's field names: severity and message.
+		if want := `"severity":"INFO","message":"listening","addr":"` + m.Addr() + `"`; !strings.Contains(m.stderr.String(), want) {
 			t.Errorf("logs do not contain %s:\n%s", want, m.stderr)
 		}
 	})

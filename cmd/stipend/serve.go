@@ -74,7 +74,7 @@ func (m *Main) ParseFlags(args []string, env map[string]string) error {
 // listener is open, so Addr is valid; call Close to stop.
 func (m *Main) Run(ctx context.Context) error {
 	c := m.Config
-	m.Logger = slog.New(slog.NewJSONHandler(m.Stderr, &slog.HandlerOptions{Level: c.LogLevel}))
+	m.Logger = newLogger(m.Stderr, c.LogLevel)
 	m.serveErr = make(chan error, 1)
 
 	st, err := m.openStore(ctx)

@@ -36,12 +36,12 @@ func TestBinary_SIGTERM(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill() })
 
-	// The JSON log line {"msg":"listening","addr":...} gives the port.
+	// The JSON log line {"message":"listening","addr":...} gives the port.
 	lines := bufio.NewScanner(stderr)
 	var addr string
 	for addr == "" && lines.Scan() {
-		var rec struct{ Msg, Addr string }
-		if json.Unmarshal(lines.Bytes(), &rec) == nil && rec.Msg == "listening" {
+		var rec struct{ Message, Addr string }
+		if json.Unmarshal(lines.Bytes(), &rec) == nil && rec.Message == "listening" {
 			addr = rec.Addr
 		}
 	}
