@@ -1,6 +1,7 @@
 package firestore
 
 import (
+	"time"
 	"context"
 	"sync"
 
@@ -32,11 +33,16 @@ type outcome struct {
 	err error
 }
 
-// lanes holds the queued calls per entitlement ID. A present key means a
-// drainer goroutine owns that lane.
+// lanes holds the queued calls per entitlement ID. A present lane means a
+// drainer goroutine owns it.
 type lanes struct {
 	mu sync.Mutex
-	m  map[string][]*call
+	m  map[string]*lane
+}
+
+type lane struct {
+	q       []*call
+	arrived chan struct{} // signalled (without blocking) on every add
 }
 
 // add queues c and reports whether the caller must start the lane's drainer.
@@ -44,29 +50,61 @@ func (l *lanes) add(id string, c *call) (start bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.m == nil {
-		l.m = make(map[string][]*call)
+		l.m = make(map[string]*lane)
 	}
-	q, running := l.m[id]
-	l.m[id] = append(q, c)
+	ln, running := l.m[id]
+	if !running {
+		ln = &lane{arrived: make(chan struct{}, 1)}
+		l.m[id] = ln
+	}
+	ln.q = append(ln.q, c)
+	select {
+	case ln.arrived <- struct{}{}:
+	default:
+	}
 	return !running
 }
 
 // take removes up to n queued calls; with none left it closes the lane and
-// returns nil, so the next add starts a new drainer.
-func (l *lanes) take(id string, n int) []*call {
+// returns nil, so the next add starts a new drainer. If fewer than want are
+// queued, it first waits up to gather for more: on a hot lane the callers
+// of the last batch come back nearly together, and without this pause the
+// first of them would ride alone in a transaction while the rest wait.
+func (l *lanes) take(id string, n, want int, gather time.Duration) []*call {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	q := l.m[id]
-	if len(q) == 0 {
+	ln := l.m[id]
+	if len(ln.q) == 0 {
 		delete(l.m, id)
+		l.mu.Unlock()
 		return nil
 	}
-	n = min(n, len(q))
-	batch := q[:n:n]
-	if n == len(q) {
-		l.m[id] = make([]*call, 0, 8) // drop the old array; the lane stays open
+	if len(ln.q) < min(want, n) && gather > 0 {
+		l.mu.Unlock()
+		timer := time.NewTimer(gather)
+	wait:
+		for {
+			select {
+			case <-timer.C:
+				break wait
+			case <-ln.arrived:
+				l.mu.Lock()
+				enough := len(ln.q) >= min(want, n)
+				l.mu.Unlock()
+				if enough {
+					timer.Stop()
+					break wait
+				}
+			}
+		}
+		l.mu.Lock()
+	}
+	defer l.mu.Unlock()
+	k := min(n, len(ln.q))
+	batch := ln.q[:k:k]
+	if k == len(ln.q) {
+		ln.q = make([]*call, 0, 8) // drop the old array; the lane stays open
 	} else {
-		l.m[id] = q[n:]
+		ln.q = ln.q[k:]
 	}
 	return batch
 }
@@ -89,11 +127,13 @@ func (s *Store) ConsumeOne(ctx context.Context, req *entitlement.ConsumeRequest,
 
 // drain applies the lane's queued calls, batch after batch, until it is empty.
 func (s *Store) drain(entitlementID string) {
+	last := 0 // size of the previous batch: how many callers may come back
 	for {
-		batch := s.lanes.take(entitlementID, s.maxBatch)
+		batch := s.lanes.take(entitlementID, s.maxBatch, last, s.gather)
 		if batch == nil {
 			return
 		}
+		last = len(batch)
 		live := batch[:0]
 		for _, c := range batch {
 			if err := c.ctx.Err(); err != nil {
