@@ -1,9 +1,9 @@
 package firestore
 
 import (
-	"time"
 	"context"
 	"sync"
+	"time"
 
 	"cloud.google.com/go/firestore"
 
