@@ -5,8 +5,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/stipend-mcp/stipend/entitlement"
 	"github.com/stipend-mcp/stipend/store"
 )
@@ -25,7 +23,7 @@ func (s *Store) Check(ctx context.Context, req entitlement.ConsumeRequest) (stor
 
 // FindConsumption returns the consumption of the agent's key, or ErrNotFound.
 func (s *Store) FindConsumption(_ context.Context, agentID, key string) (entitlement.Consumption, error) {
-	k := entitlement.ConsumptionKey(agentID, key)
+	k := consumptionKey{agentID, key}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c := s.consumptions[k]
@@ -54,8 +52,8 @@ func (s *Store) ActiveEntitlements(_ context.Context, agentID string) ([]entitle
 // ConsumeOne is the atomic step of CheckAndConsume: under the mutex it
 // re-checks the key, then charges the one entitlement.
 func (s *Store) ConsumeOne(_ context.Context, req *entitlement.ConsumeRequest, entitlementID string) (store.ConsumeResult, error) {
-	key := entitlement.ConsumptionKey(req.AgentID, req.IdempotencyKey)
-	id := uuid.NewString()
+	key := consumptionKey{req.AgentID, req.IdempotencyKey}
+	id := s.ids.next()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if prior := s.consumptions[key]; prior != nil {
@@ -77,8 +75,14 @@ func (s *Store) ConsumeOne(_ context.Context, req *entitlement.ConsumeRequest, e
 	s.consumptions[key] = stc
 	a := s.agents[req.AgentID]
 	a.consumptions = insertSorted(a.consumptions, stc, consumptionPos)
-	out, ent := copyConsumption(stc), copyEntitlement(stored)
-	return store.ConsumeResult{Outcome: store.Consumed, Consumption: &out, Entitlement: &ent}, nil
+	out := &consumed{copyConsumption(stc), copyEntitlement(stored)}
+	return store.ConsumeResult{Outcome: store.Consumed, Consumption: &out.c, Entitlement: &out.e}, nil
+}
+
+// consumed holds the copies a Consumed result points to, in one allocation.
+type consumed struct {
+	c entitlement.Consumption
+	e entitlement.Entitlement
 }
 
 func deniedBy(entitlementID string, reason entitlement.Reason) store.ConsumeResult {

@@ -68,6 +68,9 @@ func validateEntitlement(e *entitlement.Entitlement) error {
 		if err := e.Credits.Balance.Validate(); err != nil {
 			return store.Wrap(store.CodeInvalid, err, "credits.balance")
 		}
+		if err := e.Credits.Granted.Validate(); err != nil {
+			return store.Wrap(store.CodeInvalid, err, "credits.granted")
+		}
 		if e.Credits.Balance.Cents < 0 {
 			return store.Errorf(store.CodeInvalid, "credits.balance.cents: must not be negative")
 		}

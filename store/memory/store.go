@@ -37,8 +37,13 @@ type Store struct {
 	// entitlements by ID; agents indexes them (and the rest) per agent.
 	entitlements map[string]*entitlement.Entitlement
 	agents       map[string]*agentIndex
-	// consumptions by entitlement.ConsumptionKey.
-	consumptions map[string]*entitlement.Consumption
+	// consumptions by agent and idempotency key. This is the uniqueness rule
+	// of entitlement.ConsumptionKey (a key is unique per agent) without its
+	// hashing, which only exists to make a valid Firestore document ID: the
+	// hot path would hash every key twice for nothing.
+	consumptions map[consumptionKey]*entitlement.Consumption
+	// ids makes consumption IDs (see ids.go).
+	ids idSource
 
 	payments map[string]*payment.Payment
 	byPayKey map[string]string // idempotency key → payment ID
@@ -46,6 +51,9 @@ type Store struct {
 	receipts map[string]*receipt.Signed
 	events   outbox
 }
+
+// consumptionKey identifies a consumption: one per agent and key.
+type consumptionKey struct{ agentID, key string }
 
 // agentIndex holds one agent's rows in list order.
 type agentIndex struct {
@@ -72,13 +80,14 @@ func New(opts ...Option) *Store {
 		accounts:     make(map[string]*entitlement.Account),
 		entitlements: make(map[string]*entitlement.Entitlement),
 		agents:       make(map[string]*agentIndex),
-		consumptions: make(map[string]*entitlement.Consumption),
+		consumptions: make(map[consumptionKey]*entitlement.Consumption),
 		payments:     make(map[string]*payment.Payment),
 		byPayKey:     make(map[string]string),
 		byIntent:     make(map[string]string),
 		receipts:     make(map[string]*receipt.Signed),
 		events:       newOutbox(),
 	}
+	s.ids.init()
 	for _, o := range opts {
 		o(s)
 	}
