@@ -147,15 +147,25 @@ func (s *Store) ClaimDueDeliveries(_ context.Context, now time.Time, limit int, 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.deliveries()
-	var due []store.Delivery
+	// Keep the limit earliest due rows, in order, without sorting them all.
+	due := make([]store.Delivery, 0, limit+1)
 	for _, d := range st.deliveries {
-		if deliveryDue(&d, now, claimTTL) {
-			due = append(due, d)
+		if !deliveryDue(&d, now, claimTTL) {
+			continue
 		}
-	}
-	slices.SortFunc(due, func(a, b store.Delivery) int { return a.ScheduledAt.Compare(b.ScheduledAt) })
-	if len(due) > limit {
-		due = due[:limit]
+		if len(due) == limit && !d.ScheduledAt.Before(due[limit-1].ScheduledAt) {
+			continue
+		}
+		i, _ := slices.BinarySearchFunc(due, d.ScheduledAt, func(x store.Delivery, t time.Time) int {
+			if x.ScheduledAt.After(t) {
+				return 1
+			}
+			return -1
+		})
+		due = slices.Insert(due, i, d)
+		if len(due) > limit {
+			due = due[:limit]
+		}
 	}
 	out := make([]store.Delivery, 0, len(due))
 	for _, d := range due {
