@@ -1,0 +1,178 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stipend-mcp/stipend/api"
+	"github.com/stipend-mcp/stipend/entitlement"
+	"github.com/stipend-mcp/stipend/payment"
+	"github.com/stipend-mcp/stipend/store"
+)
+
+func TestHealthAndReadiness(t *testing.T) {
+	e := newEnv(t)
+	e.must(200, req{Method: "GET", Path: "/healthz"})
+	e.must(200, req{Method: "GET", Path: "/readyz"})
+
+	down := newEnv(t, func(c *api.Config) { c.Store = downStore{c.Store} })
+	p := down.must(503, req{Method: "GET", Path: "/readyz"}).problem(t)
+	if p.Type != api.ProblemTypeBase+"unavailable" {
+		t.Errorf("readyz type = %q", p.Type)
+	}
+
+	slow := newEnv(t, func(c *api.Config) {
+		c.Store = hangingStore{c.Store}
+		c.ReadyTimeout = 20 * time.Millisecond
+	})
+	slow.must(503, req{Method: "GET", Path: "/readyz"})
+}
+
+// hangingStore's probe waits until its context ends.
+type hangingStore struct{ store.EntitlementStore }
+
+func (hangingStore) Ping(ctx context.Context) error {
+	<-ctx.Done()
+	return store.Wrap(store.CodeUnavailable, ctx.Err(), "probe")
+}
+
+// syncBuffer is a log sink safe for concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestAccessLogsAndRequestIDs(t *testing.T) {
+	var logs syncBuffer
+	e := newEnv(t, func(c *api.Config) { c.Logger = slog.New(slog.NewJSONHandler(&logs, nil)) })
+	e.grantCredits(agentA, 10)
+	res := e.must(200, req{Method: "POST", Path: "/v1/consume", Key: e.keys.Host, Body: consumeBody(agentA, "secret-idem-key", 1),
+		Header: map[string]string{"X-Request-Id": "req-123"}})
+	if got := res.Header.Get("X-Request-Id"); got != "req-123" {
+		t.Errorf("X-Request-Id = %q, want the caller's req-123", got)
+	}
+	res = e.must(200, req{Method: "GET", Path: "/healthz"})
+	if got := res.Header.Get("X-Request-Id"); got == "" {
+		t.Errorf("no generated X-Request-Id")
+	}
+	e.must(400, req{Method: "POST", Path: "/v1/payments", Key: e.keys.Billing, Body: "{}",
+		Header: map[string]string{"Idempotency-Key": "secret-pay-key"}})
+
+	out := logs.String()
+	for _, secret := range []string{e.keys.Host, e.keys.Admin, e.keys.Billing, "secret-idem-key", "secret-pay-key"} {
+		if strings.Contains(out, secret) {
+			t.Errorf("logs contain a secret %q:\n%s", secret, out)
+		}
+	}
+	var found bool
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("log line is not JSON: %s", line)
+		}
+		if rec["requestId"] == "req-123" {
+			found = true
+			if rec["route"] != "/v1/consume" || rec["status"] != float64(200) || rec["role"] != "host" || rec["keyId"] != "host" {
+				t.Errorf("access log = %v, want route, status, role and key ID", rec)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no access log line for req-123:\n%s", out)
+	}
+}
+
+func TestInternalErrorsAreHidden(t *testing.T) {
+	var logs syncBuffer
+	e := newEnv(t, func(c *api.Config) {
+		c.Store = brokenStore{c.Store}
+		c.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
+	})
+	p := e.must(500, req{Method: "GET", Path: "/v1/accounts/" + agentA, Key: e.keys.Admin}).problem(t)
+	if strings.Contains(p.Detail, "disk on fire") || !strings.Contains(p.Detail, p.RequestID) || p.RequestID == "" {
+		t.Errorf("internal problem detail = %q (request %q), want it hidden and the request ID shown", p.Detail, p.RequestID)
+	}
+	if !strings.Contains(logs.String(), "disk on fire") {
+		t.Errorf("the internal error was not logged:\n%s", logs.String())
+	}
+	e.must(503, req{Method: "GET", Path: "/v1/payments/x", Key: e.keys.Admin})
+}
+
+// brokenStore fails account reads internally and payment reads as unavailable.
+type brokenStore struct{ store.EntitlementStore }
+
+func (brokenStore) GetAccount(context.Context, string) (entitlement.Account, error) {
+	return entitlement.Account{}, store.Errorf(store.CodeInternal, "disk on fire")
+}
+
+func (brokenStore) GetPayment(context.Context, string) (payment.Payment, error) {
+	return payment.Payment{}, store.Errorf(store.CodeUnavailable, "try later")
+}
+
+func TestMetrics(t *testing.T) {
+	e := newEnv(t)
+	e.grantCredits(agentA, 10)
+	e.must(200, req{Method: "POST", Path: "/v1/consume", Key: e.keys.Host, Body: consumeBody(agentA, "m1", 5)})
+	e.must(402, req{Method: "POST", Path: "/v1/consume", Key: e.keys.Host, Body: consumeBody(agentA, "m2", 50)})
+	e.must(404, req{Method: "GET", Path: "/v1/payments/none", Key: e.keys.Admin})
+
+	body := string(e.must(200, req{Method: "GET", Path: "/metrics"}).Body)
+	for _, want := range []string{
+		`stipend_http_request_duration_seconds_count{method="POST",route="/v1/consume",status="200"} 1`,
+		`stipend_http_request_duration_seconds_count{method="POST",route="/v1/consume",status="402"} 1`,
+		`stipend_consume_results_total{reason="",result="consumed",route="consume"} 1`,
+		`stipend_consume_results_total{reason="insufficient_balance",result="no_longer_valid",route="consume"} 1`,
+		`stipend_store_errors_total{code="not_found"} 1`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}
+
+func TestCORS(t *testing.T) {
+	e := newEnv(t)
+	res := e.do(req{Method: "OPTIONS", Path: "/v1/accounts/" + agentA, Header: map[string]string{
+		"Origin": "https://ui.example", "Access-Control-Request-Method": "GET",
+		"Access-Control-Request-Headers": "Authorization"}})
+	if res.Status != http.StatusNoContent || res.Header.Get("Access-Control-Allow-Origin") != "https://ui.example" {
+		t.Errorf("preflight: status %d headers %v, want 204 allowing the origin", res.Status, res.Header)
+	}
+	res = e.do(req{Method: "GET", Path: "/v1/accounts/" + agentA, Key: e.keys.Reader, Header: map[string]string{"Origin": "https://evil.example"}})
+	if got := res.Header.Get("Access-Control-Allow-Origin"); got != "" {
+		t.Errorf("unknown origin allowed: %q", got)
+	}
+	res = e.do(req{Method: "POST", Path: "/v1/consume", Key: e.keys.Host, Body: consumeBody(agentA, "c", 1),
+		Header: map[string]string{"Origin": "https://ui.example"}})
+	if got := res.Header.Get("Access-Control-Allow-Origin"); got != "" {
+		t.Errorf("CORS on a non-reader route: %q", got)
+	}
+}
+
+func TestUnknownRoute(t *testing.T) {
+	e := newEnv(t)
+	p := e.must(404, req{Method: "GET", Path: "/v1/nothing"}).problem(t)
+	if p.Type != api.ProblemTypeBase+"not-found" {
+		t.Errorf("type = %q", p.Type)
+	}
+	e.must(405, req{Method: "DELETE", Path: "/v1/consume"}).problem(t)
+}
