@@ -21,6 +21,12 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	go func() {
+		// After the first signal starts the graceful shutdown, a second one
+		// ends the process at once (Go's default for SIGTERM and SIGINT).
+		<-ctx.Done()
+		stop()
+	}()
 	code := RunCommand(ctx, os.Args[1:], Environ(os.Environ()), os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
