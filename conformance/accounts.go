@@ -22,6 +22,9 @@ var accountTests = []subtest{
 			t.Errorf("UpsertAccount (new) mismatch (-want +got):\n%s", d)
 		}
 		got.Metadata["team"] = "mutated" // a returned copy must not reach the store
+		if stored, err := s.GetAccount(ctx, agent); err != nil || stored.Metadata["team"] != "a" {
+			t.Errorf("GetAccount after changing a returned copy = %+v, %v; want metadata team=a", stored, err)
+		}
 
 		updated := clock.Advance(time.Hour)
 		got, err = s.UpsertAccount(ctx, entitlement.Account{AgentID: agent, DisplayName: "Ada L.", Metadata: map[string]string{"team": "b"}})

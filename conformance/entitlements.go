@@ -71,6 +71,19 @@ var entitlementTests = []subtest{
 			t.Errorf("stored entitlement changed through a copy (-want +got):\n%s", d)
 		}
 	}},
+	{"EntitlementTimesUTC", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
+		zone := time.FixedZone("UTC+5", 5*60*60)
+		e := credits(newAgent(), 100, clock.Now().In(zone))
+		e.ExpiresAt = ptr(clock.Now().Add(time.Hour).In(zone))
+		createEntitlement(t, s, e)
+		got := getEntitlement(t, s, e.ID)
+		if got.CreatedAt.Location() != time.UTC || got.ExpiresAt.Location() != time.UTC {
+			t.Errorf("GetEntitlement: createdAt in %v, expiresAt in %v; want both in UTC", got.CreatedAt.Location(), got.ExpiresAt.Location())
+		}
+		if !got.CreatedAt.Equal(e.CreatedAt) || !got.ExpiresAt.Equal(*e.ExpiresAt) {
+			t.Errorf("GetEntitlement: createdAt %v, expiresAt %v; want the instants %v and %v", got.CreatedAt, got.ExpiresAt, e.CreatedAt, *e.ExpiresAt)
+		}
+	}},
 	{"EntitlementListFilters", testListEntitlementFilters},
 	{"EntitlementListPages", testListEntitlementPages},
 	{"EntitlementLazyResetShown", func(t *testing.T, s store.EntitlementStore, clock *Clock) {

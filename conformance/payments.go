@@ -129,6 +129,30 @@ var paymentTests = append([]subtest{
 	}},
 	{"PaymentInboundReplay", testPaymentInbound},
 	{"ReceiptsList", testReceiptsList},
+	{"PaymentCopies", func(t *testing.T, s store.EntitlementStore, _ *Clock) {
+		ctx := t.Context()
+		p := createPayment(t, s, newPayment(newAgent(), "k", 100))
+		c := completePayment(t, s, p.ID)
+		if len(c.Payment.EntitlementIDs) != 1 || len(c.Receipt.Grants) != 1 || len(c.Entitlements) != 1 {
+			t.Fatalf("CompletePayment = %+v, want one entitlement ID, grant and entitlement", c)
+		}
+		c.Payment.EntitlementIDs[0] = "changed"
+		c.Receipt.Grants[0].EntitlementID = "changed"
+		c.Entitlements[0].ID = "changed"
+		got, err := s.GetPayment(ctx, p.ID)
+		if err != nil || got.EntitlementIDs[0] == "changed" {
+			t.Errorf("GetPayment after changing a returned copy: %v, entitlementIds %v", err, got.EntitlementIDs)
+		}
+		r, err := s.GetReceipt(ctx, c.Receipt.ID)
+		if err != nil || r.Grants[0].EntitlementID == "changed" {
+			t.Errorf("GetReceipt after changing a returned copy: %v, grants %+v", err, r.Grants)
+		}
+		r.Grants[0].EntitlementID = "changed"
+		again, err := s.GetReceipt(ctx, c.Receipt.ID)
+		if err != nil || again.Grants[0].EntitlementID == "changed" {
+			t.Errorf("GetReceipt after changing a returned receipt: %v, grants %+v", err, again.Grants)
+		}
+	}},
 }, paymentConcurrencyTests...)
 
 func testPaymentCreate(t *testing.T, s store.EntitlementStore, clock *Clock) {
