@@ -142,6 +142,10 @@ func consumeBody(key string) map[string]any {
 
 func TestMain_Development(t *testing.T) {
 	keysFile := filepath.Join(t.TempDir(), "dev-keys.json")
+	// An existing, world-readable file is rewritten and made private.
+	if err := os.WriteFile(keysFile, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	m := startMain(t, "--dev-keys-out", keysFile)
 	keys := readDevKeys(t, keysFile)
 
