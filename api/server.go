@@ -63,6 +63,8 @@ type Config struct {
 	BodyLimit int64
 	// ReadyTimeout bounds the store probe of /readyz; 0 means 2 s.
 	ReadyTimeout time.Duration
+	// Webhooks, if set, adds the webhook endpoint, delivery and Stripe routes (webhooks.go).
+	Webhooks *WebhookConfig
 }
 
 // Server is the REST service.
@@ -136,6 +138,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.echo = e
 	s.routes()
+	s.registerWebhooks(cfg.Webhooks)
 	return s, nil
 }
 
