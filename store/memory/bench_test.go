@@ -2,6 +2,7 @@ package memory_test
 
 import (
 	"context"
+	"runtime"
 	"strconv"
 	"sync/atomic"
 	"syscall"
@@ -38,9 +39,9 @@ func benchStore(b *testing.B) (*memory.Store, entitlement.ConsumeRequest) {
 	return s, req
 }
 
-// BenchmarkCheckAndConsume charges one credits entitlement with unique keys.
-// "1" runs one goroutine; "8" runs 8 goroutines (b.SetParallelism with
-// GOMAXPROCS 1, so the count does not depend on the machine's cores).
+// BenchmarkCheckAndConsume charges one credits entitlement with unique keys,
+// from one goroutine, then from 8 (RunParallel starts parallelism ×
+// GOMAXPROCS goroutines: 8 whenever GOMAXPROCS divides 8).
 func BenchmarkCheckAndConsume(b *testing.B) {
 	b.Run("goroutines=1", func(b *testing.B) {
 		s, req := benchStore(b)
@@ -62,7 +63,7 @@ func BenchmarkCheckAndConsume(b *testing.B) {
 		s, req := benchStore(b)
 		ctx := context.Background()
 		var next atomic.Int64
-		b.SetParallelism(8)
+		b.SetParallelism(max(1, 8/runtime.GOMAXPROCS(0)))
 		b.ReportAllocs()
 		cpu := startCPU()
 		b.ResetTimer()
