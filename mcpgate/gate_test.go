@@ -1,0 +1,304 @@
+package mcpgate_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/stipend-mcp/stipend/client"
+	"github.com/stipend-mcp/stipend/entitlement"
+	"github.com/stipend-mcp/stipend/mcpgate"
+	"github.com/stipend-mcp/stipend/money"
+)
+
+// fakeStipend records consume requests and answers them with answer.
+type fakeStipend struct {
+	mu     sync.Mutex
+	reqs   []client.ConsumeRequest
+	answer func(client.ConsumeRequest) (*client.ConsumeResult, error)
+}
+
+func (f *fakeStipend) Consume(_ context.Context, r client.ConsumeRequest) (*client.ConsumeResult, error) {
+	f.mu.Lock()
+	f.reqs = append(f.reqs, r)
+	f.mu.Unlock()
+	return f.answer(r)
+}
+
+func (f *fakeStipend) requests() []client.ConsumeRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]client.ConsumeRequest(nil), f.reqs...)
+}
+
+func consumed(r client.ConsumeRequest) (*client.ConsumeResult, error) {
+	return &client.ConsumeResult{Result: client.ResultConsumed, Consumption: entitlement.Consumption{
+		ID: "c-" + r.IdempotencyKey[:12], EntitlementID: "e1", Cost: *r.Cost, Units: 1,
+		BalanceAfter: money.Money{Cents: 95, Currency: "USD"},
+	}}, nil
+}
+
+var prices = map[string]mcpgate.Price{
+	"echo":     mcpgate.Free(),
+	"forecast": mcpgate.Credits(5, "USD"),
+}
+
+// toolServer is an MCP server with a free tool (echo) and a priced one
+// (forecast); ran counts the tool runs.
+func toolServer(g *mcpgate.Gate, ran *atomic.Int32) *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "tools", Version: "1"}, nil)
+	handler := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		ran.Add(1)
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
+	}
+	schema := json.RawMessage(`{"type":"object"}`)
+	s.AddTool(&mcp.Tool{Name: "echo", InputSchema: schema}, handler)
+	s.AddTool(&mcp.Tool{Name: "forecast", InputSchema: schema}, handler)
+	s.AddTool(&mcp.Tool{Name: "unpriced", InputSchema: schema}, handler)
+	if g != nil {
+		s.AddReceivingMiddleware(g.Middleware)
+	}
+	return s
+}
+
+func newGate(t *testing.T, c mcpgate.Config) *mcpgate.Gate {
+	t.Helper()
+	if c.Service == "" {
+		c.Service = "weather"
+	}
+	if c.Prices == nil {
+		c.Prices = prices
+	}
+	g, err := mcpgate.New(c)
+	if err != nil {
+		t.Fatalf("mcpgate.New: %v", err)
+	}
+	return g
+}
+
+// connect serves s on an in-memory transport (wrapped with
+// mcpgate.Transport) and returns a connected SDK client session.
+func connect(t *testing.T, s *mcp.Server) *mcp.ClientSession {
+	t.Helper()
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := s.Connect(t.Context(), mcpgate.Transport(st), nil)
+	if err != nil {
+		t.Fatalf("server Connect: %v", err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(t.Context(), ct, nil)
+	if err != nil {
+		t.Fatalf("client Connect: %v", err)
+	}
+	t.Cleanup(func() { cs.Close(); ss.Close() })
+	return cs
+}
+
+func callTool(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any, meta mcp.Meta) *mcp.CallToolResult {
+	t.Helper()
+	if meta == nil {
+		meta = mcp.Meta{}
+	}
+	if _, ok := meta[mcpgate.MetaAgentID]; !ok {
+		meta[mcpgate.MetaAgentID] = "agent-1"
+	}
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: name, Arguments: args, Meta: meta})
+	if err != nil {
+		t.Fatalf("CallTool(%s): %v", name, err)
+	}
+	return res
+}
+
+// decode re-decodes a value that went through JSON (structured content, _meta) into out.
+func decode(t *testing.T, v any, out any) {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatalf("marshal %v: %v", v, err)
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		t.Fatalf("unmarshal %s: %v", b, err)
+	}
+}
+
+func TestGate_Charges(t *testing.T) {
+	f := &fakeStipend{answer: consumed}
+	var ran atomic.Int32
+	cs := connect(t, toolServer(newGate(t, mcpgate.Config{Stipend: f}), &ran))
+
+	t.Run("FreeToolIsNotCharged", func(t *testing.T) {
+		res := callTool(t, cs, "echo", nil, nil)
+		if res.IsError || len(f.requests()) != 0 {
+			t.Errorf("echo: isError=%v after %d consume calls, want a result and none", res.IsError, len(f.requests()))
+		}
+	})
+	t.Run("PricedToolIsChargedFirst", func(t *testing.T) {
+		res := callTool(t, cs, "forecast", map[string]any{"city": "Oslo"}, nil)
+		if res.IsError {
+			t.Fatalf("forecast: isError result %v", res.Content)
+		}
+		reqs := f.requests()
+		if len(reqs) != 1 {
+			t.Fatalf("got %d consume calls, want 1", len(reqs))
+		}
+		want := client.ConsumeRequest{AgentID: "agent-1", Service: "weather", Tool: "forecast", Cost: &money.Money{Cents: 5, Currency: "USD"}}
+		if diff := cmp.Diff(want, reqs[0], cmpIgnoreKey); diff != "" {
+			t.Errorf("consume request (-want +got):\n%s", diff)
+		}
+		if k := reqs[0].IdempotencyKey; !entitlement.ValidIdempotencyKey(k) {
+			t.Errorf("idempotency key %q is not valid", k)
+		}
+		var charge mcpgate.Charge
+		decode(t, res.Meta[mcpgate.MetaConsumption], &charge)
+		wantCharge := mcpgate.Charge{ConsumptionID: "c-" + reqs[0].IdempotencyKey[:12], Result: "consumed", EntitlementID: "e1",
+			Cost: &money.Money{Cents: 5, Currency: "USD"}, Units: 1, BalanceAfter: &money.Money{Cents: 95, Currency: "USD"}}
+		if diff := cmp.Diff(wantCharge, charge, cmp.AllowUnexported(mcpgate.Charge{})); diff != "" {
+			t.Errorf("result _meta charge (-want +got):\n%s", diff)
+		}
+	})
+	if got := ran.Load(); got != 2 {
+		t.Errorf("tools ran %d times, want 2", got)
+	}
+}
+
+var cmpIgnoreKey = cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".IdempotencyKey" }, cmp.Ignore())
+
+func TestGate_IdempotencyKey(t *testing.T) {
+	f := &fakeStipend{answer: consumed}
+	var ran atomic.Int32
+	cs := connect(t, toolServer(newGate(t, mcpgate.Config{Stipend: f}), &ran))
+	oslo := map[string]any{"city": "Oslo"}
+	withKey := func(k string) mcp.Meta { return mcp.Meta{mcpgate.MetaIdempotencyKey: k} }
+
+	callTool(t, cs, "forecast", oslo, withKey("k1"))
+	callTool(t, cs, "forecast", oslo, withKey("k1")) // a retry
+	callTool(t, cs, "forecast", map[string]any{"city": "Rome"}, withKey("k1"))
+	callTool(t, cs, "forecast", oslo, nil) // no client key: derived from the request id
+	callTool(t, cs, "forecast", oslo, nil)
+	keys := []string{}
+	for _, r := range f.requests() {
+		keys = append(keys, r.IdempotencyKey)
+	}
+	if len(keys) != 5 {
+		t.Fatalf("got %d consume calls, want 5", len(keys))
+	}
+	if keys[0] != keys[1] {
+		t.Errorf("the same call with the same client key sent keys %s and %s, want one", keys[0], keys[1])
+	}
+	if keys[2] == keys[0] {
+		t.Errorf("other arguments under the same client key sent the same key %s, want another", keys[2])
+	}
+	if keys[3] == keys[4] || keys[3] == keys[0] {
+		t.Errorf("two calls without a client key sent keys %s and %s, want two new ones", keys[3], keys[4])
+	}
+}
+
+func TestGate_Refusals(t *testing.T) {
+	paymentRequired := &client.Problem{Status: 402, Reasons: []entitlement.Denial{{EntitlementID: "e1", Reason: entitlement.ReasonInsufficientBalance}}}
+	unavailable := &client.NetworkError{Op: "POST /v1/consume", Err: errors.New("connection refused")}
+	tests := []struct {
+		name     string
+		cfg      mcpgate.Config
+		answer   error
+		tool     string
+		meta     mcp.Meta
+		want     mcpgate.Refusal
+		wantRuns int32
+	}{
+		{
+			name: "PaymentRequired", answer: paymentRequired, tool: "forecast",
+			cfg: mcpgate.Config{PurchaseURL: "https://example.com/buy"},
+			want: mcpgate.Refusal{Error: mcpgate.RefusalPaymentRequired, Service: "weather", Tool: "forecast",
+				Price: &mcpgate.Price{Cost: &money.Money{Cents: 5, Currency: "USD"}}, Reasons: paymentRequired.Reasons,
+				PurchaseURL: "https://example.com/buy"},
+		},
+		{
+			name: "UnavailableFailsClosed", answer: unavailable, tool: "forecast",
+			want: mcpgate.Refusal{Error: mcpgate.RefusalUnavailable, Service: "weather", Tool: "forecast", Retryable: true},
+		},
+		{
+			name: "Conflict", answer: &client.Problem{Status: 422}, tool: "forecast",
+			want: mcpgate.Refusal{Error: mcpgate.RefusalKeyConflict, Service: "weather", Tool: "forecast"},
+		},
+		{
+			name: "Misconfigured", answer: &client.Problem{Status: 403}, tool: "forecast",
+			want: mcpgate.Refusal{Error: mcpgate.RefusalBillingError, Service: "weather", Tool: "forecast"},
+		},
+		{
+			name: "Unpriced", tool: "unpriced",
+			want: mcpgate.Refusal{Error: mcpgate.RefusalUnpriced, Service: "weather", Tool: "unpriced"},
+		},
+		{
+			name: "NoAgent", tool: "forecast", meta: mcp.Meta{mcpgate.MetaAgentID: ""},
+			want: mcpgate.Refusal{Error: mcpgate.RefusalNoAgent, Service: "weather", Tool: "forecast",
+				Price: &mcpgate.Price{Cost: &money.Money{Cents: 5, Currency: "USD"}}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &fakeStipend{answer: func(client.ConsumeRequest) (*client.ConsumeResult, error) { return nil, tt.answer }}
+			tt.cfg.Stipend = f
+			var ran atomic.Int32
+			cs := connect(t, toolServer(newGate(t, tt.cfg), &ran))
+			res := callTool(t, cs, tt.tool, nil, tt.meta)
+			if !res.IsError {
+				t.Fatalf("CallTool(%s) isError = false, want a refusal", tt.tool)
+			}
+			var got mcpgate.Refusal
+			decode(t, res.StructuredContent, &got)
+			if got.Message == "" {
+				t.Errorf("refusal has no message")
+			}
+			got.Message = ""
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("refusal (-want +got):\n%s", diff)
+			}
+			if text := res.Content[0].(*mcp.TextContent).Text; text == "" {
+				t.Errorf("refusal has no text content")
+			}
+			if got := ran.Load(); got != tt.wantRuns {
+				t.Errorf("tool ran %d times, want %d", got, tt.wantRuns)
+			}
+		})
+	}
+}
+
+func TestGate_FailOpen(t *testing.T) {
+	f := &fakeStipend{answer: func(client.ConsumeRequest) (*client.ConsumeResult, error) {
+		return nil, &client.Problem{Status: 503}
+	}}
+	var ran atomic.Int32
+	cs := connect(t, toolServer(newGate(t, mcpgate.Config{Stipend: f, FailOpen: true}), &ran))
+	res := callTool(t, cs, "forecast", nil, nil)
+	if res.IsError || ran.Load() != 1 {
+		t.Fatalf("fail open: isError=%v, tool ran %d times; want a result from one run", res.IsError, ran.Load())
+	}
+	if res.Meta[mcpgate.MetaUnbilled] != true {
+		t.Errorf("result _meta %v: want %s true", res.Meta, mcpgate.MetaUnbilled)
+	}
+}
+
+func TestNew_Validates(t *testing.T) {
+	f := &fakeStipend{answer: consumed}
+	tests := map[string]mcpgate.Config{
+		"NoStipend":     {Service: "s"},
+		"NoService":     {Stipend: f},
+		"AnyService":    {Stipend: f, Service: "*"},
+		"NegativeCost":  {Stipend: f, Service: "s", Prices: map[string]mcpgate.Price{"t": mcpgate.Credits(-1, "USD")}},
+		"BadCurrency":   {Stipend: f, Service: "s", Prices: map[string]mcpgate.Price{"t": mcpgate.Credits(1, "usd")}},
+		"TooManyUnits":  {Stipend: f, Service: "s", Prices: map[string]mcpgate.Price{"t": mcpgate.Units(entitlement.MaxUnits + 1)}},
+		"EmptyToolName": {Stipend: f, Service: "s", Prices: map[string]mcpgate.Price{"": mcpgate.Units(1)}},
+	}
+	for name, c := range tests {
+		t.Run(name, func(t *testing.T) {
+			if _, err := mcpgate.New(c); err == nil {
+				t.Errorf("mcpgate.New(%+v) succeeded, want an error", c)
+			}
+		})
+	}
+}
