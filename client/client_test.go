@@ -201,7 +201,7 @@ func TestClient_Problem(t *testing.T) {
 	}
 	want := &client.Problem{
 		Type: "https://stipend.dev/problems/payment-required", Title: "Payment Required", Status: 402,
-		Detail: "no entitlement covers the call",
+		Detail:  "no entitlement covers the call",
 		Reasons: []entitlement.Denial{{EntitlementID: "e1", Reason: entitlement.ReasonInsufficientBalance}, {Reason: entitlement.ReasonNotFound}},
 	}
 	if diff := cmp.Diff(want, p); diff != "" {

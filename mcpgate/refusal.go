@@ -97,8 +97,8 @@ type Charge struct {
 	ConsumptionID string `json:"consumptionId"`
 	// Result is "consumed", or "replay" when the call had already been
 	// charged under its key and nothing was charged now.
-	Result        string `json:"result"`
-	EntitlementID string `json:"entitlementId"`
+	Result        string       `json:"result"`
+	EntitlementID string       `json:"entitlementId"`
 	Cost          *money.Money `json:"cost,omitempty"`
 	Units         int64        `json:"units,omitempty"`
 	// BalanceAfter (credits) and RemainingAfter (quota) are the charged
