@@ -44,6 +44,9 @@ func (p *property) run(s store.EntitlementStore, clock *Clock, maxCallers int) {
 	p.t.Helper()
 	p.populate(s, clock.Now())
 	callers := minCallers + p.rng.IntN(maxCallers-minCallers+1)
+	if p.round == 0 {
+		callers = maxCallers // the first round always runs the most
+	}
 	p.plan(callers)
 	together(callers, func(c int) {
 		for i := range p.calls[c] {
