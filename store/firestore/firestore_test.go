@@ -29,5 +29,5 @@ func TestPayments(t *testing.T) {
 
 func TestConcurrency(t *testing.T) {
 	emulator.Host(t)
-	conformance.RunConcurrencyTests(t, newStore, conformance.ConcurrencyOptions{Rounds: 4})
+	conformance.RunConcurrencyTests(t, newStore, conformance.ConcurrencyOptions{Rounds: 10})
 }
