@@ -97,7 +97,8 @@ func (c *Client) GetEntitlement(ctx context.Context, id string) (*entitlement.En
 // plus, for credits, the balance to put in.
 type EntitlementGrant struct {
 	payment.Grant
-	Balance *money.Money `json:"balance,omitempty"`
+	Balance  *money.Money      `json:"balance,omitempty"`
+	Metadata map[string]string `json:"metadata,omitempty"`
 }
 
 // GrantEntitlement grants an entitlement to an agent directly, without a

@@ -63,6 +63,32 @@ func (c *Client) SucceedPayment(ctx context.Context, id string) (*Completion, er
 	return &out, nil
 }
 
+// RefundPayment refunds a succeeded payment: what is left of its grant is
+// revoked and a refund receipt is signed. Refunding twice answers the same
+// receipt, so it is retried. Role: billing, admin.
+func (c *Client) RefundPayment(ctx context.Context, id string) (*Completion, error) {
+	var out Completion
+	path := "/v1/payments/" + seg(id) + "/refund"
+	if _, err := c.do(ctx, call{method: http.MethodPost, path: path, retry: true}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// FailPayment marks a pending payment failed, with an optional reason.
+// Role: billing, admin.
+func (c *Client) FailPayment(ctx context.Context, id, reason string) (*payment.Payment, error) {
+	var out payment.Payment
+	body := struct {
+		Reason string `json:"reason,omitempty"`
+	}{reason}
+	path := "/v1/payments/" + seg(id) + "/fail"
+	if _, err := c.do(ctx, call{method: http.MethodPost, path: path, body: body, retry: true}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // GetReceipt returns a signed receipt. Role: billing, admin, reader (own).
 func (c *Client) GetReceipt(ctx context.Context, id string) (*receipt.Signed, error) {
 	var out receipt.Signed
