@@ -1,6 +1,8 @@
 package api_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
@@ -43,6 +45,15 @@ func TestDecodeJSON(t *testing.T) {
 			got.Price.Currency != "USD" || !got.At.Equal(at) || len(got.Tags) != 2 || got.Meta["k"] != "v" ||
 			got.Inner.Units != 1<<53-1 || got.Inner.Cost.Currency != "JPY" {
 			t.Errorf("DecodeJSON: got %+v", got)
+		}
+	})
+	t.Run("Escapes", func(t *testing.T) {
+		var got sample
+		if err := api.DecodeJSON([]byte(`{"name":"a\"b\\c\u00e9\n","meta":{"\u006b":"v"}}`), &got); err != nil {
+			t.Fatal(err)
+		}
+		if got.Name != "a\"b\\c\u00e9\n" || got.Meta["k"] != "v" {
+			t.Errorf("escapes: got %q %v", got.Name, got.Meta)
 		}
 	})
 	t.Run("Nulls", func(t *testing.T) {
@@ -89,6 +100,14 @@ func TestDecodeJSON(t *testing.T) {
 		{"TopArray", `[]`, ""},
 		{"TopString", `"x"`, ""},
 		{"BadSyntax", `{"name" "a"}`, "name"},
+		{"InvalidUTF8", "{\"name\":\"a\xffb\"}", "name"},
+		{"ControlInString", "{\"name\":\"a\x01b\"}", "name"},
+		{"BadEscape", `{"name":"a\qb"}`, "name"},
+		{"MissingColon", `{"name","a"}`, "name"},
+		{"MissingComma", `{"name":"a" "n":1}`, ""},
+		{"BadLiteral", `{"flag":tru}`, "flag"},
+		{"TrailingComma", `{"name":"a",}`, ""},
+		{"BadNumber", `{"n":-}`, "n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -155,6 +174,17 @@ func FuzzDecodeJSON(f *testing.F) {
 			if !errors.As(err, &ae) || ae.Status != 400 || len(ae.Errors) != 1 {
 				t.Fatalf("DecodeJSON(%q) = %v", body, err)
 			}
+			return
+		}
+		// Whatever the strict decoder accepts, encoding/json reads the same way.
+		var ref sample
+		dec := json.NewDecoder(bytes.NewReader(body))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&ref); err != nil {
+			t.Fatalf("DecodeJSON accepted %q, encoding/json refuses it: %v", body, err)
+		}
+		if diff := cmp.Diff(ref, s); diff != "" {
+			t.Fatalf("DecodeJSON(%q) differs from encoding/json (-json +strict):\n%s", body, diff)
 		}
 	})
 }

@@ -1,0 +1,57 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"testing"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/stipend-mcp/stipend/api"
+	"github.com/stipend-mcp/stipend/entitlement"
+	"github.com/stipend-mcp/stipend/money"
+)
+
+// BenchmarkConsumeHandler measures the CPU cost of one POST /v1/consume
+// through the whole handler chain (auth, decode, store, encode, access log,
+// metrics) without the network, next to a bare echo handler answering the
+// same JSON. The over-HTTP comparison is api/internal/httpbench.
+func BenchmarkConsumeHandler(b *testing.B) {
+	e := newEnv(b, func(c *api.Config) { c.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil)) })
+	balance := money.Money{Cents: 1 << 50, Currency: "USD"}
+	if _, err := e.store.CreateEntitlement(context.Background(), entitlement.Entitlement{
+		ID: "bench", AgentID: agentA, Type: entitlement.TypeCredits, Scope: entitlement.Scope{Service: "search"},
+		Status: entitlement.StatusActive, CreatedAt: e.clock.Now(), Credits: entitlement.Credits{Balance: balance, Granted: balance},
+	}); err != nil {
+		b.Fatal(err)
+	}
+	answer := e.must(200, req{Method: "POST", Path: "/v1/consume", Key: e.keys.Host, Body: consumeBody(agentA, "warm", 1)}).Body
+
+	bare := echo.New()
+	bare.POST("/v1/consume", func(c echo.Context) error { return c.JSONBlob(http.StatusOK, answer) })
+
+	run := func(b *testing.B, h http.Handler) {
+		b.ReportAllocs()
+		body := make([]byte, 0, 256)
+		for i := 0; b.Loop(); i++ {
+			body = append(body[:0], `{"agentId":"agent-a","service":"search","tool":"web","idempotencyKey":"k-`...)
+			body = strconv.AppendInt(body, int64(i), 10)
+			body = append(body, `","cost":{"cents":1,"currency":"USD"}}`...)
+			r := httptest.NewRequest(http.MethodPost, "/v1/consume", bytes.NewReader(body))
+			r.Header.Set("Content-Type", "application/json")
+			r.Header.Set("Authorization", "Bearer "+e.keys.Host)
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			if w.Code != http.StatusOK {
+				b.Fatalf("status %d: %s", w.Code, w.Body)
+			}
+		}
+	}
+	b.Run("Stipend", func(b *testing.B) { run(b, e.srv.Handler()) })
+	b.Run("Bare", func(b *testing.B) { run(b, bare) })
+}
