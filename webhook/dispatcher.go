@@ -116,12 +116,20 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	freed := make(chan struct{}, d.cfg.Concurrency)
 	timer := time.NewTimer(0)
 	defer timer.Stop()
+	// Claims come in batches: a freed slot is refilled at once only when at
+	// least half of the slots are free (or at the next poll), so each claim
+	// query serves several deliveries under load.
+	batch := (d.cfg.Concurrency + 1) / 2
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-timer.C:
 		case <-freed:
+			if d.cfg.Concurrency-len(slots) < batch {
+				continue // the poll timer is still armed
+			}
+			timer.Stop()
 		}
 		if d.outbox != nil {
 			if _, err := FanOut(ctx, d.outbox, d.store); err != nil && ctx.Err() == nil {

@@ -3,6 +3,7 @@ package firestore
 import (
 	"context"
 	"slices"
+	"sync"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -190,13 +191,24 @@ func (s *Store) ClaimDueDeliveries(ctx context.Context, now time.Time, limit int
 	}
 	now = stamp(now)
 	n := limit * candidateFactor
-	stale, err := s.build(qStaleClaims, filter{"status", "==", string(store.DeliveryInFlight)}).
-		Where("claimedAt", "<=", now.Add(-claimTTL)).Limit(n).Documents(ctx).GetAll()
-	if err != nil {
-		return nil, translate(err, "find expired delivery claims")
-	}
+	// The two queries are independent: run them at once.
+	var (
+		stale    []*firestore.DocumentSnapshot
+		staleErr error
+		wg       sync.WaitGroup
+	)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		stale, staleErr = s.build(qStaleClaims, filter{"status", "==", string(store.DeliveryInFlight)}).
+			Where("claimedAt", "<=", now.Add(-claimTTL)).Limit(n).Documents(ctx).GetAll()
+	}()
 	due, err := s.build(qDueDeliveries, filter{"status", "==", string(store.DeliveryPending)}).
 		Where("scheduledAt", "<=", now).Limit(n).Documents(ctx).GetAll()
+	wg.Wait()
+	if staleErr != nil {
+		return nil, translate(staleErr, "find expired delivery claims")
+	}
 	if err != nil {
 		return nil, translate(err, "find due deliveries")
 	}
