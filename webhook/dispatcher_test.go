@@ -3,6 +3,7 @@ package webhook_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -241,5 +242,59 @@ func TestDispatcher_Run(t *testing.T) {
 	succeeded, _, err := e.store.ListDeliveries(context.Background(), store.DeliveryFilter{Status: store.DeliverySucceeded}, store.Page{})
 	if err != nil || len(succeeded) != n {
 		t.Errorf("succeeded deliveries = %d, %v; want %d", len(succeeded), err, n)
+	}
+}
+
+// TestDispatcher_RunDeliversOutboxEvents goes from a payment completed in
+// the store to signed requests at the receiver: the store's outbox events
+// are fanned out by the running dispatcher and delivered.
+func TestDispatcher_RunDeliversOutboxEvents(t *testing.T) {
+	type got struct{ Type string }
+	rc := newReceiver(t, nil)
+	e := newStripeEnv(t)
+	ep, err := e.store.CreateEndpoint(context.Background(), store.Endpoint{ID: "ep-1", URL: rc.srv.URL, Secret: webhook.NewSecret()})
+	if err != nil {
+		t.Fatalf("CreateEndpoint: %v", err)
+	}
+	p := e.payment(t, "pi_run")
+	if _, err := e.store.CompletePayment(context.Background(), p.ID, store.PaymentChange{Issuer: "x", Sign: pureSign}); err != nil {
+		t.Fatalf("CompletePayment: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	d := webhook.NewDispatcher(e.store, e.store, webhook.Config{AllowPrivate: true, PollInterval: 10 * time.Millisecond})
+	go func() { done <- d.Run(ctx) }()
+	timeout := time.After(30 * time.Second)
+	for n := 0; n < 2; n++ {
+		select {
+		case <-rc.got:
+		case <-timeout:
+			t.Fatalf("receiver got %d requests, want 2 (payment.succeeded, entitlement.granted)", n)
+		}
+	}
+	cancel()
+	<-done
+	seen := map[string]bool{}
+	wh, err := standardwebhooks.NewWebhook(ep.Secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rc.requests() {
+		var body got
+		if err := json.Unmarshal(r.Body, &body); err != nil {
+			t.Fatalf("body %s: %v", r.Body, err)
+		}
+		seen[body.Type] = true
+		if err := wh.Verify(r.Body, r.Header); err != nil {
+			t.Errorf("%s: reference Verify: %v", body.Type, err)
+		}
+	}
+	for _, want := range []string{"payment.succeeded", "entitlement.granted"} {
+		if !seen[want] {
+			t.Errorf("receiver never got %s; got %v", want, seen)
+		}
+	}
+	if pending, err := e.store.PendingEvents(context.Background(), 10); err != nil || len(pending) != 0 {
+		t.Errorf("outbox after the run: %d pending, %v; want 0", len(pending), err)
 	}
 }
