@@ -15,7 +15,7 @@ import (
 	"github.com/stipend-mcp/stipend/store"
 )
 
-func (s *Server) registerAccounts(g *echo.Group) {
+func (s *Server) registerAccounts(g group) {
 	readers := s.auth(apikey.RoleBilling, apikey.RoleReader)
 	g.PUT("/accounts/:agentId", s.putAccount, s.auth(apikey.RoleBilling))
 	g.GET("/accounts/:agentId", s.getAccount, readers)

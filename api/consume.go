@@ -11,7 +11,7 @@ import (
 	"github.com/stipend-mcp/stipend/store"
 )
 
-func (s *Server) registerConsume(g *echo.Group) {
+func (s *Server) registerConsume(g group) {
 	host := s.auth(apikey.RoleHost)
 	g.POST("/consume", s.consume, host)
 	g.POST("/check", s.checkConsume, host)

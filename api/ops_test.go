@@ -6,10 +6,13 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/labstack/echo/v4"
 
 	"github.com/stipend-mcp/stipend/api"
 	"github.com/stipend-mcp/stipend/entitlement"
@@ -175,4 +178,35 @@ func TestUnknownRoute(t *testing.T) {
 		t.Errorf("type = %q", p.Type)
 	}
 	e.must(405, req{Method: "DELETE", Path: "/v1/consume"}).problem(t)
+}
+
+func TestRouteMiddleware(t *testing.T) {
+	var mu sync.Mutex
+	var asked []string
+	var ran int
+	e := newEnv(t, func(c *api.Config) {
+		c.RouteMiddleware = func(method, path string) []echo.MiddlewareFunc {
+			mu.Lock()
+			asked = append(asked, method+" "+path)
+			mu.Unlock()
+			if method != http.MethodPost || path != "/v1/payments/:id/refund" {
+				return nil
+			}
+			return []echo.MiddlewareFunc{func(next echo.HandlerFunc) echo.HandlerFunc {
+				return func(c echo.Context) error {
+					ran++
+					return c.JSON(http.StatusTeapot, map[string]string{"hooked": "yes"})
+				}
+			}}
+		}
+	})
+	if !slices.Contains(asked, "POST /v1/consume") || !slices.Contains(asked, "GET /v1/accounts/:agentId") {
+		t.Errorf("RouteMiddleware was asked for %v, want every route", asked)
+	}
+	e.must(http.StatusUnauthorized, req{Method: "POST", Path: "/v1/payments/x/refund"})
+	if ran != 0 {
+		t.Errorf("route middleware ran before authentication")
+	}
+	e.must(http.StatusTeapot, req{Method: "POST", Path: "/v1/payments/x/refund", Key: e.keys.Billing})
+	e.must(http.StatusNotFound, req{Method: "POST", Path: "/v1/payments/x/succeed", Key: e.keys.Billing})
 }

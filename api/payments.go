@@ -21,7 +21,7 @@ import (
 // HeaderIdempotencyKey carries the key that makes POST /v1/payments idempotent.
 const HeaderIdempotencyKey = "Idempotency-Key"
 
-func (s *Server) registerPayments(g *echo.Group) {
+func (s *Server) registerPayments(g group) {
 	billing := s.auth(apikey.RoleBilling)
 	g.POST("/payments", s.createPayment, billing)
 	g.GET("/payments/:id", s.getPayment, billing)

@@ -8,7 +8,7 @@ import (
 	"github.com/stipend-mcp/stipend/apikey"
 )
 
-func (s *Server) registerReceipts(g *echo.Group) {
+func (s *Server) registerReceipts(g group) {
 	readers := s.auth(apikey.RoleBilling, apikey.RoleReader)
 	g.GET("/receipts/:id", s.getReceipt, readers)
 	g.GET("/accounts/:agentId/receipts", s.listReceipts, readers)

@@ -63,6 +63,11 @@ type Config struct {
 	BodyLimit int64
 	// ReadyTimeout bounds the store probe of /readyz; 0 means 2 s.
 	ReadyTimeout time.Duration
+	// RouteMiddleware, if set, is asked once per route (method and path
+	// template, e.g. "POST", "/v1/payments/:id/refund") for middleware to
+	// run after the route's authentication and before its handler. The
+	// request idempotency ledger hooks in here.
+	RouteMiddleware func(method, path string) []echo.MiddlewareFunc
 	// Webhooks, if set, adds the webhook endpoint, delivery and Stripe routes (webhooks.go).
 	Webhooks *WebhookConfig
 }
@@ -84,6 +89,7 @@ type Server struct {
 	ids       *requestIDs
 	cors      []string
 	dev       bool
+	routeMW   func(method, path string) []echo.MiddlewareFunc
 }
 
 // New builds the server and its routes.
@@ -102,7 +108,7 @@ func New(cfg Config) (*Server, error) {
 		store: cfg.Store, keys: cfg.Keys, signer: cfg.Signer, issuer: cfg.Issuer,
 		log: cfg.Logger, registry: cfg.Registry, now: cfg.Now, bodyLimit: cfg.BodyLimit,
 		ready: cfg.ReadyTimeout, validate: newValidator(), ids: newRequestIDs(),
-		cors: cfg.CORSOrigins, dev: cfg.Development,
+		cors: cfg.CORSOrigins, dev: cfg.Development, routeMW: cfg.RouteMiddleware,
 	}
 	if s.issuer == "" {
 		s.issuer = "stipend"
@@ -145,11 +151,41 @@ func New(cfg Config) (*Server, error) {
 // routes registers every route group. Add a group with one line here.
 func (s *Server) routes() {
 	s.registerOps(s.echo)
-	v1 := s.echo.Group("/v1")
+	v1 := group{s: s, prefix: "/v1"}
 	s.registerConsume(v1)
 	s.registerAccounts(v1)
 	s.registerPayments(v1)
 	s.registerReceipts(v1)
+}
+
+// group registers routes under a path prefix, adding Config.RouteMiddleware
+// after each route's own middleware.
+type group struct {
+	s      *Server
+	prefix string
+}
+
+func (g group) add(method, path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) {
+	full := g.prefix + path
+	if g.s.routeMW != nil {
+		m = append(m, g.s.routeMW(method, full)...)
+	}
+	g.s.echo.Add(method, full, h, m...)
+}
+
+// GET registers a GET route.
+func (g group) GET(path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) {
+	g.add(http.MethodGet, path, h, m...)
+}
+
+// POST registers a POST route.
+func (g group) POST(path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) {
+	g.add(http.MethodPost, path, h, m...)
+}
+
+// PUT registers a PUT route.
+func (g group) PUT(path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) {
+	g.add(http.MethodPut, path, h, m...)
 }
 
 // Handler returns the HTTP handler of every route.
