@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -258,8 +259,16 @@ func TestGate_Refusals(t *testing.T) {
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("refusal (-want +got):\n%s", diff)
 			}
-			if text := res.Content[0].(*mcp.TextContent).Text; text == "" {
+			text := res.Content[0].(*mcp.TextContent).Text
+			if text == "" {
 				t.Errorf("refusal has no text content")
+			}
+			if tt.want.Error == mcpgate.RefusalPaymentRequired {
+				for _, s := range []string{"5 cents USD", "insufficient_balance", tt.cfg.PurchaseURL} {
+					if !strings.Contains(text, s) {
+						t.Errorf("refusal text %q does not mention %q", text, s)
+					}
+				}
 			}
 			if got := ran.Load(); got != tt.wantRuns {
 				t.Errorf("tool ran %d times, want %d", got, tt.wantRuns)

@@ -1,7 +1,7 @@
 package mcpgate
 
 import (
-	"encoding/json"
+	"strconv"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -70,25 +70,29 @@ func (r *Refusal) result() *mcp.CallToolResult {
 	}
 }
 
-// String describes p for people, such as "5 USD or 1 unit".
+// String describes p for people, such as "5 cents USD or 1 unit".
 func (p Price) String() string {
 	switch {
 	case p.Free:
 		return "free"
 	case p.Cost != nil && p.Units > 0:
-		return p.Cost.String() + " or " + units(p.Units)
+		return cost(p.Cost) + " or " + units(p.Units)
 	case p.Cost != nil:
-		return p.Cost.String()
+		return cost(p.Cost)
 	}
 	return units(max(p.Units, 1))
+}
+
+// cost says an amount in minor units, which is what Stipend counts in.
+func cost(m *money.Money) string {
+	return strconv.FormatInt(m.Cents, 10) + " cents " + m.Currency
 }
 
 func units(n int64) string {
 	if n == 1 {
 		return "1 unit"
 	}
-	b, _ := json.Marshal(n)
-	return string(b) + " units"
+	return strconv.FormatInt(n, 10) + " units"
 }
 
 // Charge is what the gate puts in a charged call's result _meta under
