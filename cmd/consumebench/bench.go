@@ -74,6 +74,7 @@ func runBench(ctx context.Context, c config, host string, out io.Writer) error {
 		return err
 	}
 	printTable(out, results)
+	printRatios(out, results)
 	return nil
 }
 
@@ -143,7 +144,7 @@ func scenario(ctx context.Context, client *firestore.Client, c config, name, pat
 		return consume(ctx, ids[i%len(ids)], fmt.Sprintf("k-%d", i))
 	})
 	r.ok, r.failed, r.wall, r.latencies, r.firstErr = l.ok, l.failed, l.wall, l.latencies, l.firstErr
-	r.balance, err = checkBalances(ctx, s, ids, initial, calls, callers)
+	r.balance, err = checkBalances(ctx, s, ids, initial)
 	return r, err
 }
 
@@ -194,7 +195,7 @@ func drive(ctx context.Context, callers, calls int, call func(context.Context, i
 
 // checkBalances compares each entitlement's final balance with its initial
 // balance minus one cost per consumption stored for it.
-func checkBalances(ctx context.Context, s *fsstore.Store, ids []string, initial int64, calls, callers int) (string, error) {
+func checkBalances(ctx context.Context, s *fsstore.Store, ids []string, initial int64) (string, error) {
 	charged := map[string]int64{}
 	cursor := ""
 	for {
@@ -257,4 +258,23 @@ func truncate(s string, n int) string {
 		return s[:n] + "…"
 	}
 	return s
+}
+
+// printRatios compares each many-caller scenario's throughput with the
+// single-caller baselines of the same run.
+func printRatios(out io.Writer, rs []result) {
+	base := map[string]float64{}
+	for _, r := range rs {
+		if r.callers == 1 {
+			base[r.path] = float64(r.ok) / r.wall.Seconds()
+		}
+	}
+	fmt.Fprintln(out, "\nthroughput against the single-caller baselines of this run (naive / stipend):")
+	for _, r := range rs {
+		if r.callers == 1 || base["naive"] == 0 || base["stipend"] == 0 {
+			continue
+		}
+		t := float64(r.ok) / r.wall.Seconds()
+		fmt.Fprintf(out, "  %-42s %-8s %6.1fx / %6.1fx\n", r.name, r.path, t/base["naive"], t/base["stipend"])
+	}
 }

@@ -141,6 +141,6 @@ func multiProcess(ctx context.Context, client *firestore.Client, c config) (resu
 		last = max(last, rep.End)
 	}
 	r.wall = time.Duration(last - first)
-	r.balance, err = checkBalances(context.WithoutCancel(ctx), s, ids, initial, total, r.callers)
+	r.balance, err = checkBalances(context.WithoutCancel(ctx), s, ids, initial)
 	return r, err
 }
