@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -234,5 +236,48 @@ func TestPaidTools_EndToEnd(t *testing.T) {
 	if !res.IsError || refusal.Error != mcpgate.RefusalUnavailable || !refusal.Retryable {
 		t.Errorf("call with Stipend down = isError %v, %s retryable=%v; want a retryable %s refusal",
 			res.IsError, refusal.Error, refusal.Retryable, mcpgate.RefusalUnavailable)
+	}
+}
+
+func TestPaidTools_StreamableHTTP(t *testing.T) {
+	ts, keys := startStipend(t)
+	billing, err := client.New(ts.URL, keys.billing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pay(t, billing, "pay-http", 10)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	g, err := newGate(config{stipendURL: ts.URL, hostKey: keys.host, service: "weather"}, quiet)
+	if err != nil {
+		t.Fatalf("newGate: %v", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	served := make(chan error, 1)
+	go func() { served <- serveHTTP(ctx, ln, newServer(g), quiet) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("serveHTTP: %v", err)
+		}
+	})
+	transport := &mcp.StreamableClientTransport{Endpoint: "http://" + ln.Addr().String() + "/mcp"}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e-http", Version: "1"}, nil).Connect(t.Context(), transport, nil)
+	if err != nil {
+		t.Fatalf("client Connect: %v", err)
+	}
+	t.Cleanup(func() { cs.Close() })
+
+	oslo := map[string]any{"city": "Oslo"}
+	first := charged(t, call(t, cs, "forecast", "", oslo))
+	again := charged(t, call(t, cs, "forecast", "", oslo))
+	if first.ConsumptionID == again.ConsumptionID || !cmp.Equal(usd(0), again.BalanceAfter) {
+		t.Errorf("two calls without a key = %s then %s leaving %v; want two charges leaving 0", first.ConsumptionID, again.ConsumptionID, again.BalanceAfter)
+	}
+	if res := call(t, cs, "forecast", "", oslo); !res.IsError {
+		t.Errorf("third call with no credits: isError = false, want a refusal")
 	}
 }

@@ -117,15 +117,15 @@ func run(ctx context.Context, getenv func(string) string, log *slog.Logger) erro
 		log.Info("paidtools: serving MCP on stdio", "stipend", c.stipendURL, "service", c.service)
 		return s.Run(ctx, mcpgate.Transport(&mcp.StdioTransport{}))
 	}
-	return serveHTTP(ctx, c.addr, s, log)
-}
-
-// serveHTTP serves s as streamable HTTP at /mcp until ctx ends.
-func serveHTTP(ctx context.Context, addr string, s *mcp.Server, log *slog.Logger) error {
-	ln, err := net.Listen("tcp", addr)
+	ln, err := net.Listen("tcp", c.addr)
 	if err != nil {
 		return err
 	}
+	return serveHTTP(ctx, ln, s, log)
+}
+
+// serveHTTP serves s as streamable HTTP at /mcp on ln until ctx ends.
+func serveHTTP(ctx context.Context, ln net.Listener, s *mcp.Server, log *slog.Logger) error {
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", mcpgate.Handler(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}

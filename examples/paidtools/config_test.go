@@ -1,0 +1,44 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestLoadConfig(t *testing.T) {
+	env := func(kv ...string) func(string) string {
+		m := map[string]string{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return func(k string) string { return m[k] }
+	}
+	got, err := loadConfig(env("STIPEND_HOST_KEY", "k"))
+	if err != nil {
+		t.Fatalf("loadConfig with only a host key: %v", err)
+	}
+	want := config{stipendURL: "http://127.0.0.1:8080", hostKey: "k", service: "weather"}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(config{})); diff != "" {
+		t.Errorf("defaults (-want +got):\n%s", diff)
+	}
+
+	got, err = loadConfig(env("STIPEND_URL", "http://127.0.0.1:9", "STIPEND_HOST_KEY", "k", "PAIDTOOLS_SERVICE", "s",
+		"PAIDTOOLS_AGENT_ID", "a", "PAIDTOOLS_ADDR", "127.0.0.1:0", "PAIDTOOLS_FAIL_OPEN", "true", "PAIDTOOLS_PURCHASE_URL", "https://x"))
+	if err != nil {
+		t.Fatalf("loadConfig with everything: %v", err)
+	}
+	want = config{stipendURL: "http://127.0.0.1:9", hostKey: "k", service: "s", agentID: "a", addr: "127.0.0.1:0", failOpen: true, purchaseURL: "https://x"}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(config{})); diff != "" {
+		t.Errorf("everything set (-want +got):\n%s", diff)
+	}
+
+	for name, e := range map[string]func(string) string{
+		"NoHostKey":   env(),
+		"BadFailOpen": env("STIPEND_HOST_KEY", "k", "PAIDTOOLS_FAIL_OPEN", "maybe"),
+	} {
+		if _, err := loadConfig(e); err == nil {
+			t.Errorf("loadConfig(%s) succeeded, want an error", name)
+		}
+	}
+}
