@@ -97,7 +97,9 @@ func TestDispatcher_HonoursRetryAfter(t *testing.T) {
 func TestDispatcher_GoneDisablesEndpoint(t *testing.T) {
 	rc := newReceiver(t, func(_ int, w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusGone) })
 	e := newEnv(t, rc.srv.URL)
-	first, second := e.enqueue(t), e.enqueue(t)
+	first := e.enqueue(t)
+	e.clock.Advance(time.Second) // so first is claimed first
+	second := e.enqueue(t)
 	disp := e.dispatcher(webhook.Config{Concurrency: 1})
 	once(t, disp, 1)
 	if got := e.delivery(t, first.ID); got.Status != store.DeliveryFailed || got.LastStatusCode != 410 {

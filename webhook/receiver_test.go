@@ -3,6 +3,7 @@ package webhook_test
 import (
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -109,6 +110,9 @@ func (e *env) dispatcher(cfg webhook.Config) *webhook.Dispatcher {
 	cfg.AllowPrivate = true
 	if cfg.Now == nil {
 		cfg.Now = e.clock.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.AttemptTimeout == 0 {
 		cfg.AttemptTimeout = 30 * time.Second

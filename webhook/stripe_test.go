@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -39,6 +40,7 @@ func newStripeEnv(t *testing.T) *stripeEnv {
 	s := memory.New()
 	return &stripeEnv{store: s, handler: &webhook.Stripe{
 		Payments: s, Secret: stripeSecret, Issuer: "https://stipend.test", Sign: pureSign,
+		Logger: slog.New(slog.DiscardHandler),
 	}}
 }
 
