@@ -65,6 +65,12 @@ func startMain(tb testing.TB, args ...string) *runningMain {
 // call sends a JSON request with key and returns the status and decoded body.
 func call(tb testing.TB, client *http.Client, method, url, key string, body any) (int, map[string]any) {
 	tb.Helper()
+	return callIdempotent(tb, client, method, url, key, "", body)
+}
+
+// callIdempotent is call with an Idempotency-Key header (none when idemKey is "").
+func callIdempotent(tb testing.TB, client *http.Client, method, url, key, idemKey string, body any) (int, map[string]any) {
+	tb.Helper()
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -82,6 +88,9 @@ func call(tb testing.TB, client *http.Client, method, url, key string, body any)
 	}
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	if idemKey != "" {
+		req.Header.Set("Idempotency-Key", idemKey)
 	}
 	resp, err := client.Do(req)
 	if err != nil {
@@ -123,7 +132,7 @@ func readDevKeys(tb testing.TB, path string) main.DevKeys {
 // grantCredits gives agent 1000 USD cents for service "search".
 func grantCredits(tb testing.TB, url, adminKey, agent string) {
 	tb.Helper()
-	status, body := call(tb, http.DefaultClient, "POST", url+"/v1/accounts/"+agent+"/entitlements", adminKey, map[string]any{
+	status, body := callIdempotent(tb, http.DefaultClient, "POST", url+"/v1/accounts/"+agent+"/entitlements", adminKey, "grant-"+agent, map[string]any{
 		"type": "credits", "scope": map[string]any{"service": "search"},
 		"balance": map[string]any{"cents": 1000, "currency": "USD"},
 	})

@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -31,30 +30,19 @@ func TestMain_WebhookDelivered(t *testing.T) {
 	m := startMain(t, "--dev-keys-out", keysFile, "--webhook-allow-private")
 	keys := readDevKeys(t, keysFile)
 
-	status, ep := call(t, http.DefaultClient, "POST", m.URL()+"/v1/webhook-endpoints", keys.Admin, map[string]any{
+	status, ep := callIdempotent(t, http.DefaultClient, "POST", m.URL()+"/v1/webhook-endpoints", keys.Admin, "endpoint-1", map[string]any{
 		"url": receiver.URL + "/hook", "eventTypes": []string{"payment.succeeded"},
 	})
 	if status != http.StatusCreated || ep["secret"] == nil {
 		t.Fatalf("create endpoint: status %d, body %v; want 201 with a secret", status, ep)
 	}
 
-	b, _ := json.Marshal(map[string]any{
+	status, pay := callIdempotent(t, http.DefaultClient, "POST", m.URL()+"/v1/payments", keys.Billing, "pay-1", map[string]any{
 		"agentId": "agent-demo", "amount": map[string]any{"cents": 500, "currency": "USD"}, "provider": "manual",
 		"grant": map[string]any{"type": "credits", "scope": map[string]any{"service": "search"}},
 	})
-	req, _ := http.NewRequest("POST", m.URL()+"/v1/payments", bytes.NewReader(b))
-	req.Header.Set("Authorization", "Bearer "+keys.Billing)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Idempotency-Key", "pay-1")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pay map[string]any
-	_ = json.NewDecoder(resp.Body).Decode(&pay)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusCreated {
-		t.Fatalf("create payment: status %d, body %v; want 201", resp.StatusCode, pay)
+	if status != http.StatusCreated {
+		t.Fatalf("create payment: status %d, body %v; want 201", status, pay)
 	}
 	status, done := call(t, http.DefaultClient, "POST", m.URL()+"/v1/payments/"+pay["id"].(string)+"/succeed", keys.Billing, map[string]any{})
 	if status != http.StatusOK {
