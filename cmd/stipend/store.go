@@ -37,9 +37,12 @@ func (m *Main) openStore(ctx context.Context) (backend, error) {
 	}
 	m.closers = append(m.closers, client.Close)
 	st := fsstore.New(client, fsstore.WithCollectionPrefix(c.CollectionPrefix))
+	emulator := os.Getenv("FIRESTORE_EMULATOR_HOST")
 	m.Logger.Info("firestore store",
-		"database", c.FirestoreDatabase, "collectionPrefix", c.CollectionPrefix,
-		"emulator", os.Getenv("FIRESTORE_EMULATOR_HOST"))
+		"database", c.FirestoreDatabase, "collectionPrefix", c.CollectionPrefix, "emulator", emulator)
+	if emulator != "" && !c.Development() {
+		m.Logger.Warn("production mode on the Firestore emulator (FIRESTORE_EMULATOR_HOST is set): the emulator keeps nothing durable")
+	}
 
 	// A failed probe is logged, not fatal: /readyz keeps reporting it, and
 	// the platform decides whether to route traffic.
