@@ -84,7 +84,12 @@ func (s *Server) answerConsume(c echo.Context, route string, res store.ConsumeRe
 	s.metrics.consumeResults.WithLabelValues(route, string(res.Outcome), reason).Inc()
 	switch res.Outcome {
 	case store.Consumed, store.Replay:
-		return c.JSON(http.StatusOK, consumeAnswer{Result: res.Outcome, Consumption: res.Consumption})
+		bp := answerPool.Get().(*[]byte)
+		b := appendConsumeAnswer((*bp)[:0], res.Outcome, res.Consumption)
+		err := c.JSONBlob(http.StatusOK, b)
+		*bp = b
+		answerPool.Put(bp)
+		return err
 	case store.Allowed:
 		return c.JSON(http.StatusOK, consumeAnswer{Result: res.Outcome, Entitlement: res.Entitlement})
 	case store.Conflict:

@@ -25,6 +25,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -42,6 +43,7 @@ func main() {
 	rounds := flag.Int("rounds", 3, "rounds per target (alternating)")
 	round := flag.Duration("round", 5*time.Second, "length of one round")
 	warmup := flag.Duration("warmup", time.Second, "warm-up per target before measuring")
+	only := flag.String("only", "", `run one target only ("bare" or "stipend"), for profiling`)
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
 	if *cpuprofile != "" {
@@ -53,7 +55,7 @@ func main() {
 		_ = pprof.StartCPUProfile(f)
 		defer pprof.StopCPUProfile()
 	}
-	if err := run(*conns, *rounds, *round, *warmup); err != nil {
+	if err := run(*conns, *rounds, *round, *warmup, *only); err != nil {
 		fmt.Fprintln(os.Stderr, "httpbench:", err)
 		pprof.StopCPUProfile()
 		os.Exit(1)
@@ -65,10 +67,18 @@ type result struct {
 	name      string
 	ok, fails int64
 	elapsed   time.Duration
+	cpu       time.Duration // process CPU time (user+system) while it ran
 	latencies []time.Duration
 }
 
-func run(conns, rounds int, round, warmup time.Duration) error {
+// cpuTime returns the CPU time the process has used so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func run(conns, rounds int, round, warmup time.Duration, only string) error {
 	stipendURL, hostKey, stopStipend, err := startStipend()
 	if err != nil {
 		return err
@@ -86,25 +96,37 @@ func run(conns, rounds int, round, warmup time.Duration) error {
 	var keyN atomic.Int64
 	targets := []*result{{name: "bare echo handler"}, {name: "stipend POST /v1/consume"}}
 	urls := []string{bareURL, stipendURL}
-	for _, u := range urls {
-		drive(client, u, hostKey, conns, warmup, &keyN, &result{})
+	skip := func(i int) bool { return only == "bare" && i == 1 || only == "stipend" && i == 0 }
+	for i, u := range urls {
+		if !skip(i) {
+			drive(client, u, hostKey, conns, warmup, &keyN, &result{})
+		}
 	}
 	for r := 0; r < rounds; r++ {
 		for i, u := range urls {
-			drive(client, u, hostKey, conns, round, &keyN, targets[i])
+			if !skip(i) {
+				drive(client, u, hostKey, conns, round, &keyN, targets[i])
+			}
 		}
 	}
 	fmt.Printf("POST /v1/consume over HTTP on 127.0.0.1, %d keep-alive connections, %d rounds × %s per target (alternating), GOMAXPROCS=%d, NumCPU=%d\n\n",
 		conns, rounds, round, runtime.GOMAXPROCS(0), runtime.NumCPU())
-	fmt.Printf("| target | requests | errors | req/s | p50 | p99 |\n|---|---:|---:|---:|---:|---:|\n")
-	var rps [2]float64
+	fmt.Printf("| target | requests | errors | req/s | p50 | p99 | CPU µs/request (client+server) |\n|---|---:|---:|---:|---:|---:|---:|\n")
+	var rps, cpu [2]float64
 	for i, t := range targets {
 		slices.Sort(t.latencies)
+		if t.elapsed == 0 {
+			continue
+		}
 		rps[i] = float64(t.ok) / t.elapsed.Seconds()
-		fmt.Printf("| %s | %d | %d | %.0f | %s | %s |\n", t.name, t.ok, t.fails, rps[i],
-			pct(t.latencies, 0.50), pct(t.latencies, 0.99))
+		cpu[i] = float64(t.cpu.Microseconds()) / float64(t.ok+t.fails)
+		fmt.Printf("| %s | %d | %d | %.0f | %s | %s | %.1f |\n", t.name, t.ok, t.fails, rps[i],
+			pct(t.latencies, 0.50), pct(t.latencies, 0.99), cpu[i])
 	}
-	fmt.Printf("\nthroughput ratio stipend / bare: %.1f%%\n", 100*rps[1]/rps[0])
+	if rps[0] > 0 && rps[1] > 0 {
+		fmt.Printf("\nthroughput ratio stipend / bare: %.1f%% (wall clock)\n", 100*rps[1]/rps[0])
+		fmt.Printf("CPU-bound throughput ratio (bare CPU per request / stipend CPU per request): %.1f%%\n", 100*cpu[0]/cpu[1])
+	}
 	return nil
 }
 
@@ -122,7 +144,7 @@ func drive(client *http.Client, url, key string, conns int, d time.Duration, key
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	deadline := time.Now().Add(d)
-	start := time.Now()
+	start, cpu0 := time.Now(), cpuTime()
 	for w := 0; w < conns; w++ {
 		wg.Add(1)
 		go func() {
@@ -160,9 +182,8 @@ func drive(client *http.Client, url, key string, conns int, d time.Duration, key
 		}()
 	}
 	wg.Wait()
-	mu.Lock()
 	res.elapsed += time.Since(start)
-	mu.Unlock()
+	res.cpu += cpuTime() - cpu0
 }
 
 // startStipend serves the real API, with its JSON access log (to

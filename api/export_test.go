@@ -1,0 +1,7 @@
+package api
+
+// AppendConsumeAnswer exposes appendConsumeAnswer to the external tests.
+var AppendConsumeAnswer = appendConsumeAnswer
+
+// ConsumeAnswer is the answer type appendConsumeAnswer must encode like.
+type ConsumeAnswer = consumeAnswer
