@@ -25,7 +25,7 @@ func TestConsumeAnswerEncoding(t *testing.T) {
 		"Subscription": {ID: "c3", AgentID: "a", EntitlementID: "e", EntitlementType: entitlement.TypeSubscription,
 			Service: "s", Tool: "t", IdempotencyKey: "k", Units: 1, OccurredAt: at},
 		"Escapes": {ID: "c4", AgentID: `a"<b>&\`, EntitlementID: "e", EntitlementType: entitlement.TypeCredits, Service: "s p",
-			Tool: "t\u00e9\u2028", IdempotencyKey: "key with / and \t", Cost: money.Money{Cents: -1 << 53 + 1, Currency: "EUR"},
+			Tool: "t\u00e9\u2028", IdempotencyKey: "key with / and \t", Cost: money.Money{Cents: -1<<53 + 1, Currency: "EUR"},
 			Units: 1, OccurredAt: at.In(time.FixedZone("x", 3600))},
 	}
 	for name, c := range tests {
