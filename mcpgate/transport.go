@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -114,12 +115,31 @@ func stampBody(body []byte, nonce string) []byte {
 	return stampMessage(body, nonce)
 }
 
+// stampMessage stamps one JSON-RPC message if it is a tools/call request.
+// It decodes only the members it needs (the SDK's decoder allocates a large
+// buffer per message).
 func stampMessage(raw []byte, nonce string) []byte {
-	m, err := jsonrpc.DecodeMessage(raw)
-	if err != nil || !stamp(m, nonce) {
+	if !bytes.Contains(raw, []byte(methodCallTool)) {
 		return raw
 	}
-	out, err := jsonrpc.EncodeMessage(m)
+	var msg map[string]json.RawMessage
+	if json.Unmarshal(raw, &msg) != nil {
+		return raw
+	}
+	var method string
+	if json.Unmarshal(msg["method"], &method) != nil || method != methodCallTool {
+		return raw
+	}
+	var id any
+	if json.Unmarshal(msg["id"], &id) != nil || id == nil {
+		return raw
+	}
+	params, ok := stampParams(msg["params"], nonce+"/"+idString(id))
+	if !ok {
+		return raw
+	}
+	msg["params"] = params
+	out, err := json.Marshal(msg)
 	if err != nil {
 		return raw
 	}
@@ -127,38 +147,48 @@ func stampMessage(raw []byte, nonce string) []byte {
 }
 
 // stamp sets _meta "io.stipend/request-id" on m if it is a tools/call
-// request, and reports whether it did.
-func stamp(m jsonrpc.Message, nonce string) bool {
+// request.
+func stamp(m jsonrpc.Message, nonce string) {
 	r, ok := m.(*jsonrpc.Request)
 	if !ok || r.Method != methodCallTool || !r.ID.IsValid() {
-		return false
+		return
 	}
-	var params map[string]json.RawMessage
-	if json.Unmarshal(r.Params, &params) != nil || params == nil {
-		return false
+	if params, ok := stampParams(r.Params, nonce+"/"+idString(r.ID.Raw())); ok {
+		r.Params = params
+	}
+}
+
+// idString renders a JSON-RPC id: "s:" and a string id, or "n:" and a
+// numeric one.
+func idString(id any) string {
+	switch v := id.(type) {
+	case string:
+		return "s:" + v
+	case float64:
+		return "n:" + strconv.FormatInt(int64(v), 10)
+	}
+	return fmt.Sprintf("n:%v", id)
+}
+
+// stampParams returns params with _meta[MetaRequestID] set to value
+// (replacing what the client put there), or false if params is not a JSON
+// object, for the server to reject.
+func stampParams(params json.RawMessage, value string) (json.RawMessage, bool) {
+	var p map[string]json.RawMessage
+	if json.Unmarshal(params, &p) != nil || p == nil {
+		return nil, false
 	}
 	meta := map[string]json.RawMessage{}
-	if raw, ok := params["_meta"]; ok && string(raw) != "null" {
+	if raw, ok := p["_meta"]; ok && string(raw) != "null" {
 		if json.Unmarshal(raw, &meta) != nil || meta == nil {
-			return false
+			return nil, false
 		}
 	}
-	var id string
-	switch v := r.ID.Raw().(type) {
-	case string:
-		id = "s:" + v
-	default:
-		id = fmt.Sprintf("n:%v", v)
-	}
-	meta[MetaRequestID], _ = json.Marshal(nonce + "/" + id)
+	meta[MetaRequestID], _ = json.Marshal(value)
 	var err error
-	if params["_meta"], err = json.Marshal(meta); err != nil {
-		return false
+	if p["_meta"], err = json.Marshal(meta); err != nil {
+		return nil, false
 	}
-	out, err := json.Marshal(params)
-	if err != nil {
-		return false
-	}
-	r.Params = out
-	return true
+	out, err := json.Marshal(p)
+	return out, err == nil
 }

@@ -2,9 +2,10 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
-	"syscall"
+	"slices"
 	"testing"
 	"time"
 
@@ -17,16 +18,6 @@ import (
 	"github.com/stipend-mcp/stipend/payment"
 )
 
-// cpuTime is the CPU time the process has used, user and system. On a
-// shared machine it is steadier than wall time.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // instantStipend answers every consume at once, in process: the gate's own
 // cost without Stipend's.
 type instantStipend struct{}
@@ -37,69 +28,82 @@ func (instantStipend) Consume(_ context.Context, r client.ConsumeRequest) (*clie
 	}}, nil
 }
 
-// BenchmarkToolCall measures one tools/call of the example's forecast tool
-// through the SDK client on in-memory transports: without the gate, with the
-// gate and an in-process Stipend stand-in, and with the gate charging a real
-// Stipend (REST service, memory store) over loopback HTTP. Each gated call
-// has its own idempotency key (derived from its request id), so every call
-// is a real charge.
-func BenchmarkToolCall(b *testing.B) {
-	args := map[string]any{"city": "Oslo"}
+// BenchmarkGateOverhead measures one tools/call of the example's forecast
+// tool through the SDK client on in-memory transports, in four setups:
+//
+//   - nogate: the same server without the gate;
+//   - free: the gated server, calling the free echo tool (no charge);
+//   - instant: the gate charging an in-process stand-in (the gate's own cost);
+//   - stipend: the gate charging the real REST service (memory store) over
+//     loopback HTTP, every call with its own key, so every call is a charge.
+//
+// Each iteration calls every setup once, in rotating order, so that load
+// from other processes on a shared machine falls on all of them alike. It
+// reports each setup's median and p90 latency and the medians' differences
+// from nogate. One op is one call of each setup.
+func BenchmarkGateOverhead(b *testing.B) {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	instant, err := mcpgate.New(mcpgate.Config{Stipend: instantStipend{}, Service: "weather", Prices: prices, Logger: quiet})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ts, keys := startStipend(b)
+	billing, err := client.New(ts.URL, keys.billing)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, _, err := billing.CreatePayment(b.Context(), "bench", client.PaymentRequest{
+		AgentID: agent, Amount: money.Money{Cents: money.MaxCents, Currency: "USD"}, Provider: payment.ProviderManual,
+		Grant: payment.Grant{Type: entitlement.TypeCredits, Scope: entitlement.Scope{Service: "weather"}},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := billing.SucceedPayment(b.Context(), p.ID); err != nil {
+		b.Fatal(err)
+	}
+	real, err := newGate(config{stipendURL: ts.URL, hostKey: keys.host, service: "weather"}, quiet)
+	if err != nil {
+		b.Fatal(err)
+	}
+
+	type setup struct {
+		name string
+		cs   *mcp.ClientSession
+		call *mcp.CallToolParams
+		lat  []time.Duration
+	}
 	meta := mcp.Meta{mcpgate.MetaAgentID: agent}
-	run := func(b *testing.B, cs *mcp.ClientSession, tool string) {
-		b.Helper()
-		args := args
-		if tool == "echo" {
-			args = map[string]any{"text": "hi"}
-		}
-		start := cpuTime()
-		for b.Loop() {
-			res, err := cs.CallTool(b.Context(), &mcp.CallToolParams{Name: tool, Arguments: args, Meta: meta})
+	forecast := &mcp.CallToolParams{Name: "forecast", Arguments: map[string]any{"city": "Oslo"}, Meta: meta}
+	setups := []*setup{
+		{name: "nogate", cs: connectServer(b, newServer(nil)), call: forecast},
+		{name: "free", cs: connectServer(b, newServer(instant)), call: &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}, Meta: meta}},
+		{name: "instant", cs: connectServer(b, newServer(instant)), call: forecast},
+		{name: "stipend", cs: connectServer(b, newServer(real)), call: forecast},
+	}
+	i := 0
+	for b.Loop() {
+		for j := range setups {
+			s := setups[(i+j)%len(setups)]
+			start := time.Now()
+			res, err := s.cs.CallTool(b.Context(), s.call)
+			s.lat = append(s.lat, time.Since(start))
 			if err != nil || res.IsError {
-				b.Fatalf("CallTool(%s): %v %v", tool, err, res)
+				b.Fatalf("%s: CallTool(%s): %v %v", s.name, s.call.Name, err, res)
 			}
 		}
-		b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op")
+		i++
 	}
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-
-	b.Run("NoGate", func(b *testing.B) {
-		run(b, connectServer(b, newServer(nil)), "forecast")
-	})
-	b.Run("GateFreeTool", func(b *testing.B) {
-		g, err := mcpgate.New(mcpgate.Config{Stipend: instantStipend{}, Service: "weather", Prices: prices, Logger: quiet})
-		if err != nil {
-			b.Fatal(err)
-		}
-		run(b, connectServer(b, newServer(g)), "echo")
-	})
-	b.Run("GateInstantStipend", func(b *testing.B) {
-		g, err := mcpgate.New(mcpgate.Config{Stipend: instantStipend{}, Service: "weather", Prices: prices, Logger: quiet})
-		if err != nil {
-			b.Fatal(err)
-		}
-		run(b, connectServer(b, newServer(g)), "forecast")
-	})
-	b.Run("GateRealStipend", func(b *testing.B) {
-		ts, keys := startStipend(b)
-		billing, err := client.New(ts.URL, keys.billing)
-		if err != nil {
-			b.Fatal(err)
-		}
-		p, _, err := billing.CreatePayment(b.Context(), "bench", client.PaymentRequest{
-			AgentID: agent, Amount: money.Money{Cents: money.MaxCents, Currency: "USD"}, Provider: payment.ProviderManual,
-			Grant: payment.Grant{Type: entitlement.TypeCredits, Scope: entitlement.Scope{Service: "weather"}},
-		})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := billing.SucceedPayment(b.Context(), p.ID); err != nil {
-			b.Fatal(err)
-		}
-		g, err := newGate(config{stipendURL: ts.URL, hostKey: keys.host, service: "weather"}, quiet)
-		if err != nil {
-			b.Fatal(err)
-		}
-		run(b, connectServer(b, newServer(g)), "forecast")
-	})
+	median := map[string]time.Duration{}
+	for _, s := range setups {
+		slices.Sort(s.lat)
+		median[s.name] = s.lat[len(s.lat)/2]
+		b.ReportMetric(us(median[s.name]), s.name+"-p50-us")
+		b.ReportMetric(us(s.lat[len(s.lat)*9/10]), s.name+"-p90-us")
+	}
+	for _, name := range []string{"free", "instant", "stipend"} {
+		b.ReportMetric(us(median[name]-median["nogate"]), fmt.Sprintf("%s-overhead-p50-us", name))
+	}
 }
+
+func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
