@@ -55,23 +55,37 @@ func runBench(ctx context.Context, c config, host string, out io.Writer) error {
 		results = append(results, r)
 		return nil
 	}
-	if err := add(scenario(ctx, client, c, "baseline: 1 caller, 1 at a time", "naive", 1, 1, c.baseline, naivePath)); err != nil {
-		return err
+	type run struct {
+		name, path           string
+		callers, ents, calls int
+		mk                   pathFunc
 	}
-	if err := add(scenario(ctx, client, c, "baseline: 1 caller, 1 at a time", "stipend", 1, 1, c.baseline, stipendPath)); err != nil {
-		return err
+	var runs []run
+	for _, p := range []struct {
+		path string
+		mk   pathFunc
+	}{{"naive", naivePath}, {"stipend", stipendPath}} {
+		if p.path == "naive" && !c.naive {
+			continue
+		}
+		runs = append(runs, run{"baseline: 1 caller, 1 at a time", p.path, 1, 1, c.baseline, p.mk})
 	}
 	for _, ents := range []int{1, c.entitlements} {
 		name := fmt.Sprintf("%d callers, %d entitlement(s)", c.callers, ents)
-		if err := add(scenario(ctx, client, c, name, "naive", c.callers, ents, c.calls, naivePath)); err != nil {
-			return err
+		if c.naive {
+			runs = append(runs, run{name, "naive", c.callers, ents, c.calls, naivePath})
 		}
-		if err := add(scenario(ctx, client, c, name, "stipend", c.callers, ents, c.calls, stipendPath)); err != nil {
+		runs = append(runs, run{name, "stipend", c.callers, ents, c.calls, stipendPath})
+	}
+	for _, r := range runs {
+		if err := add(scenario(ctx, client, c, r.name, r.path, r.callers, r.ents, r.calls, r.mk)); err != nil {
 			return err
 		}
 	}
-	if err := add(multiProcess(ctx, client, c)); err != nil {
-		return err
+	if c.procs > 0 {
+		if err := add(multiProcess(ctx, client, c)); err != nil {
+			return err
+		}
 	}
 	printTable(out, results)
 	printRatios(out, results)
@@ -271,10 +285,17 @@ func printRatios(out io.Writer, rs []result) {
 	}
 	fmt.Fprintln(out, "\nthroughput against the single-caller baselines of this run (naive / stipend):")
 	for _, r := range rs {
-		if r.callers == 1 || base["naive"] == 0 || base["stipend"] == 0 {
+		if r.callers == 1 {
 			continue
 		}
 		t := float64(r.ok) / r.wall.Seconds()
-		fmt.Fprintf(out, "  %-42s %-8s %6.1fx / %6.1fx\n", r.name, r.path, t/base["naive"], t/base["stipend"])
+		fmt.Fprintf(out, "  %-42s %-8s %s / %s\n", r.name, r.path, ratio(t, base["naive"]), ratio(t, base["stipend"]))
 	}
+}
+
+func ratio(t, base float64) string {
+	if base == 0 {
+		return "     -"
+	}
+	return fmt.Sprintf("%5.1fx", t/base)
 }

@@ -36,6 +36,7 @@ type config struct {
 	procCallers  int
 	procCalls    int
 	deadline     time.Duration
+	naive        bool
 	child        childConfig
 }
 
@@ -46,9 +47,10 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs.IntVar(&c.callers, "callers", 64, "concurrent callers")
 	fs.IntVar(&c.entitlements, "entitlements", 64, "entitlements in the spread scenario")
 	fs.IntVar(&c.baseline, "baseline-calls", 200, "consumes of the single-caller baseline")
-	fs.IntVar(&c.procs, "procs", 4, "server processes sharing one entitlement")
 	fs.IntVar(&c.procCallers, "proc-callers", 32, "concurrent callers per server process")
 	fs.IntVar(&c.procCalls, "proc-calls", 500, "consumes per server process")
+	fs.BoolVar(&c.naive, "naive", true, "run the naive scenarios too (false: only Stipend's path, for quick reruns)")
+	fs.IntVar(&c.procs, "procs", 4, "server processes sharing one entitlement (0: skip that scenario)")
 	fs.DurationVar(&c.deadline, "deadline", 60*time.Second, "time limit of each scenario; calls not started by then count as not run")
 	fs.BoolVar(&c.child.enabled, "child", false, "internal: run as one server process of the multi-process scenario")
 	fs.StringVar(&c.child.prefix, "child-prefix", "", "internal")

@@ -3,6 +3,7 @@ package firestore
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -153,9 +154,20 @@ func (s *Store) drain(entitlementID string) {
 // it fails, every call in it fails with Unavailable (corrupt data stays
 // Internal): nothing of the batch was written, so nobody was charged.
 func (s *Store) consumeBatch(entitlementID string, calls []*call) {
-	// The batch outlives any one caller, so it runs on its own bounded context.
+	// The batch serves all its callers, so it runs on its own context,
+	// bounded by the retry budget and cancelled once every caller has left.
 	ctx, cancel := context.WithTimeout(context.Background(), s.retryBudget)
 	defer cancel()
+	var waiting atomic.Int64
+	waiting.Store(int64(len(calls)))
+	for _, c := range calls {
+		stop := context.AfterFunc(c.ctx, func() {
+			if waiting.Add(-1) == 0 {
+				cancel()
+			}
+		})
+		defer stop()
+	}
 	var results []store.ConsumeResult
 	err := s.run(ctx, "consume", func(ctx context.Context, tx *firestore.Transaction) error {
 		var err error

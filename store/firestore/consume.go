@@ -32,13 +32,13 @@ func (s *Store) consumptionRef(agentID, key string) *firestore.DocumentRef {
 
 // FindConsumption implements store.Charger.
 func (s *Store) FindConsumption(ctx context.Context, agentID, key string) (entitlement.Consumption, error) {
-	snap, err := s.consumptionRef(agentID, key).Get(ctx)
+	snap, err := s.get(ctx, s.consumptionRef(agentID, key))
 	if err != nil {
-		if isNotFound(err) {
-			// The key stays out of the message: it may be sensitive.
-			return entitlement.Consumption{}, store.Errorf(store.CodeNotFound, "consumption")
-		}
 		return entitlement.Consumption{}, translate(err, "find consumption")
+	}
+	if !snap.Exists() {
+		// The key stays out of the message: it may be sensitive.
+		return entitlement.Consumption{}, store.Errorf(store.CodeNotFound, "consumption")
 	}
 	return consumptionFrom(snap)
 }

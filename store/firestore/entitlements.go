@@ -115,12 +115,12 @@ func normalized(e entitlement.Entitlement, now time.Time) entitlement.Entitlemen
 
 // GetEntitlement implements store.EntitlementStore.
 func (s *Store) GetEntitlement(ctx context.Context, id string) (entitlement.Entitlement, error) {
-	snap, err := s.entitlementRef(id).Get(ctx)
+	snap, err := s.get(ctx, s.entitlementRef(id))
 	if err != nil {
-		if isNotFound(err) {
-			return entitlement.Entitlement{}, store.Errorf(store.CodeNotFound, "entitlement %q", id)
-		}
 		return entitlement.Entitlement{}, translate(err, "get entitlement")
+	}
+	if !snap.Exists() {
+		return entitlement.Entitlement{}, store.Errorf(store.CodeNotFound, "entitlement %q", id)
 	}
 	e, err := entitlementFrom(snap)
 	if err != nil {

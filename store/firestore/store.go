@@ -48,6 +48,8 @@ type Store struct {
 	prefix string
 	now    func() time.Time
 
+	// reads shares point reads of the consume path (reads.go).
+	reads reader
 	// lanes queues concurrent consumes per entitlement (coalesce.go).
 	lanes lanes
 	// maxBatch bounds the calls one consume transaction applies.

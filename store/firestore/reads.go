@@ -1,0 +1,94 @@
+package firestore
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"cloud.google.com/go/firestore"
+)
+
+// The consume path makes two point reads per call before its transaction
+// (the consumption key and the entitlement, in store.Consume). Under load,
+// those reads, not the transactions, are most of the requests. So point
+// reads on that path share requests: a read issued while another batch of
+// reads is in flight waits for it to return and then goes out in the next
+// GetAll with every read that queued meanwhile. A lone read is one request,
+// as before; no timer delays anything. Every read still starts after its
+// caller asked, so it sees every write committed before the call.
+
+// maxReadBatch bounds the documents of one GetAll.
+const maxReadBatch = 300
+
+type readReq struct {
+	ref  *firestore.DocumentRef
+	done chan readResult // buffered
+}
+
+type readResult struct {
+	snap *firestore.DocumentSnapshot
+	err  error
+}
+
+// reader queues point reads; running means a drainer goroutine owns the queue.
+type reader struct {
+	mu      sync.Mutex
+	q       []*readReq
+	running bool
+}
+
+// get reads one document through the shared queue. A missing document is
+// a snapshot whose Exists() is false, not an error.
+func (s *Store) get(ctx context.Context, ref *firestore.DocumentRef) (*firestore.DocumentSnapshot, error) {
+	r := &readReq{ref: ref, done: make(chan readResult, 1)}
+	s.reads.mu.Lock()
+	s.reads.q = append(s.reads.q, r)
+	start := !s.reads.running
+	s.reads.running = true
+	s.reads.mu.Unlock()
+	if start {
+		go s.drainReads()
+	}
+	select {
+	case res := <-r.done:
+		return res.snap, res.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (s *Store) drainReads() {
+	for {
+		s.reads.mu.Lock()
+		n := min(len(s.reads.q), maxReadBatch)
+		if n == 0 {
+			s.reads.running = false
+			s.reads.mu.Unlock()
+			return
+		}
+		batch := s.reads.q[:n:n]
+		s.reads.q = s.reads.q[n:]
+		if len(s.reads.q) == 0 {
+			s.reads.q = nil
+		}
+		s.reads.mu.Unlock()
+
+		refs := make([]*firestore.DocumentRef, len(batch))
+		for i, r := range batch {
+			refs[i] = r.ref
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
+		snaps, err := s.client.GetAll(ctx, refs)
+		cancel()
+		for i, r := range batch {
+			if err != nil {
+				r.done <- readResult{err: err}
+				continue
+			}
+			r.done <- readResult{snap: snaps[i]}
+		}
+	}
+}
+
+// readTimeout bounds one shared GetAll; callers' own deadlines still apply.
+const readTimeout = 30 * time.Second
