@@ -210,3 +210,18 @@ func TestRouteMiddleware(t *testing.T) {
 	e.must(http.StatusTeapot, req{Method: "POST", Path: "/v1/payments/x/refund", Key: e.keys.Billing})
 	e.must(http.StatusNotFound, req{Method: "POST", Path: "/v1/payments/x/succeed", Key: e.keys.Billing})
 }
+
+// unavailableStore cannot reach its backend for consumes.
+type unavailableStore struct{ store.EntitlementStore }
+
+func (unavailableStore) CheckAndConsume(context.Context, entitlement.ConsumeRequest) (store.ConsumeResult, error) {
+	return store.ConsumeResult{}, store.Errorf(store.CodeUnavailable, "deadline exceeded")
+}
+
+func TestConsume_StoreUnavailableIs503(t *testing.T) {
+	e := newEnv(t, func(c *api.Config) { c.Store = unavailableStore{c.Store} })
+	p := e.must(http.StatusServiceUnavailable, req{Method: "POST", Path: "/v1/consume", Key: e.keys.Host, Body: consumeBody(agentA, "k", 1)}).problem(t)
+	if p.Type != api.ProblemTypeBase+"unavailable" || !strings.Contains(p.Detail, "same idempotency key") {
+		t.Errorf("problem = %+v, want unavailable saying a retry with the same key is safe", p)
+	}
+}
