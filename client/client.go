@@ -72,7 +72,7 @@ func New(baseURL, apiKey string, opts ...Option) (*Client, error) {
 	c := &Client{
 		base:       strings.TrimSuffix(u.String(), "/"),
 		key:        apiKey,
-		http:       http.DefaultClient,
+		http:       defaultHTTPClient(),
 		attempts:   DefaultAttempts,
 		minBackoff: DefaultMinBackoff,
 		maxBackoff: DefaultMaxBackoff,
@@ -82,6 +82,17 @@ func New(baseURL, apiKey string, opts ...Option) (*Client, error) {
 		o(c)
 	}
 	return c, nil
+}
+
+// MaxIdleConnsPerHost is how many idle connections to Stipend the default
+// HTTP client keeps. An MCP host charges tool calls in parallel; Go's default
+// of 2 would open and close a connection for most of them.
+const MaxIdleConnsPerHost = 64
+
+func defaultHTTPClient() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = MaxIdleConnsPerHost
+	return &http.Client{Transport: t}
 }
 
 // call is one API request.

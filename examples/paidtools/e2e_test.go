@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -279,5 +280,55 @@ func TestPaidTools_StreamableHTTP(t *testing.T) {
 	}
 	if res := call(t, cs, "forecast", "", oslo); !res.IsError {
 		t.Errorf("third call with no credits: isError = false, want a refusal")
+	}
+}
+
+// TestPaidTools_ConcurrentCallsNeverOverspend runs 20 concurrent paid calls
+// against credits for exactly 10: 10 are charged and run, 10 are refused,
+// and the balance ends at zero.
+func TestPaidTools_ConcurrentCallsNeverOverspend(t *testing.T) {
+	ts, keys := startStipend(t)
+	billing, err := client.New(ts.URL, keys.billing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	funded := pay(t, billing, "pay-concurrent", 50)
+	cs := connectExample(t, ts.URL, keys.host)
+
+	const calls = 20
+	results := make(chan *mcp.CallToolResult, calls)
+	errs := make(chan error, calls)
+	for i := range calls {
+		go func() {
+			res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "forecast",
+				Arguments: map[string]any{"city": "Oslo"}, Meta: mcp.Meta{mcpgate.MetaAgentID: agent,
+					mcpgate.MetaIdempotencyKey: fmt.Sprintf("concurrent-%d", i)}})
+			results <- res
+			errs <- err
+		}()
+	}
+	var ok, refused int
+	for range calls {
+		if err := <-errs; err != nil {
+			t.Fatalf("CallTool: %v", err)
+		}
+		res := <-results
+		if !res.IsError {
+			ok++
+			continue
+		}
+		var refusal mcpgate.Refusal
+		remarshal(t, res.StructuredContent, &refusal)
+		if refusal.Error != mcpgate.RefusalPaymentRequired {
+			t.Errorf("unexpected refusal %+v", refusal)
+		}
+		refused++
+	}
+	if ok != 10 || refused != 10 {
+		t.Errorf("%d calls charged and %d refused, want 10 and 10", ok, refused)
+	}
+	e, err := billing.GetEntitlement(t.Context(), funded.Entitlements[0].ID)
+	if err != nil || e.Credits.Balance.Cents != 0 {
+		t.Errorf("balance = %v, %v; want 0", e.Credits.Balance, err)
 	}
 }
