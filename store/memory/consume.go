@@ -63,11 +63,9 @@ func (s *Store) ConsumeOne(_ context.Context, req *entitlement.ConsumeRequest, e
 	if stored == nil || stored.AgentID != req.AgentID {
 		return deniedBy(entitlementID, entitlement.ReasonNotFound), nil
 	}
-	// Consume works on a copy; the stored entitlement's maps and slices are
-	// never changed in place, so the shallow copy is safe.
-	e := *stored
-	c, reason := e.Consume(s.clock(), req, id)
-	*stored = e // on a denial, only a lazy quota reset changed
+	// Consume changes the stored entitlement in place, under the mutex: only
+	// its balance or quota, and on a denial at most a lazy quota reset.
+	c, reason := stored.Consume(s.clock(), req, id)
 	if reason != "" {
 		return deniedBy(entitlementID, reason), nil
 	}
