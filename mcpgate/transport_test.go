@@ -150,3 +150,72 @@ func TestHandler_RetriedPostKeepsItsKey(t *testing.T) {
 		t.Errorf("tool ran %d times, want 3 (a replayed charge still runs the tool)", got)
 	}
 }
+
+func TestHandler_Stamping(t *testing.T) {
+	var got []byte
+	sink := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, _ = io.ReadAll(r.Body)
+		if r.ContentLength != int64(len(got)) {
+			t.Errorf("ContentLength = %d, body has %d bytes", r.ContentLength, len(got))
+		}
+	})
+	h := mcpgate.Handler(sink)
+	post := func(body string) []byte {
+		t.Helper()
+		r := httptest.NewRequest(http.MethodPost, "/mcp", bytes.NewBufferString(body))
+		r.Header.Set("Mcp-Session-Id", "sess")
+		h.ServeHTTP(httptest.NewRecorder(), r)
+		return got
+	}
+	requestID := func(msg json.RawMessage) any {
+		var m struct {
+			Params struct {
+				Meta map[string]any `json:"_meta"`
+			} `json:"params"`
+		}
+		if err := json.Unmarshal(msg, &m); err != nil {
+			t.Fatalf("decoding %s: %v", msg, err)
+		}
+		return m.Params.Meta[mcpgate.MetaRequestID]
+	}
+
+	t.Run("OtherMethodsPassUnchanged", func(t *testing.T) {
+		for _, body := range []string{
+			`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`,
+			`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+			`not json`,
+		} {
+			if out := post(body); string(out) != body {
+				t.Errorf("posted %s, the server got %s; want it unchanged", body, out)
+			}
+		}
+	})
+	t.Run("ClientValueIsReplaced", func(t *testing.T) {
+		out := post(`{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"t","_meta":{"io.stipend/request-id":"forged","x":1}}}`)
+		if got, want := requestID(out), "http:sess/s:a"; got != want {
+			t.Errorf("request id = %v, want %q", got, want)
+		}
+		var m struct {
+			Params struct {
+				Meta map[string]any `json:"_meta"`
+			} `json:"params"`
+		}
+		json.Unmarshal(out, &m)
+		if m.Params.Meta["x"] != float64(1) {
+			t.Errorf("other _meta members lost: %v", m.Params.Meta)
+		}
+	})
+	t.Run("Batch", func(t *testing.T) {
+		out := post(`[{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"t"}},{"jsonrpc":"2.0","method":"notifications/initialized"}]`)
+		var batch []json.RawMessage
+		if err := json.Unmarshal(out, &batch); err != nil || len(batch) != 2 {
+			t.Fatalf("batch became %s", out)
+		}
+		if got, want := requestID(batch[0]), "http:sess/n:3"; got != want {
+			t.Errorf("request id in the batch = %v, want %q", got, want)
+		}
+		if got := requestID(batch[1]); got != nil {
+			t.Errorf("the notification got a request id %v", got)
+		}
+	})
+}
