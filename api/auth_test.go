@@ -1,13 +1,19 @@
 package api_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"slices"
 	"testing"
+	"time"
+
+	stripewebhook "github.com/stripe/stripe-go/v82/webhook"
 
 	"github.com/stipend-mcp/stipend/apikey"
+	"github.com/stipend-mcp/stipend/event"
 	"github.com/stipend-mcp/stipend/payment"
+	"github.com/stipend-mcp/stipend/store"
 )
 
 // readerAccess says how a route treats reader keys.
@@ -60,12 +66,26 @@ func routeTable(f fixtures) []route {
 		{method: "POST", path: "/v1/payments/" + f.pendingID + "/fail", roles: billing, ok: []int{200}},
 		{method: "POST", path: "/v1/payments/" + f.refundableID + "/refund", roles: billing, ok: []int{200}},
 		{method: "GET", path: "/v1/receipts/" + f.receiptID, roles: billing, reader: readerByOwner, ok: []int{200}},
+		{method: "POST", path: "/v1/webhook-endpoints", body: map[string]any{"url": "https://hooks.example/x"}, ok: []int{201}},
+		{method: "GET", path: "/v1/webhook-endpoints?limit=5", ok: []int{200}},
+		{method: "GET", path: "/v1/webhook-endpoints/" + f.endpointID, ok: []int{200}},
+		{method: "POST", path: "/v1/webhook-endpoints/" + f.endpointID + "/disable", ok: []int{200}},
+		{method: "GET", path: "/v1/deliveries?status=dead", ok: []int{200}},
+		{method: "GET", path: "/v1/deliveries/" + f.deliveryID, ok: []int{200}},
+		{method: "POST", path: "/v1/deliveries/" + f.deliveryID + "/retry", ok: []int{200}},
+		// Stripe events authenticate by signature, whatever the API key: a
+		// bad signature is a 400 for everyone.
+		{method: "POST", path: "/v1/webhooks/stripe", body: f.stripeEvent, header: map[string]string{"Stripe-Signature": "t=1,v1=00"},
+			reader: public, ok: []int{400}},
 	}
 }
 
 // fixtures are documents of agentA the route table refers to.
 type fixtures struct {
 	entitlementID, revokableID, paymentID, pendingID, refundableID, receiptID string
+	endpointID, deliveryID                                                    string
+	// stripeEvent, signed by stripeSignature, succeeds a pending Stripe payment.
+	stripeEvent, stripeSignature string
 }
 
 func setupFixtures(e *env) fixtures {
@@ -86,7 +106,41 @@ func setupFixtures(e *env) fixtures {
 	f.pendingID = pay("fx-2")
 	f.refundableID = pay("fx-3")
 	e.must(200, req{Method: "POST", Path: "/v1/payments/" + f.refundableID + "/succeed", Key: e.keys.Billing})
+
+	var ep struct{ ID string }
+	e.must(201, req{Method: "POST", Path: "/v1/webhook-endpoints", Key: e.keys.Admin,
+		Body: map[string]any{"url": "https://hooks.example/fixture"}}).decode(e.t, &ep)
+	f.endpointID = ep.ID
+	f.deliveryID = deadDelivery(e, "d-fixture")
+
+	b := paymentBody(agentA, 70)
+	b["provider"], b["providerIntentId"] = "stripe", "pi_fixture"
+	e.must(201, req{Method: "POST", Path: "/v1/payments", Key: e.keys.Billing, Body: b, Header: map[string]string{"Idempotency-Key": "fx-stripe"}})
+	f.stripeEvent = `{"id":"evt_fixture","object":"event","type":"payment_intent.succeeded","data":{"object":{"id":"pi_fixture"}}}`
+	f.stripeSignature = stripewebhook.GenerateTestSignedPayload(&stripewebhook.UnsignedPayload{
+		Payload: []byte(f.stripeEvent), Secret: testStripeSecret}).Header
 	return f
+}
+
+// deadDelivery stores a delivery that failed for good, which may be retried.
+func deadDelivery(e *env, id string) string {
+	e.t.Helper()
+	ds := e.store.(store.DeliveryStore)
+	ctx := context.Background()
+	if _, _, err := ds.EnqueueDelivery(ctx, store.Delivery{ID: id, Key: id, EndpointID: "ep", EventID: "ev-" + id,
+		EventType: event.PaymentSucceeded, Payload: []byte(`{}`)}); err != nil {
+		e.t.Fatalf("EnqueueDelivery: %v", err)
+	}
+	claimed, err := ds.ClaimDueDeliveries(ctx, e.clock.Now(), 10, time.Minute, "test")
+	if err != nil {
+		e.t.Fatalf("ClaimDueDeliveries: %v", err)
+	}
+	for _, d := range claimed {
+		if _, err := ds.FinishDelivery(ctx, d.ID, d.ClaimToken, store.AttemptResult{Status: store.DeliveryDead}); err != nil {
+			e.t.Fatalf("FinishDelivery: %v", err)
+		}
+	}
+	return id
 }
 
 // TestAuthorizationMatrix: every route × {no key, bad key, each role, a

@@ -21,21 +21,63 @@ import (
 	"github.com/stipend-mcp/stipend/store"
 )
 
+var (
+	specOnce   sync.Once
+	specDoc    *openapi3.T
+	specRouter routers.Router
+	specErr    error
+)
+
+// loadOpenAPI loads and validates openapi.json once for the whole test binary.
 func loadOpenAPI(tb testing.TB) (*openapi3.T, routers.Router) {
 	tb.Helper()
-	loader := openapi3.NewLoader()
-	doc, err := loader.LoadFromData(api.OpenAPI)
+	specOnce.Do(func() {
+		specDoc, specErr = openapi3.NewLoader().LoadFromData(api.OpenAPI)
+		if specErr == nil {
+			specErr = specDoc.Validate(context.Background())
+		}
+		if specErr == nil {
+			specRouter, specErr = legacy.NewRouter(specDoc)
+		}
+	})
+	if specErr != nil {
+		tb.Fatalf("openapi.json: %v", specErr)
+	}
+	return specDoc, specRouter
+}
+
+// checkSpec checks one real answer against openapi.json: its route must be
+// documented, and its status, content type and body must match. A request
+// the server accepted must also be one the document allows. seen, if not
+// nil, records "operationId status".
+func checkSpec(tb testing.TB, req *http.Request, res *http.Response, body []byte, seen *sync.Map) {
+	tb.Helper()
+	_, router := loadOpenAPI(tb)
+	route, params, err := router.FindRoute(req)
 	if err != nil {
-		tb.Fatalf("loading openapi.json: %v", err)
+		if res.StatusCode == http.StatusNotFound || res.StatusCode == http.StatusMethodNotAllowed ||
+			req.Method == http.MethodOptions {
+			return // not a route (or a CORS preflight): nothing to check
+		}
+		tb.Errorf("%s %s: route not in openapi.json: %v", req.Method, req.URL.Path, err)
+		return
 	}
-	if err := doc.Validate(context.Background()); err != nil {
-		tb.Fatalf("openapi.json is not a valid OpenAPI document: %v", err)
+	in := &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route,
+		Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}}
+	out := &openapi3filter.ResponseValidationInput{RequestValidationInput: in, Status: res.StatusCode,
+		Header: res.Header, Body: io.NopCloser(bytes.NewReader(body)),
+		Options: &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true}}
+	if err := openapi3filter.ValidateResponse(context.Background(), out); err != nil {
+		tb.Errorf("%s %s: response %d does not match openapi.json: %v\nbody: %s", req.Method, req.URL.Path, res.StatusCode, err, body)
 	}
-	router, err := legacy.NewRouter(doc)
-	if err != nil {
-		tb.Fatal(err)
+	if res.StatusCode < 300 {
+		if err := openapi3filter.ValidateRequest(context.Background(), in); err != nil {
+			tb.Errorf("%s %s: accepted request does not match openapi.json: %v", req.Method, req.URL.Path, err)
+		}
 	}
-	return doc, router
+	if seen != nil {
+		seen.Store(fmt.Sprintf("%s %d", route.Operation.OperationID, res.StatusCode), true)
+	}
 }
 
 // downStore is a store whose probe fails, for /readyz.
@@ -50,42 +92,10 @@ func (downStore) Ping(context.Context) error {
 // body) against openapi.json. It also checks that every route is
 // documented and every documented operation was exercised.
 func TestOpenAPI_Responses(t *testing.T) {
-	doc, router := loadOpenAPI(t)
-	var mu sync.Mutex
-	seen := map[string]bool{} // "operationId status"
-	check := func(tb testing.TB) func(*http.Request, *http.Response, []byte) {
-		return func(req *http.Request, res *http.Response, body []byte) {
-			tb.Helper()
-			route, params, err := router.FindRoute(req)
-			if err != nil {
-				if res.StatusCode == http.StatusNotFound || res.StatusCode == http.StatusMethodNotAllowed {
-					return // not a route: nothing to check
-				}
-				tb.Errorf("%s %s: route not in openapi.json: %v", req.Method, req.URL.Path, err)
-				return
-			}
-			in := &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route,
-				Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}}
-			out := &openapi3filter.ResponseValidationInput{RequestValidationInput: in, Status: res.StatusCode,
-				Header: res.Header, Body: io.NopCloser(bytes.NewReader(body)),
-				Options: &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true}}
-			if err := openapi3filter.ValidateResponse(context.Background(), out); err != nil {
-				tb.Errorf("%s %s: response %d does not match openapi.json: %v\nbody: %s", req.Method, req.URL.Path, res.StatusCode, err, body)
-			}
-			if res.StatusCode < 300 {
-				// A request the server accepted must be one the document allows.
-				if err := openapi3filter.ValidateRequest(context.Background(), in); err != nil {
-					tb.Errorf("%s %s: accepted request does not match openapi.json: %v", req.Method, req.URL.Path, err)
-				}
-			}
-			mu.Lock()
-			seen[fmt.Sprintf("%s %d", route.Operation.OperationID, res.StatusCode)] = true
-			mu.Unlock()
-		}
-	}
-
+	doc, _ := loadOpenAPI(t)
+	seen := &sync.Map{}
 	e := newEnv(t)
-	e.observe = check(t)
+	e.seen = seen
 	f := setupFixtures(e)
 	for _, k := range []string{"", "bad", e.keys.Host, e.keys.Billing, e.keys.Admin, e.keys.Reader, e.keys.OtherReader} {
 		for _, r := range routeTable(f) {
@@ -121,9 +131,15 @@ func TestOpenAPI_Responses(t *testing.T) {
 	e.must(409, req{Method: "POST", Path: "/v1/payments/" + f.pendingID + "/refund", Key: billing})
 	e.must(409, req{Method: "POST", Path: "/v1/payments/" + f.paymentID + "/fail", Key: billing})
 	e.must(404, req{Method: "GET", Path: "/v1/receipts/nope", Key: billing})
+	e.must(400, req{Method: "POST", Path: "/v1/webhook-endpoints", Key: admin, Body: `{"url":"ftp://x"}`})
+	e.must(404, req{Method: "GET", Path: "/v1/webhook-endpoints/nope", Key: admin})
+	e.must(400, req{Method: "GET", Path: "/v1/deliveries?status=lost", Key: admin})
+	e.must(404, req{Method: "GET", Path: "/v1/deliveries/nope", Key: admin})
+	e.must(409, req{Method: "POST", Path: "/v1/deliveries/" + f.deliveryID + "/retry", Key: admin})
+	e.must(200, req{Method: "POST", Path: "/v1/webhooks/stripe", Body: f.stripeEvent, Header: map[string]string{"Stripe-Signature": f.stripeSignature}})
 
 	down := newEnv(t, func(c *api.Config) { c.Store = downStore{c.Store} })
-	down.observe = check(t)
+	down.seen = seen
 	down.must(503, req{Method: "GET", Path: "/readyz"})
 
 	// Every route the server has is documented.
@@ -141,20 +157,20 @@ func TestOpenAPI_Responses(t *testing.T) {
 	for path, item := range doc.Paths.Map() {
 		for method, op := range item.Operations() {
 			okSeen := false
-			for s := range seen {
-				if strings.HasPrefix(s, op.OperationID+" 2") {
-					okSeen = true
-				}
-			}
+			seen.Range(func(k, _ any) bool {
+				okSeen = okSeen || strings.HasPrefix(k.(string), op.OperationID+" 2")
+				return !okSeen
+			})
 			if !okSeen {
 				t.Errorf("%s %s (%s) was never answered with a 2xx in this test", method, path, op.OperationID)
 			}
 		}
 	}
 	var all []string
-	for s := range seen {
-		all = append(all, s)
-	}
+	seen.Range(func(k, _ any) bool {
+		all = append(all, k.(string))
+		return true
+	})
 	sort.Strings(all)
 	t.Logf("checked %d operation/status pairs: %s", len(all), strings.Join(all, ", "))
 }
