@@ -21,11 +21,19 @@ var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 // integers belong), then validator tags. Every failure is a 4xx *Error
 // naming the field.
 func (s *Server) decode(c echo.Context, dst any) error {
+	return s.decodeBody(c, dst, false)
+}
+
+// decodeOptional is decode for routes whose body may be absent: an empty
+// body (whatever its Content-Type) leaves dst as it is.
+func (s *Server) decodeOptional(c echo.Context, dst any) error {
+	return s.decodeBody(c, dst, true)
+}
+
+func (s *Server) decodeBody(c echo.Context, dst any, optional bool) error {
 	req := c.Request()
-	if !isJSON(req.Header.Get(echo.HeaderContentType)) {
-		return &Error{Status: http.StatusUnsupportedMediaType, Kind: KindUnsupportedMediaType,
-			Detail: "the body must be application/json",
-			Errors: []FieldError{{Field: "Content-Type", Detail: "must be application/json"}}}
+	if optional && req.ContentLength == 0 {
+		return s.check(dst)
 	}
 	buf := bufPool.Get().(*bytes.Buffer)
 	defer func() {
@@ -46,20 +54,18 @@ func (s *Server) decode(c echo.Context, dst any) error {
 	if n > s.bodyLimit {
 		return tooLarge(s.bodyLimit)
 	}
+	if optional && n == 0 {
+		return s.check(dst)
+	}
+	if !isJSON(req.Header.Get(echo.HeaderContentType)) {
+		return &Error{Status: http.StatusUnsupportedMediaType, Kind: KindUnsupportedMediaType,
+			Detail: "the body must be application/json",
+			Errors: []FieldError{{Field: "Content-Type", Detail: "must be application/json"}}}
+	}
 	if err := DecodeJSON(buf.Bytes(), dst); err != nil {
 		return err
 	}
 	return s.check(dst)
-}
-
-// decodeOptional is decode for routes whose body may be absent: an empty
-// body leaves dst as it is.
-func (s *Server) decodeOptional(c echo.Context, dst any) error {
-	req := c.Request()
-	if req.ContentLength == 0 && req.Header.Get(echo.HeaderContentType) == "" {
-		return s.check(dst)
-	}
-	return s.decode(c, dst)
 }
 
 func tooLarge(limit int64) *Error {

@@ -163,3 +163,21 @@ func TestPayments(t *testing.T) {
 		e.must(http.StatusNotFound, req{Method: "POST", Path: "/v1/payments/nope/succeed", Key: e.keys.Billing})
 	})
 }
+
+// TestOptionalBodies: routes whose body is optional take none, an empty one
+// with a JSON Content-Type, or an empty object; anything else is decoded strictly.
+func TestOptionalBodies(t *testing.T) {
+	e := newEnv(t)
+	var p payment.Payment
+	e.createPayment("opt", paymentBody(agentA, 5)).decode(t, &p)
+	path := "/v1/payments/" + p.ID + "/succeed"
+	e.must(http.StatusOK, req{Method: "POST", Path: path, Key: e.keys.Billing})
+	e.must(http.StatusOK, req{Method: "POST", Path: path, Key: e.keys.Billing, Body: ""})
+	e.must(http.StatusOK, req{Method: "POST", Path: path, Key: e.keys.Billing, Body: "{}"})
+	res := e.must(http.StatusBadRequest, req{Method: "POST", Path: path, Key: e.keys.Billing, Body: `{"x":1}`})
+	if f := res.problem(t).Errors[0].Field; f != "x" {
+		t.Errorf("unknown member: field %q, want x", f)
+	}
+	e.must(http.StatusUnsupportedMediaType, req{Method: "POST", Path: path, Key: e.keys.Billing, Body: "x",
+		Header: map[string]string{"Content-Type": "text/plain"}})
+}
