@@ -6,6 +6,8 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"slices"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -67,24 +69,48 @@ var Queries = []Query{
 	qEndpoints, qDeliveries, qDueDeliveries, qStaleClaims,
 }
 
-// filter is one equality filter of a query run.
+// filter is one filter of a query run: an equality ("==", "in") on one of
+// the query's Equal or Optional fields, or a range ("<", "<=", ">", ">=") on
+// its Order field.
 type filter struct {
 	field string
-	op    string // "==" or "in"
+	op    string
 	value any
 }
 
-// build returns q on s's collection with filters (which must be among q's
-// Equal and Optional fields) and q's order.
+// build returns q on s's collection with filters and q's order. A filter
+// outside q's declared shape, or a missing Equal field, is a programming
+// error: it panics, so the first test that runs the query fails instead of
+// production meeting a query without its index.
 func (s *Store) build(q Query, filters ...filter) firestore.Query {
 	query := s.col(q.Collection).Query
+	seen := map[string]bool{}
 	for _, f := range filters {
+		if !declared(q, f) {
+			panic(fmt.Sprintf("firestore: query %s: filter %s %s is not declared in Queries", q.Name, f.field, f.op))
+		}
+		seen[f.field] = true
 		query = query.Where(f.field, f.op, f.value)
+	}
+	for _, field := range q.Equal {
+		if !seen[field] {
+			panic(fmt.Sprintf("firestore: query %s: missing filter on %s", q.Name, field))
+		}
 	}
 	if q.Order != "" {
 		query = query.OrderBy(q.Order, firestore.Asc).OrderBy(firestore.DocumentID, firestore.Asc)
 	}
 	return query
+}
+
+func declared(q Query, f filter) bool {
+	switch f.op {
+	case "==", "in":
+		return slices.Contains(q.Equal, f.field) || slices.Contains(q.Optional, f.field)
+	case "<", "<=", ">", ">=":
+		return q.Order != "" && f.field == q.Order
+	}
+	return false
 }
 
 // cursor is the decoded form of a page cursor: the last item's order value
