@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/stipend-mcp/stipend/api"
 	"github.com/stipend-mcp/stipend/apikey"
@@ -127,6 +128,9 @@ func run(conns, rounds int, round, warmup time.Duration, only string) error {
 		fmt.Printf("\nthroughput ratio stipend / bare: %.1f%% (wall clock)\n", 100*rps[1]/rps[0])
 		fmt.Printf("CPU-bound throughput ratio (bare CPU per request / stipend CPU per request): %.1f%%\n", 100*cpu[0]/cpu[1])
 	}
+	if rps[1] > 0 {
+		fmt.Printf("stipend server-side latency (its own histogram, warm-up included): p50 %s, p99 %s\n", serverQuantile(0.5), serverQuantile(0.99))
+	}
 	return nil
 }
 
@@ -186,10 +190,47 @@ func drive(client *http.Client, url, key string, conns int, d time.Duration, key
 	res.cpu += cpuTime() - cpu0
 }
 
+// registry is the stipend server's metrics registry.
+var registry *prometheus.Registry
+
+// serverQuantile reads quantile q of POST /v1/consume 200 answers from the
+// service's own latency histogram (time inside the handler chain, without
+// the network and the client): the upper bound of the bucket holding it.
+func serverQuantile(q float64) string {
+	mfs, err := registry.Gather()
+	if err != nil {
+		return "?"
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "stipend_http_request_duration_seconds" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["route"] != "/v1/consume" || labels["status"] != "200" {
+				continue
+			}
+			h := m.GetHistogram()
+			want := q * float64(h.GetSampleCount())
+			for _, b := range h.GetBucket() {
+				if float64(b.GetCumulativeCount()) >= want {
+					return fmt.Sprintf("≤ %g ms", b.GetUpperBound()*1000)
+				}
+			}
+			return "> 5 s"
+		}
+	}
+	return "?"
+}
+
 // startStipend serves the real API, with its JSON access log (to
 // io.Discard) and metrics, on a memory store holding one credits
 // entitlement big enough for the whole run.
 func startStipend() (url, hostKey string, stop func(), err error) {
+	registry = prometheus.NewRegistry()
 	raw, k, err := apikey.Generate("host", apikey.RoleHost, nil)
 	if err != nil {
 		return "", "", nil, err
@@ -214,7 +255,8 @@ func startStipend() (url, hostKey string, stop func(), err error) {
 	}
 	srv, err := api.New(api.Config{
 		Store: st, Keys: keys, Signer: signer,
-		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
+		Logger:   slog.New(slog.NewJSONHandler(io.Discard, nil)),
+		Registry: registry,
 	})
 	if err != nil {
 		return "", "", nil, err
