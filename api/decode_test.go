@@ -189,3 +189,15 @@ func FuzzDecodeJSON(f *testing.F) {
 		}
 	})
 }
+
+func TestQuotaLimitTag(t *testing.T) {
+	e := newEnv(t)
+	body := func(limit int64) map[string]any {
+		return map[string]any{"type": "quota", "scope": map[string]any{"service": "s"}, "limit": limit, "period": "day"}
+	}
+	e.must(http.StatusCreated, req{Method: "POST", Path: "/v1/accounts/a/entitlements", Key: e.keys.Admin, Body: body(api.MaxQuotaLimit)})
+	p := e.must(http.StatusBadRequest, req{Method: "POST", Path: "/v1/accounts/a/entitlements", Key: e.keys.Admin, Body: body(api.MaxQuotaLimit + 1)}).problem(t)
+	if p.Errors[0].Field != "limit" {
+		t.Errorf("errors = %+v, want limit", p.Errors)
+	}
+}

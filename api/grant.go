@@ -7,7 +7,8 @@ import (
 	"github.com/stipend-mcp/stipend/payment"
 )
 
-// MaxQuotaLimit bounds a quota's calls per period.
+// MaxQuotaLimit bounds a quota's calls per period (2^40; the validate tags
+// below spell it out because tags cannot name constants).
 const MaxQuotaLimit = 1 << 40
 
 // scopeBody is an entitlement scope in a request.

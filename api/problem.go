@@ -92,6 +92,7 @@ type Error struct {
 	Err     error
 }
 
+// Error describes the problem for logs.
 func (e *Error) Error() string {
 	if e.Err != nil {
 		return fmt.Sprintf("%d %s: %s: %v", e.Status, e.Kind, e.Detail, e.Err)
@@ -99,6 +100,7 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("%d %s: %s", e.Status, e.Kind, e.Detail)
 }
 
+// Unwrap returns the cause that is logged, not shown.
 func (e *Error) Unwrap() error { return e.Err }
 
 // Invalid answers 400 naming field.

@@ -223,6 +223,6 @@ func (s *Server) handleError(err error, c echo.Context) {
 	}
 }
 
-// storeCtx bounds nothing itself; it exists so every store call passes the
-// request context (cancelled when the client goes away).
+// storeCtx is the context of a handler's store calls: the request's, which
+// ends when the client goes away or the server shuts down.
 func storeCtx(c echo.Context) context.Context { return c.Request().Context() }
