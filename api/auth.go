@@ -36,7 +36,7 @@ func (s *Server) auth(roles ...apikey.Role) echo.MiddlewareFunc {
 				return &Error{Status: http.StatusForbidden, Kind: KindForbidden,
 					Detail: "this key may not read that agent"}
 			}
-			return next(c)
+			return s.afterAuth(c, next)
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/go-playground/validator/v10"
@@ -63,10 +64,12 @@ type Config struct {
 	BodyLimit int64
 	// ReadyTimeout bounds the store probe of /readyz; 0 means 2 s.
 	ReadyTimeout time.Duration
-	// RouteMiddleware, if set, is asked once per route (method and path
-	// template, e.g. "POST", "/v1/payments/:id/refund") for middleware to
-	// run after the route's authentication and before its handler. The
-	// request idempotency ledger hooks in here.
+	// RouteMiddleware, if set, is asked once per authenticated route
+	// (method and path template, e.g. "POST", "/v1/payments/:id/refund"),
+	// on the route's first authenticated request, for middleware to run
+	// after authentication and before the handler. It applies to every
+	// route that uses Server.auth, whichever file registers it. The request
+	// idempotency ledger hooks in here.
 	RouteMiddleware func(method, path string) []echo.MiddlewareFunc
 	// Webhooks, if set, adds the webhook endpoint, delivery and Stripe routes (webhooks.go).
 	Webhooks *WebhookConfig
@@ -90,6 +93,7 @@ type Server struct {
 	cors      []string
 	dev       bool
 	routeMW   func(method, path string) []echo.MiddlewareFunc
+	chains    sync.Map // "METHOD path" → echo.HandlerFunc: next wrapped in routeMW's middleware
 }
 
 // New builds the server and its routes.
@@ -158,19 +162,14 @@ func (s *Server) routes() {
 	s.registerReceipts(v1)
 }
 
-// group registers routes under a path prefix, adding Config.RouteMiddleware
-// after each route's own middleware.
+// group registers routes under a path prefix.
 type group struct {
 	s      *Server
 	prefix string
 }
 
 func (g group) add(method, path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) {
-	full := g.prefix + path
-	if g.s.routeMW != nil {
-		m = append(m, g.s.routeMW(method, full)...)
-	}
-	g.s.echo.Add(method, full, h, m...)
+	g.s.echo.Add(method, g.prefix+path, h, m...)
 }
 
 // GET registers a GET route.
@@ -186,6 +185,26 @@ func (g group) POST(path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) {
 // PUT registers a PUT route.
 func (g group) PUT(path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) {
 	g.add(http.MethodPut, path, h, m...)
+}
+
+// afterAuth runs next behind the Config.RouteMiddleware of the request's
+// route. For one route, next is always the same handler, so the wrapped
+// chain is built once and kept.
+func (s *Server) afterAuth(c echo.Context, next echo.HandlerFunc) error {
+	if s.routeMW == nil {
+		return next(c)
+	}
+	key := c.Request().Method + " " + c.Path()
+	if h, ok := s.chains.Load(key); ok {
+		return h.(echo.HandlerFunc)(c)
+	}
+	h := next
+	mws := s.routeMW(c.Request().Method, c.Path())
+	for i := len(mws) - 1; i >= 0; i-- {
+		h = mws[i](h)
+	}
+	actual, _ := s.chains.LoadOrStore(key, h)
+	return actual.(echo.HandlerFunc)(c)
 }
 
 // Handler returns the HTTP handler of every route.
