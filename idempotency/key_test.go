@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gowebpki/jcs"
+
 	"github.com/stipend-mcp/stipend/idempotency"
 )
 
@@ -76,4 +78,26 @@ func TestParseReference(t *testing.T) {
 			t.Errorf("ParseReference(%q): no error, want one", bad)
 		}
 	}
+}
+
+// FuzzFingerprint checks that a JSON body and its RFC 8785 canonical form
+// have one fingerprint, and that HashKey never yields an invalid ID.
+func FuzzFingerprint(f *testing.F) {
+	for _, s := range []string{`{"b":1,"a":[true,null]}`, `{ "x" : "\u00e9" }`, `not json`, ``, `1e3`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		if !idempotency.ValidID(idempotency.HashKey("ns", "r", body)) {
+			t.Fatalf("HashKey(%q) is not a valid id", body)
+		}
+		canonical, err := jcs.Transform([]byte(body))
+		if err != nil {
+			return
+		}
+		a := idempotency.Fingerprint("POST", "/x", []byte(body), "p")
+		b := idempotency.Fingerprint("POST", "/x", canonical, "p")
+		if a != b {
+			t.Errorf("Fingerprint(%q) != Fingerprint of its canonical form %q", body, canonical)
+		}
+	})
 }
