@@ -4,8 +4,10 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"runtime/debug"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -156,6 +158,23 @@ func statusLabel(code int) string {
 		return l
 	}
 	return strconv.Itoa(code)
+}
+
+// recoverPanic turns a panic in a handler into a 500 problem (logged with
+// its stack by the error handler) instead of a dropped connection.
+func recoverPanic(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				if r == http.ErrAbortHandler {
+					panic(r)
+				}
+				err = &Error{Status: http.StatusInternalServerError, Kind: KindInternal, Detail: "internal error",
+					Err: fmt.Errorf("panic: %v\n%s", r, debug.Stack())}
+			}
+		}()
+		return next(c)
+	}
 }
 
 // corsRoutes are the reader routes browsers may call.

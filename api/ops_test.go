@@ -229,3 +229,26 @@ func TestConsume_StoreUnavailableIs503(t *testing.T) {
 		t.Errorf("problem = %+v, want unavailable saying a retry with the same key is safe", p)
 	}
 }
+
+// panickyStore panics on account reads.
+type panickyStore struct{ store.EntitlementStore }
+
+func (panickyStore) GetAccount(context.Context, string) (entitlement.Account, error) {
+	panic("bug in the store")
+}
+
+func TestPanicIs500(t *testing.T) {
+	var logs syncBuffer
+	e := newEnv(t, func(c *api.Config) {
+		c.Store = panickyStore{c.Store}
+		c.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
+	})
+	p := e.must(http.StatusInternalServerError, req{Method: "GET", Path: "/v1/accounts/" + agentA, Key: e.keys.Admin}).problem(t)
+	if strings.Contains(p.Detail, "bug in the store") {
+		t.Errorf("the panic shows in the answer: %q", p.Detail)
+	}
+	if !strings.Contains(logs.String(), "bug in the store") {
+		t.Errorf("the panic was not logged:\n%s", logs.String())
+	}
+	e.must(http.StatusOK, req{Method: "GET", Path: "/healthz"})
+}

@@ -91,7 +91,6 @@ type Server struct {
 	ready     time.Duration
 	ids       *requestIDs
 	cors      []string
-	dev       bool
 	routeMW   func(method, path string) []echo.MiddlewareFunc
 	chains    sync.Map // "METHOD path" → echo.HandlerFunc: next wrapped in routeMW's middleware
 }
@@ -112,7 +111,7 @@ func New(cfg Config) (*Server, error) {
 		store: cfg.Store, keys: cfg.Keys, signer: cfg.Signer, issuer: cfg.Issuer,
 		log: cfg.Logger, registry: cfg.Registry, now: cfg.Now, bodyLimit: cfg.BodyLimit,
 		ready: cfg.ReadyTimeout, validate: newValidator(), ids: newRequestIDs(),
-		cors: cfg.CORSOrigins, dev: cfg.Development, routeMW: cfg.RouteMiddleware,
+		cors: cfg.CORSOrigins, routeMW: cfg.RouteMiddleware,
 	}
 	if s.issuer == "" {
 		s.issuer = "stipend"
@@ -142,7 +141,7 @@ func New(cfg Config) (*Server, error) {
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
 	e.Pre(s.requestID)
-	e.Use(s.observe)
+	e.Use(s.observe, recoverPanic)
 	if len(s.cors) > 0 {
 		e.Use(s.corsMiddleware())
 	}
