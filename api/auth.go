@@ -47,6 +47,17 @@ func keyOf(c echo.Context) (*apikey.Key, bool) {
 	return k, ok
 }
 
+// PrincipalOf returns the ID of the API key that authenticated the request,
+// or "" when none did. Config.RouteMiddleware runs after authentication, so
+// it may use this as the verified caller (for example in an idempotency
+// fingerprint).
+func PrincipalOf(c echo.Context) string {
+	if k, ok := keyOf(c); ok {
+		return k.ID
+	}
+	return ""
+}
+
 // ownedBy answers 404 (as if absent) when a reader key asks for a document
 // of an agent it does not list, so readers learn nothing about other agents.
 func ownedBy(c echo.Context, agentID, what string) error {

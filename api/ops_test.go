@@ -195,7 +195,7 @@ func TestRouteMiddleware(t *testing.T) {
 			return []echo.MiddlewareFunc{func(next echo.HandlerFunc) echo.HandlerFunc {
 				return func(c echo.Context) error {
 					ran++
-					return c.JSON(http.StatusTeapot, map[string]string{"hooked": "yes"})
+					return c.JSON(http.StatusTeapot, map[string]string{"principal": api.PrincipalOf(c)})
 				}
 			}}
 		}
@@ -205,7 +205,11 @@ func TestRouteMiddleware(t *testing.T) {
 	if ran != 0 || len(asked) != 0 {
 		t.Errorf("route middleware ran (%d) or was asked (%v) before authentication", ran, asked)
 	}
-	e.must(http.StatusTeapot, req{Method: "POST", Path: "/v1/payments/x/refund", Key: e.keys.Billing})
+	var got struct{ Principal string }
+	e.must(http.StatusTeapot, req{Method: "POST", Path: "/v1/payments/x/refund", Key: e.keys.Billing}).decode(t, &got)
+	if got.Principal != "billing" {
+		t.Errorf("PrincipalOf in route middleware = %q, want the key ID billing", got.Principal)
+	}
 	e.must(http.StatusTeapot, req{Method: "POST", Path: "/v1/payments/y/refund", Key: e.keys.Admin})
 	e.must(http.StatusNotFound, req{Method: "POST", Path: "/v1/payments/x/succeed", Key: e.keys.Billing})
 	e.must(http.StatusOK, req{Method: "GET", Path: "/v1/webhook-endpoints", Key: e.keys.Admin})
