@@ -99,29 +99,28 @@ func printable(s string, max int) bool {
 // different fingerprint is a conflict. Length-prefixed fields make it
 // unambiguous.
 func (r *ConsumeRequest) Fingerprint() string {
-	h := sha256.New()
-	var n [8]byte
-	field := func(s string) {
-		binary.BigEndian.PutUint64(n[:], uint64(len(s)))
-		h.Write(n[:])
-		h.Write([]byte(s))
-	}
-	field(r.AgentID)
-	field(r.Service)
-	field(r.Tool)
-	field(r.EntitlementID)
-	units := r.Units
-	if units == 0 {
-		units = 1
-	}
-	field(strconv.FormatInt(units, 10))
+	// One stack buffer and one hash call: this runs on every consume.
+	var buf [512]byte
+	b := buf[:0]
+	b = appendField(b, r.AgentID)
+	b = appendField(b, r.Service)
+	b = appendField(b, r.Tool)
+	b = appendField(b, r.EntitlementID)
+	var num [20]byte
+	b = appendField(b, strconv.AppendInt(num[:0], units(r), 10))
 	if r.Cost != nil {
-		field(r.Cost.Currency)
-		field(strconv.FormatInt(r.Cost.Cents, 10))
+		b = appendField(b, r.Cost.Currency)
+		b = appendField(b, strconv.AppendInt(num[:0], r.Cost.Cents, 10))
 	} else {
-		field("-")
+		b = appendField(b, "-")
 	}
-	return hex.EncodeToString(h.Sum(nil))
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+func appendField[T string | []byte](b []byte, s T) []byte {
+	b = binary.BigEndian.AppendUint64(b, uint64(len(s)))
+	return append(b, s...)
 }
 
 // ConsumptionKey derives the storage key of an agent's consumption for an
@@ -129,13 +128,11 @@ func (r *ConsumeRequest) Fingerprint() string {
 // key never meet. The result is a hex SHA-256, valid as a Firestore document ID
 // whatever the key holds, and never reveals the key.
 func ConsumptionKey(agentID, idempotencyKey string) string {
-	h := sha256.New()
-	var n [8]byte
-	binary.BigEndian.PutUint64(n[:], uint64(len(agentID)))
-	h.Write(n[:])
-	h.Write([]byte(agentID))
-	h.Write([]byte(idempotencyKey))
-	return hex.EncodeToString(h.Sum(nil))
+	var buf [512]byte
+	b := appendField(buf[:0], agentID)
+	b = append(b, idempotencyKey...)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
 
 // Reason says why an entitlement could not pay for a call.

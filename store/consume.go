@@ -16,7 +16,9 @@ type Charger interface {
 	// entitlement.ConsumptionKey(agentID, key), or ErrNotFound.
 	FindConsumption(ctx context.Context, agentID, key string) (entitlement.Consumption, error)
 	// ActiveEntitlements returns every active entitlement of the agent, in
-	// any order, as stored (lazy resets not applied).
+	// any order, as stored (lazy resets not applied). The values may share
+	// scope tools, metadata and expiry times with stored state: callers must
+	// not modify those.
 	ActiveEntitlements(ctx context.Context, agentID string) ([]entitlement.Entitlement, error)
 	// ConsumeOne is the atomic step: inside one transaction it re-checks the
 	// consumption key (Replay/Conflict), reads the entitlement (a Denied with

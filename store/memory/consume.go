@@ -33,8 +33,10 @@ func (s *Store) FindConsumption(_ context.Context, agentID, key string) (entitle
 	return copyConsumption(c), nil
 }
 
-// ActiveEntitlements returns copies of the agent's active entitlements as
-// stored (lazy resets not applied).
+// ActiveEntitlements returns the agent's active entitlements as stored (lazy
+// resets not applied). They are shallow copies: this runs on every consume
+// without an entitlement ID, and the parts they share with stored state
+// (scope tools, metadata, expiry times) are never changed in place.
 func (s *Store) ActiveEntitlements(_ context.Context, agentID string) ([]entitlement.Entitlement, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -44,7 +46,7 @@ func (s *Store) ActiveEntitlements(_ context.Context, agentID string) ([]entitle
 	}
 	out := make([]entitlement.Entitlement, len(a.active))
 	for i, e := range a.active {
-		out[i] = copyEntitlement(e)
+		out[i] = *e
 	}
 	return out, nil
 }
