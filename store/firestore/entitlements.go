@@ -19,8 +19,8 @@ func (s *Store) entitlementRef(id string) *firestore.DocumentRef {
 
 // CreateEntitlement implements store.EntitlementStore.
 func (s *Store) CreateEntitlement(ctx context.Context, e entitlement.Entitlement) (entitlement.Entitlement, error) {
-	if err := validEntitlement(&e); err != nil {
-		return entitlement.Entitlement{}, err
+	if err := e.Validate(); err != nil {
+		return entitlement.Entitlement{}, store.Wrap(store.CodeInvalid, err, "entitlement")
 	}
 	ref := s.entitlementRef(e.ID)
 	var out entitlement.Entitlement
@@ -50,38 +50,6 @@ func (s *Store) CreateEntitlement(ctx context.Context, e entitlement.Entitlement
 		return entitlement.Entitlement{}, err
 	}
 	return out, nil
-}
-
-// validEntitlement checks what the store relies on.
-func validEntitlement(e *entitlement.Entitlement) error {
-	switch {
-	case e.ID == "":
-		return store.Errorf(store.CodeInvalid, "id: is required")
-	case e.AgentID == "":
-		return store.Errorf(store.CodeInvalid, "agentId: is required")
-	case !e.Type.Valid():
-		return store.Errorf(store.CodeInvalid, "type: unknown entitlement type %q", e.Type)
-	case e.Status != "" && !e.Status.Valid():
-		return store.Errorf(store.CodeInvalid, "status: unknown status %q", e.Status)
-	case e.Scope.Service == "":
-		return store.Errorf(store.CodeInvalid, "scope.service: is required")
-	case e.Type == entitlement.TypeQuota && (e.Quota.Limit < 0 || e.Quota.Remaining < 0 || !e.Quota.Period.Valid()):
-		return store.Errorf(store.CodeInvalid, "quota: needs a valid period and non-negative limit and remaining")
-	}
-	if e.Type == entitlement.TypeCredits {
-		if err := e.Credits.Balance.Validate(); err != nil {
-			return store.Wrap(store.CodeInvalid, err, "credits.balance")
-		}
-		if e.Credits.Balance.Cents < 0 {
-			return store.Errorf(store.CodeInvalid, "credits.balance.cents: must not be negative")
-		}
-		if !e.Credits.Granted.IsZero() {
-			if err := e.Credits.Granted.Validate(); err != nil {
-				return store.Wrap(store.CodeInvalid, err, "credits.granted")
-			}
-		}
-	}
-	return nil
 }
 
 // normalized returns e as the store keeps it: defaults filled, instants in

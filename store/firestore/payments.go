@@ -6,8 +6,6 @@ import (
 	"cloud.google.com/go/firestore"
 	"github.com/google/uuid"
 
-	"github.com/stipend-mcp/stipend/entitlement"
-
 	"github.com/stipend-mcp/stipend/payment"
 	"github.com/stipend-mcp/stipend/store"
 )
@@ -24,8 +22,8 @@ func (s *Store) paymentKeyRef(key string) *firestore.DocumentRef {
 // payments_idempotency/<key> is read first and created with the payment, so
 // concurrent calls with one key create one payment.
 func (s *Store) CreatePayment(ctx context.Context, p payment.Payment) (store.CreatePaymentResult, error) {
-	if err := validPayment(&p); err != nil {
-		return store.CreatePaymentResult{}, err
+	if err := p.Validate(); err != nil {
+		return store.CreatePaymentResult{}, store.Wrap(store.CodeInvalid, err, "payment")
 	}
 	keyRef := s.paymentKeyRef(p.IdempotencyKey)
 	var out store.CreatePaymentResult
@@ -84,26 +82,6 @@ func (s *Store) CreatePayment(ctx context.Context, p payment.Payment) (store.Cre
 		return nil
 	})
 	return out, err
-}
-
-func validPayment(p *payment.Payment) error {
-	switch {
-	case p.IdempotencyKey == "":
-		return store.Errorf(store.CodeInvalid, "idempotencyKey: is required")
-	case p.AgentID == "":
-		return store.Errorf(store.CodeInvalid, "agentId: is required")
-	case !p.Grant.Type.Valid():
-		return store.Errorf(store.CodeInvalid, "grant.type: unknown entitlement type %q", p.Grant.Type)
-	case p.Grant.Type == entitlement.TypeQuota && !p.Grant.Period.Valid():
-		return store.Errorf(store.CodeInvalid, "grant.period: %q is not a quota period", p.Grant.Period)
-	}
-	if err := p.Amount.Validate(); err != nil {
-		return store.Wrap(store.CodeInvalid, err, "amount")
-	}
-	if p.Amount.Cents < 0 {
-		return store.Errorf(store.CodeInvalid, "amount.cents: must not be negative")
-	}
-	return nil
 }
 
 // txPayment reads a payment inside tx.

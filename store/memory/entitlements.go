@@ -15,8 +15,8 @@ func entitlementPos(e *entitlement.Entitlement) position { return position{e.Cre
 // CreateEntitlement stores e, creates its account if absent and writes an
 // entitlement.granted event.
 func (s *Store) CreateEntitlement(_ context.Context, e entitlement.Entitlement) (entitlement.Entitlement, error) {
-	if err := validateEntitlement(&e); err != nil {
-		return entitlement.Entitlement{}, err
+	if err := e.Validate(); err != nil {
+		return entitlement.Entitlement{}, store.Wrap(store.CodeInvalid, err, "entitlement")
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -49,36 +49,6 @@ func (s *Store) putEntitlement(e *entitlement.Entitlement) {
 	if e.Status == entitlement.StatusActive {
 		a.active = append(a.active, e)
 	}
-}
-
-func validateEntitlement(e *entitlement.Entitlement) error {
-	switch {
-	case e.ID == "":
-		return store.Errorf(store.CodeInvalid, "id: is required")
-	case e.AgentID == "":
-		return store.Errorf(store.CodeInvalid, "agentId: is required")
-	case !e.Type.Valid():
-		return store.Errorf(store.CodeInvalid, "type: %q is not an entitlement type", e.Type)
-	case e.Status != "" && !e.Status.Valid():
-		return store.Errorf(store.CodeInvalid, "status: %q is not an entitlement status", e.Status)
-	case e.Scope.Service == "":
-		return store.Errorf(store.CodeInvalid, "scope.service: is required")
-	}
-	if e.Type == entitlement.TypeCredits {
-		if err := e.Credits.Balance.Validate(); err != nil {
-			return store.Wrap(store.CodeInvalid, err, "credits.balance")
-		}
-		if err := e.Credits.Granted.Validate(); err != nil {
-			return store.Wrap(store.CodeInvalid, err, "credits.granted")
-		}
-		if e.Credits.Balance.Cents < 0 {
-			return store.Errorf(store.CodeInvalid, "credits.balance.cents: must not be negative")
-		}
-	}
-	if e.Type == entitlement.TypeQuota && (e.Quota.Limit < 0 || e.Quota.Remaining < 0 || !e.Quota.Period.Valid()) {
-		return store.Errorf(store.CodeInvalid, "quota: needs a valid period and non-negative limit and remaining")
-	}
-	return nil
 }
 
 // normalizeTimes stores every instant of e in UTC.

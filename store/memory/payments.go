@@ -5,7 +5,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/stipend-mcp/stipend/entitlement"
 	"github.com/stipend-mcp/stipend/payment"
 	"github.com/stipend-mcp/stipend/store"
 )
@@ -13,8 +12,8 @@ import (
 // CreatePayment stores p as a new pending payment, unless its idempotency
 // key was used: then the earlier payment (same fingerprint) or a Conflict.
 func (s *Store) CreatePayment(_ context.Context, p payment.Payment) (store.CreatePaymentResult, error) {
-	if err := validatePayment(&p); err != nil {
-		return store.CreatePaymentResult{}, err
+	if err := p.Validate(); err != nil {
+		return store.CreatePaymentResult{}, store.Wrap(store.CodeInvalid, err, "payment")
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -49,23 +48,6 @@ func (s *Store) CreatePayment(_ context.Context, p payment.Payment) (store.Creat
 		s.byIntent[p.ProviderIntentID] = p.ID
 	}
 	return store.CreatePaymentResult{Payment: copyPayment(&stored), Created: true}, nil
-}
-
-func validatePayment(p *payment.Payment) error {
-	switch {
-	case p.IdempotencyKey == "":
-		return store.Errorf(store.CodeInvalid, "idempotencyKey: is required")
-	case p.AgentID == "":
-		return store.Errorf(store.CodeInvalid, "agentId: is required")
-	case !p.Grant.Type.Valid():
-		return store.Errorf(store.CodeInvalid, "grant.type: %q is not an entitlement type", p.Grant.Type)
-	case p.Grant.Type == entitlement.TypeQuota && !p.Grant.Period.Valid():
-		return store.Errorf(store.CodeInvalid, "grant.period: %q is not a quota period", p.Grant.Period)
-	}
-	if err := p.Amount.Validate(); err != nil {
-		return store.Wrap(store.CodeInvalid, err, "amount")
-	}
-	return nil
 }
 
 // GetPayment returns the payment, or ErrNotFound.
