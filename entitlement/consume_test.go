@@ -229,3 +229,31 @@ func TestSortCandidates(t *testing.T) {
 		t.Errorf("SortCandidates order (-want +got):\n%s", diff)
 	}
 }
+
+func TestCandidates(t *testing.T) {
+	t1 := now.Add(time.Hour)
+	es := []*entitlement.Entitlement{
+		{ID: "credits", Type: entitlement.TypeCredits, Scope: entitlement.Scope{Service: "search"}},
+		{ID: "other-service", Type: entitlement.TypeSubscription, Scope: entitlement.Scope{Service: "maps"}},
+		{ID: "other-tool", Type: entitlement.TypeQuota, Scope: entitlement.Scope{Service: "search", Tools: []string{"news"}}},
+		{ID: "quota-any", Type: entitlement.TypeQuota, Scope: entitlement.Scope{Service: "*"}, ExpiresAt: &t1},
+	}
+	got, denials := entitlement.Candidates(nil, es, "search", "web")
+	var ids []string
+	for _, e := range got {
+		ids = append(ids, e.ID)
+	}
+	if diff := cmp.Diff([]string{"quota-any", "credits"}, ids); diff != "" {
+		t.Errorf("Candidates order (-want +got):\n%s", diff)
+	}
+	wantDenials := []entitlement.Denial{
+		{EntitlementID: "other-service", Reason: entitlement.ReasonScopeMismatch},
+		{EntitlementID: "other-tool", Reason: entitlement.ReasonScopeMismatch},
+	}
+	if diff := cmp.Diff(wantDenials, denials); diff != "" {
+		t.Errorf("Candidates denials (-want +got):\n%s", diff)
+	}
+	if es[0].ID != "credits" || es[3].ID != "quota-any" {
+		t.Error("Candidates reordered its input")
+	}
+}

@@ -65,7 +65,7 @@ func Consume(ctx context.Context, c Charger, req entitlement.ConsumeRequest) (Co
 		}
 		denials = append(denials, res.Denials...)
 	}
-	return denied(denials), nil
+	return DeniedResult(denials), nil
 }
 
 // CheckOnly implements EntitlementStore.Check on top of c at now.
@@ -90,7 +90,7 @@ func CheckOnly(ctx context.Context, c Charger, req entitlement.ConsumeRequest, n
 		}
 		return ConsumeResult{Outcome: Allowed, Entitlement: &e}, nil
 	}
-	return denied(denials), nil
+	return DeniedResult(denials), nil
 }
 
 // candidates returns the agent's entitlements worth trying for req, in the
@@ -112,20 +112,21 @@ func candidates(ctx context.Context, c Charger, req *entitlement.ConsumeRequest)
 	if err != nil {
 		return nil, nil, err
 	}
-	out := all[:0]
-	var denials []entitlement.Denial
-	for _, e := range all {
-		if !e.Scope.Covers(req.Service, req.Tool) {
-			denials = append(denials, entitlement.Denial{EntitlementID: e.ID, Reason: entitlement.ReasonScopeMismatch})
-			continue
-		}
-		out = append(out, e)
+	ptrs := make([]*entitlement.Entitlement, len(all))
+	for i := range all {
+		ptrs[i] = &all[i]
 	}
-	entitlement.SortCandidates(out)
+	ordered, denials := entitlement.Candidates(ptrs[:0:0], ptrs, req.Service, req.Tool)
+	out := make([]entitlement.Entitlement, len(ordered))
+	for i, e := range ordered {
+		out[i] = *e
+	}
 	return out, denials, nil
 }
 
-func denied(d []entitlement.Denial) ConsumeResult {
+// DeniedResult is the Denied answer with every reason; an agent with no
+// entitlement at all gets one not_found denial.
+func DeniedResult(d []entitlement.Denial) ConsumeResult {
 	if len(d) == 0 {
 		d = []entitlement.Denial{{Reason: entitlement.ReasonNotFound}}
 	}

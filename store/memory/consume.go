@@ -11,9 +11,38 @@ import (
 
 func consumptionPos(c *entitlement.Consumption) position { return position{c.OccurredAt, c.ID} }
 
-// CheckAndConsume charges one tool call, exactly once per (agent, key).
-func (s *Store) CheckAndConsume(ctx context.Context, req entitlement.ConsumeRequest) (store.ConsumeResult, error) {
-	return store.Consume(ctx, s, req)
+// CheckAndConsume charges one tool call, exactly once per (agent, key). The
+// replay check, the candidate selection and the charge happen in one
+// critical section, so the whole call is atomic (stronger than the contract
+// asks) and touches the mutex once: this is the development hot path.
+func (s *Store) CheckAndConsume(_ context.Context, req entitlement.ConsumeRequest) (store.ConsumeResult, error) {
+	if err := req.Normalize(); err != nil {
+		return store.ConsumeResult{}, store.Wrap(store.CodeInvalid, err, "consume request")
+	}
+	key := consumptionKey{req.AgentID, req.IdempotencyKey}
+	id := s.ids.next()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if prior := s.consumptions[key]; prior != nil {
+		return store.ReplayOf(copyConsumption(prior), &req), nil
+	}
+	if req.EntitlementID != "" {
+		return s.consumeLocked(&req, key, s.entitlements[req.EntitlementID], req.EntitlementID, id), nil
+	}
+	var active []*entitlement.Entitlement
+	if a := s.agents[req.AgentID]; a != nil {
+		active = a.active
+	}
+	var buf [8]*entitlement.Entitlement
+	candidates, denials := entitlement.Candidates(buf[:0], active, req.Service, req.Tool)
+	for _, e := range candidates {
+		res := s.consumeLocked(&req, key, e, e.ID, id)
+		if res.Outcome != store.Denied {
+			return res, nil
+		}
+		denials = append(denials, res.Denials...)
+	}
+	return store.DeniedResult(denials), nil
 }
 
 // Check answers what CheckAndConsume would do now, without writing.
@@ -51,8 +80,8 @@ func (s *Store) ActiveEntitlements(_ context.Context, agentID string) ([]entitle
 	return out, nil
 }
 
-// ConsumeOne is the atomic step of CheckAndConsume: under the mutex it
-// re-checks the key, then charges the one entitlement.
+// ConsumeOne is the atomic step of store.Consume (Charger): under the mutex
+// it re-checks the key, then charges the one entitlement.
 func (s *Store) ConsumeOne(_ context.Context, req *entitlement.ConsumeRequest, entitlementID string) (store.ConsumeResult, error) {
 	key := consumptionKey{req.AgentID, req.IdempotencyKey}
 	id := s.ids.next()
@@ -61,22 +90,28 @@ func (s *Store) ConsumeOne(_ context.Context, req *entitlement.ConsumeRequest, e
 	if prior := s.consumptions[key]; prior != nil {
 		return store.ReplayOf(copyConsumption(prior), req), nil
 	}
-	stored := s.entitlements[entitlementID]
+	return s.consumeLocked(req, key, s.entitlements[entitlementID], entitlementID, id), nil
+}
+
+// consumeLocked charges req to the stored entitlement (nil if absent) and
+// records the consumption under key with id. The caller holds s.mu and has
+// checked that key is unused.
+func (s *Store) consumeLocked(req *entitlement.ConsumeRequest, key consumptionKey, stored *entitlement.Entitlement, entitlementID, id string) store.ConsumeResult {
 	if stored == nil || stored.AgentID != req.AgentID {
-		return deniedBy(entitlementID, entitlement.ReasonNotFound), nil
+		return deniedBy(entitlementID, entitlement.ReasonNotFound)
 	}
 	// Consume changes the stored entitlement in place, under the mutex: only
 	// its balance or quota, and on a denial at most a lazy quota reset.
 	c, reason := stored.Consume(s.clock(), req, id)
 	if reason != "" {
-		return deniedBy(entitlementID, reason), nil
+		return deniedBy(entitlementID, reason)
 	}
 	stc := &c
 	s.consumptions[key] = stc
 	a := s.agents[req.AgentID]
 	a.consumptions = insertSorted(a.consumptions, stc, consumptionPos)
 	out := &consumed{copyConsumption(stc), copyEntitlement(stored)}
-	return store.ConsumeResult{Outcome: store.Consumed, Consumption: &out.c, Entitlement: &out.e}, nil
+	return store.ConsumeResult{Outcome: store.Consumed, Consumption: &out.c, Entitlement: &out.e}
 }
 
 // consumed holds the copies a Consumed result points to, in one allocation.
