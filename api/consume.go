@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -43,22 +44,16 @@ type consumeAnswer struct {
 }
 
 func (s *Server) consume(c echo.Context) error {
-	var b consumeBody
-	if err := s.decode(c, &b); err != nil {
-		return err
-	}
-	req := b.request()
-	if err := req.Normalize(); err != nil {
-		return fieldErrorOf(err)
-	}
-	res, err := s.store.CheckAndConsume(storeCtx(c), req)
-	if err != nil {
-		return err
-	}
-	return s.answerConsume(c, "consume", res)
+	return s.consumeWith(c, "consume", s.store.CheckAndConsume)
 }
 
 func (s *Server) checkConsume(c echo.Context) error {
+	return s.consumeWith(c, "check", s.store.Check)
+}
+
+// consumeWith decodes and validates a consume body, runs op (the charge or
+// the dry run) and answers.
+func (s *Server) consumeWith(c echo.Context, route string, op func(context.Context, entitlement.ConsumeRequest) (store.ConsumeResult, error)) error {
 	var b consumeBody
 	if err := s.decode(c, &b); err != nil {
 		return err
@@ -67,11 +62,11 @@ func (s *Server) checkConsume(c echo.Context) error {
 	if err := req.Normalize(); err != nil {
 		return fieldErrorOf(err)
 	}
-	res, err := s.store.Check(storeCtx(c), req)
+	res, err := op(storeCtx(c), req)
 	if err != nil {
 		return err
 	}
-	return s.answerConsume(c, "check", res)
+	return s.answerConsume(c, route, res)
 }
 
 // answerConsume maps a consume or check result to its HTTP answer: 200
