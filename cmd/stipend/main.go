@@ -4,6 +4,7 @@
 //	stipend keys api --role ROLE       make an API key and its key file entry
 //	stipend keys signing --out FILE    make a receipt signing key file
 //	stipend receipt verify FILE --jwks FILE|URL
+//	stipend ledger inspect|resolve REF  reconcile the idempotency ledger
 //	stipend version
 //
 // Run `stipend help` for every flag and its STIPEND_* environment variable.
@@ -52,6 +53,8 @@ func RunCommand(ctx context.Context, args []string, env map[string]string, stdou
 		}
 		fmt.Fprintln(stderr, "stipend receipt: want `stipend receipt verify RECEIPT --jwks FILE|URL`")
 		return 2
+	case "ledger":
+		return ledgerCmd(ctx, rest, env, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "stipend", version())
 		return 0
@@ -99,6 +102,8 @@ func printUsage(w io.Writer) {
   stipend keys signing --out FILE             make a receipt signing key file
   stipend receipt verify RECEIPT --jwks FILE|URL
                                               verify a receipt offline
+  stipend ledger collection|inspect REF|resolve REF ...
+                                              reconcile the idempotency ledger (stipend ledger for help)
   stipend version                             print the version
   stipend help                                print this help
 

@@ -107,6 +107,9 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("api: %w", err)
 	}
+	if err := m.useLedger(ctx, srv); err != nil {
+		return err
+	}
 	m.HTTPServer.Handler = srv.Handler()
 	m.HTTPServer.ErrorLog = slog.NewLogLogger(m.Logger.Handler(), slog.LevelWarn)
 

@@ -1,0 +1,79 @@
+package api
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/stipend-mcp/stipend/idempotency"
+)
+
+// LedgerRoutes are the routes that require an Idempotency-Key and go
+// through the idempotency ledger: the writes that are not idempotent by their
+// own contract (docs/idempotency.md says why the others are not here). Each
+// is "METHOD path template", as echo routes it.
+var LedgerRoutes = []string{
+	"POST /v1/accounts/:agentId/entitlements",
+	"POST /v1/payments/:id/refund",
+	"POST /v1/webhook-endpoints",
+	"POST /v1/deliveries/:id/retry",
+}
+
+// UseLedger puts ledger in front of LedgerRoutes and adds its probe to
+// /readyz. Call it once, after New and before the server handles a request.
+//
+// The ledger middleware joins Config.RouteMiddleware (after any the config
+// gave), so it runs after authentication and the role check: a request
+// without a valid key, or with a key of the wrong role, is refused (401, 403)
+// without touching the ledger. Unset fields of opts get the server's
+// Logger, its request body limit, and PrincipalOf (the API key's ID) as the
+// verified caller in the request fingerprint; opts.Development is the
+// caller's to set.
+func (s *Server) UseLedger(ledger idempotency.Ledger, opts idempotency.Options) {
+	if opts.Logger == nil {
+		opts.Logger = s.log
+	}
+	if opts.MaxBodyBytes == 0 {
+		opts.MaxBodyBytes = s.bodyLimit
+	}
+	if opts.Principal == nil {
+		opts.Principal = PrincipalOf
+	}
+	requires := make(map[string]bool, len(LedgerRoutes))
+	for _, r := range LedgerRoutes {
+		requires[r] = true
+	}
+	guard := idempotency.Middleware(ledger, opts)
+	prev := s.routeMW
+	s.routeMW = func(method, path string) []echo.MiddlewareFunc {
+		var mws []echo.MiddlewareFunc
+		if prev != nil {
+			mws = prev(method, path)
+		}
+		if requires[method+" "+path] {
+			mws = append(mws, guard)
+		}
+		return mws
+	}
+	s.echo.Use(func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			if c.Request().Method == http.MethodGet && c.Path() == "/readyz" {
+				return s.probeLedger(c, ledger, next)
+			}
+			return next(c)
+		}
+	})
+}
+
+// probeLedger fails /readyz closed when the ledger's bounded, non-mutating
+// probe fails, and otherwise lets the store probe answer.
+func (s *Server) probeLedger(c echo.Context, ledger idempotency.Ledger, next echo.HandlerFunc) error {
+	ctx, cancel := context.WithTimeout(c.Request().Context(), s.ready)
+	defer cancel()
+	if err := ledger.Probe(ctx); err != nil {
+		return &Error{Status: http.StatusServiceUnavailable, Kind: KindUnavailable,
+			Detail: "the idempotency ledger did not answer the readiness probe", Err: err}
+	}
+	return next(c)
+}

@@ -1,0 +1,79 @@
+package api_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+
+	"github.com/stipend-mcp/stipend/idempotency"
+	"github.com/stipend-mcp/stipend/idempotency/memledger"
+)
+
+// ledgerEnv is a server whose key-requiring routes use a memory ledger.
+func ledgerEnv(t *testing.T, ledger idempotency.Ledger) *env {
+	t.Helper()
+	e := newEnv(t)
+	e.srv.UseLedger(ledger, idempotency.Options{Namespace: "api-test", Development: true})
+	return e
+}
+
+func grantBody(cents int) map[string]any {
+	return map[string]any{"type": "credits", "scope": map[string]any{"service": "search"},
+		"balance": map[string]any{"cents": cents, "currency": "USD"}}
+}
+
+func TestUseLedger_GrantNeedsKeyAndReplays(t *testing.T) {
+	e := ledgerEnv(t, memledger.New("c"))
+	path := "/v1/accounts/" + agentA + "/entitlements"
+	p := e.must(http.StatusBadRequest, req{Method: "POST", Path: path, Key: e.keys.Admin, Body: grantBody(5)}).problem(t)
+	if p.Type != idempotency.ProblemTypeBase+idempotency.ProblemKeyMissing {
+		t.Errorf("grant without a key: type %q, want %s", p.Type, idempotency.ProblemKeyMissing)
+	}
+	hdr := map[string]string{idempotency.HeaderKey: "g-1"}
+	first := e.must(http.StatusCreated, req{Method: "POST", Path: path, Key: e.keys.Admin, Body: grantBody(5), Header: hdr})
+	again := e.must(http.StatusCreated, req{Method: "POST", Path: path, Key: e.keys.Admin, Body: grantBody(5), Header: hdr})
+	if again.Header.Get(idempotency.HeaderReplayed) != "true" || string(again.Body) != string(first.Body) {
+		t.Errorf("retry: replayed %q, body %s; want the first answer replayed", again.Header.Get(idempotency.HeaderReplayed), again.Body)
+	}
+	e.must(http.StatusUnprocessableEntity, req{Method: "POST", Path: path, Key: e.keys.Admin, Body: grantBody(6), Header: hdr})
+}
+
+func TestUseLedger_OtherRoutesUntouched(t *testing.T) {
+	e := ledgerEnv(t, memledger.New("c"))
+	e.must(http.StatusOK, req{Method: "PUT", Path: "/v1/accounts/" + agentA, Key: e.keys.Billing, Body: map[string]any{}})
+	e.must(http.StatusOK, req{Method: "GET", Path: "/v1/accounts/" + agentA, Key: e.keys.Billing})
+}
+
+func TestUseLedger_RefusedCallersReserveNothing(t *testing.T) {
+	l := memledger.New("c")
+	e := ledgerEnv(t, l)
+	path := "/v1/accounts/" + agentA + "/entitlements"
+	hdr := map[string]string{idempotency.HeaderKey: "g-1"}
+	e.must(http.StatusUnauthorized, req{Method: "POST", Path: path, Body: grantBody(5), Header: hdr})
+	e.must(http.StatusUnauthorized, req{Method: "POST", Path: path, Key: "stp_admin_bogus", Body: grantBody(5), Header: hdr})
+	id := idempotency.HashKey("api-test", "POST /v1/accounts/:agentId/entitlements", "g-1")
+	if _, err := l.Get(context.Background(), id); err == nil {
+		t.Errorf("an unauthenticated request left a ledger row")
+	}
+	// A key of the wrong role is refused before the ledger, too.
+	e.must(http.StatusForbidden, req{Method: "POST", Path: path, Key: e.keys.Host, Body: grantBody(5), Header: hdr})
+	if _, err := l.Get(context.Background(), id); err == nil {
+		t.Errorf("a request refused with 403 left a ledger row")
+	}
+	e.must(http.StatusCreated, req{Method: "POST", Path: path, Key: e.keys.Admin, Body: grantBody(5), Header: hdr})
+}
+
+// unready is a ledger whose probe fails.
+type unready struct{ *memledger.Ledger }
+
+func (unready) Probe(context.Context) error { return errors.New("ledger down") }
+
+func TestUseLedger_ReadyzProbesLedger(t *testing.T) {
+	e := ledgerEnv(t, memledger.New("c"))
+	e.must(http.StatusOK, req{Method: "GET", Path: "/readyz"})
+	down := ledgerEnv(t, unready{memledger.New("c")})
+	down.must(http.StatusServiceUnavailable, req{Method: "GET", Path: "/readyz"})
+	// Reads do not need the ledger.
+	down.must(http.StatusOK, req{Method: "GET", Path: "/v1/accounts/" + agentA + "/entitlements", Key: down.keys.Admin})
+}
