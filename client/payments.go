@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 
+	"github.com/google/uuid"
+
 	"github.com/stipend-mcp/stipend/entitlement"
 	"github.com/stipend-mcp/stipend/money"
 	"github.com/stipend-mcp/stipend/payment"
@@ -69,7 +71,10 @@ func (c *Client) SucceedPayment(ctx context.Context, id string) (*Completion, er
 func (c *Client) RefundPayment(ctx context.Context, id string) (*Completion, error) {
 	var out Completion
 	path := "/v1/payments/" + seg(id) + "/refund"
-	if _, err := c.do(ctx, call{method: http.MethodPost, path: path, retry: true}, &out); err != nil {
+	// The served route requires an Idempotency-Key (docs/idempotency.md); one
+	// fresh key per call, reused by its retries.
+	key := "refund-" + uuid.NewString()
+	if _, err := c.do(ctx, call{method: http.MethodPost, path: path, idemKey: key, retry: true}, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil

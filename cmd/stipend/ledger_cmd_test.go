@@ -11,10 +11,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stipend-mcp/stipend/client"
 	main "github.com/stipend-mcp/stipend/cmd/stipend"
+	"github.com/stipend-mcp/stipend/entitlement"
 	"github.com/stipend-mcp/stipend/idempotency"
 	"github.com/stipend-mcp/stipend/idempotency/fsledger"
 	"github.com/stipend-mcp/stipend/internal/emulator"
+	"github.com/stipend-mcp/stipend/money"
+	"github.com/stipend-mcp/stipend/payment"
 	"github.com/stipend-mcp/stipend/store"
 )
 
@@ -144,4 +148,23 @@ func TestServe_LedgerRoutesRequireKey(t *testing.T) {
 		t.Errorf("entitlements = %d, want 1", n)
 	}
 	s.must(t, http.StatusOK, "GET", "/readyz", "", "")
+
+	// The Go client sends a key on the key-requiring routes it calls.
+	ctx := context.Background()
+	billing, err := client.New(m.URL(), m.DevKeys.Billing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _, err := billing.CreatePayment(ctx, "pay-1", client.PaymentRequest{AgentID: main.DevAgent,
+		Amount: money.Money{Cents: 300, Currency: "USD"}, Provider: payment.ProviderManual,
+		Grant: payment.Grant{Type: entitlement.TypeCredits, Scope: entitlement.Scope{Service: "search"}}})
+	if err != nil {
+		t.Fatalf("CreatePayment: %v", err)
+	}
+	if _, err := billing.SucceedPayment(ctx, p.ID); err != nil {
+		t.Fatalf("SucceedPayment: %v", err)
+	}
+	if _, err := billing.RefundPayment(ctx, p.ID); err != nil {
+		t.Errorf("client RefundPayment through the ledger: %v", err)
+	}
 }
