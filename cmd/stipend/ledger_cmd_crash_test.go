@@ -21,19 +21,15 @@ import (
 	"github.com/stipend-mcp/stipend/internal/emulator"
 )
 
-// crashBinary builds the real stipend binary once per test binary.
-var crashBinary = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "stipend-crash-")
-	if err != nil {
-		return "", err
+// buildStipend builds the real stipend binary into a test directory.
+func buildStipend(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "stipend")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	bin := filepath.Join(dir, "stipend")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		return "", errors.New("go build: " + err.Error() + "\n" + string(out))
-	}
-	return bin, nil
-})
+	return bin
+}
 
 // crashLog collects a child's stderr for failure messages.
 type crashLog struct {
@@ -198,10 +194,7 @@ func ledgerCLI(t *testing.T, bin, prefix string, args ...string) (int, string, s
 // retry replays, and the grant exists exactly once.
 func TestLedger_CrashAfterWriteBeforeCompletion(t *testing.T) {
 	emulator.Host(t)
-	bin, err := crashBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := buildStipend(t)
 	prefix := emulator.Prefix(t)
 	const agent, key = "crash-agent", "grant-key-7f3a"
 	grant := `{"type":"credits","scope":{"service":"search"},"balance":{"cents":500,"currency":"USD"}}`
