@@ -40,6 +40,7 @@ type Config struct {
 	CORSOrigins         []string
 	Issuer              string
 	ShutdownTimeout     time.Duration
+	LedgerRetention     time.Duration // how long completed Idempotency-Key results replay
 	LogLevel            slog.Level
 	DevKeysOut          string
 }
@@ -72,6 +73,7 @@ var settings = []setting{
 	{"cors-origins", "STIPEND_CORS_ORIGINS", "", "comma-separated origins allowed to call the reader routes from a browser", listVar(func(c *Config) *[]string { return &c.CORSOrigins })},
 	{"issuer", "STIPEND_ISSUER", "stipend", "issuer written into every receipt", stringVar(func(c *Config) *string { return &c.Issuer })},
 	{"shutdown-timeout", "STIPEND_SHUTDOWN_TIMEOUT", "8s", "how long SIGTERM waits for in-flight requests", durationVar(func(c *Config) *time.Duration { return &c.ShutdownTimeout })},
+	{"ledger-retention", "STIPEND_LEDGER_RETENTION", "24h", "how long a completed Idempotency-Key request is replayed; pair it with the ledger's Firestore TTL policy (docs/idempotency.md)", durationVar(func(c *Config) *time.Duration { return &c.LedgerRetention })},
 	{"log-level", "STIPEND_LOG_LEVEL", "info", "debug, info, warn or error", levelVar(func(c *Config) *slog.Level { return &c.LogLevel })},
 	{"dev-keys-out", "STIPEND_DEV_KEYS_OUT", "", "development only: write the generated API keys to this file (JSON, mode 0600)", stringVar(func(c *Config) *string { return &c.DevKeysOut })},
 }
@@ -134,6 +136,8 @@ func (c Config) Validate() error {
 		return errors.New("--firestore-database: is required (the default database is \"(default)\")")
 	case c.ShutdownTimeout <= 0:
 		return errors.New("--shutdown-timeout: must be positive")
+	case c.LedgerRetention <= 0:
+		return errors.New("--ledger-retention: must be positive")
 	case c.WebhookConcurrency < 0 || c.WebhookConcurrency > 256:
 		return errors.New("--webhook-concurrency: must be between 0 and 256")
 	case c.Issuer == "":

@@ -20,6 +20,7 @@ func defaults() main.Config {
 		FirestoreDatabase:  "(default)",
 		Issuer:             "stipend",
 		ShutdownTimeout:    8 * time.Second,
+		LedgerRetention:    24 * time.Hour,
 		LogLevel:           slog.LevelInfo,
 		WebhookConcurrency: 4,
 	}

@@ -32,8 +32,8 @@ func LedgerNamespace(collectionPrefix string) string {
 }
 
 // openLedger returns the ledger for the configured store: Firestore beside
-// the Firestore store (same project and database, its own client), memory
-// beside the memory store.
+// the Firestore store (same database and client), memory beside the memory
+// store.
 func (m *Main) openLedger(ctx context.Context) (idempotency.Ledger, error) {
 	c := m.Config
 	collection := idempotency.CollectionName(LedgerNamespace(c.CollectionPrefix))
@@ -41,11 +41,14 @@ func (m *Main) openLedger(ctx context.Context) (idempotency.Ledger, error) {
 		m.Logger.Warn("idempotency ledger in memory: development only, not durable, not horizontally safe")
 		return memledger.New(collection), nil
 	}
-	client, err := m.ledgerClient(ctx)
-	if err != nil {
-		return nil, err
+	client := m.firestore
+	if client == nil { // the store was not opened by Run
+		var err error
+		if client, err = m.ledgerClient(ctx); err != nil {
+			return nil, err
+		}
+		m.closers = append(m.closers, client.Close)
 	}
-	m.closers = append(m.closers, client.Close)
 	m.Logger.Info("idempotency ledger on firestore", "collection", collection, "database", c.FirestoreDatabase)
 	return fsledger.New(client, collection), nil
 }
@@ -73,6 +76,7 @@ func (m *Main) useLedger(ctx context.Context, srv *api.Server) error {
 	}
 	opts := idempotency.Options{
 		Namespace:   LedgerNamespace(m.Config.CollectionPrefix),
+		Retention:   m.Config.LedgerRetention,
 		Development: m.Config.Development(),
 		Logger:      m.Logger,
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cloud.google.com/go/firestore"
 	"context"
 	"errors"
 	"fmt"
@@ -40,9 +41,12 @@ type Main struct {
 	// DevKeys holds the raw development API keys when Run made them.
 	DevKeys *DevKeys
 
-	ln             net.Listener
-	closers        []func() error // released by Close, last first
-	serveErr       chan error     // receives the HTTP server's exit
+	ln      net.Listener
+	closers []func() error // released by Close, last first
+	// firestore is the store's client, shared with the ledger (nil on the
+	// memory store).
+	firestore      *firestore.Client
+	serveErr       chan error // receives the HTTP server's exit
 	stopDispatch   context.CancelFunc
 	dispatcherDone chan struct{}
 }

@@ -36,6 +36,7 @@ func (m *Main) openStore(ctx context.Context) (backend, error) {
 		return nil, fmt.Errorf("firestore client (project %q, database %q): %w", c.FirestoreProject, c.FirestoreDatabase, err)
 	}
 	m.closers = append(m.closers, client.Close)
+	m.firestore = client
 	st := fsstore.New(client, fsstore.WithCollectionPrefix(c.CollectionPrefix))
 	emulator := os.Getenv("FIRESTORE_EMULATOR_HOST")
 	m.Logger.Info("firestore store",
