@@ -33,23 +33,10 @@ func agentParam(c echo.Context) (string, error) {
 
 func pathParam(c echo.Context, name string) (string, error) {
 	v, err := url.PathUnescape(c.Param(name))
-	if err != nil || !printableSpaces(v, entitlement.MaxNameLen) {
+	if err != nil || !entitlement.ValidName(v) {
 		return "", Invalid(name, "must be 1–200 printable ASCII characters")
 	}
 	return v, nil
-}
-
-// printableSpaces is printableASCII that also allows spaces.
-func printableSpaces(s string, max int) bool {
-	if len(s) == 0 || len(s) > max {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < 0x20 || s[i] > 0x7e {
-			return false
-		}
-	}
-	return true
 }
 
 // accountBody is the body of PUT /v1/accounts/{agentId}.

@@ -50,17 +50,17 @@ func (r *ConsumeRequest) Normalize() error {
 		r.Units = 1
 	}
 	switch {
-	case !validName(r.AgentID):
+	case !ValidName(r.AgentID):
 		return &FieldError{"agentId", fmt.Sprintf("must be 1–%d printable ASCII characters", MaxNameLen)}
-	case !validName(r.Service) || r.Service == AnyService:
+	case !ValidName(r.Service) || r.Service == AnyService:
 		return &FieldError{"service", fmt.Sprintf("must be 1–%d printable ASCII characters and not %q", MaxNameLen, AnyService)}
-	case !validName(r.Tool):
+	case !ValidName(r.Tool):
 		return &FieldError{"tool", fmt.Sprintf("must be 1–%d printable ASCII characters", MaxNameLen)}
 	case !ValidIdempotencyKey(r.IdempotencyKey):
 		return &FieldError{"idempotencyKey", fmt.Sprintf("must be 1–%d printable ASCII characters", MaxKeyLength)}
 	case r.Units < 1 || r.Units > MaxUnits:
 		return &FieldError{"units", fmt.Sprintf("must be between 1 and %d", MaxUnits)}
-	case r.EntitlementID != "" && !validName(r.EntitlementID):
+	case r.EntitlementID != "" && !ValidName(r.EntitlementID):
 		return &FieldError{"entitlementId", "must be an entitlement ID"}
 	}
 	if r.Cost != nil {
@@ -81,7 +81,9 @@ func (r *ConsumeRequest) Normalize() error {
 // ValidIdempotencyKey reports whether k is 1–255 printable ASCII characters.
 func ValidIdempotencyKey(k string) bool { return printable(k, MaxKeyLength) }
 
-func validName(s string) bool { return printable(s, MaxNameLen) }
+// ValidName reports whether s is a valid agent, service, tool or entitlement
+// ID: 1–MaxNameLen printable ASCII characters (spaces allowed).
+func ValidName(s string) bool { return printable(s, MaxNameLen) }
 
 func printable(s string, max int) bool {
 	if len(s) == 0 || len(s) > max {
