@@ -1,11 +1,13 @@
 package conformance
 
 import (
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/stipend-mcp/stipend/entitlement"
 	"github.com/stipend-mcp/stipend/event"
 	"github.com/stipend-mcp/stipend/store"
 )
@@ -51,6 +53,37 @@ var eventTests = []subtest{
 		}
 		if got := pendingEvents(t, s); len(got) != 0 {
 			t.Errorf("PendingEvents after marking all = %v, want none", eventTypes(got))
+		}
+	}},
+	{"EventsDepleted", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
+		agent := newAgent()
+		c := createEntitlement(t, s, credits(agent, 100, clock.Now()))
+		q := quota(agent, 1, clock.Now())
+		q.Scope.Service = "other"
+		q = createEntitlement(t, s, q)
+		if err := s.MarkEventsDispatched(t.Context(), eventIDs(pendingEvents(t, s))); err != nil {
+			t.Fatalf("MarkEventsDispatched: %v", err)
+		}
+		mustConsume(t, s, request(agent, "k1", 60))
+		if got := pendingEvents(t, s); len(got) != 0 {
+			t.Fatalf("after a charge that left 40 cents: events %v, want none", eventTypes(got))
+		}
+		mustConsume(t, s, request(agent, "k2", 40))           // balance 0: depleted
+		res := checkAndConsume(t, s, request(agent, "k3", 0)) // a free call on an empty balance depletes nothing new
+		if res.Outcome != store.Consumed {
+			t.Fatalf("zero-cost call on an empty balance = %s, want consumed", res.Outcome)
+		}
+		clock.Advance(time.Second) // events are listed by time: keep the two apart
+		qreq := entitlement.ConsumeRequest{AgentID: agent, Service: "other", Tool: testTool, IdempotencyKey: "q1"}
+		mustConsume(t, s, qreq) // last unit of the quota: depleted
+		evs := pendingEvents(t, s)
+		if got, want := eventTypes(evs), []event.Type{event.EntitlementDepleted, event.EntitlementDepleted}; !slices.Equal(got, want) {
+			t.Fatalf("events = %v, want %v", got, want)
+		}
+		for i, id := range []string{c.ID, q.ID} {
+			if got := eventData(t, evs[i])["id"]; got != id {
+				t.Errorf("depleted event %d is about %v, want %s", i, got, id)
+			}
 		}
 	}},
 	{"Ping", func(t *testing.T, s store.EntitlementStore, _ *Clock) {

@@ -186,3 +186,12 @@ var sortDenials = cmpopts.SortSlices(func(a, b entitlement.Denial) bool {
 
 // sortEventTypes compares lists of event types in any order.
 var sortEventTypes = cmpopts.SortSlices(func(a, b event.Type) bool { return a < b })
+
+// eventIDs returns the IDs of evs.
+func eventIDs(evs []event.Event) []string {
+	ids := make([]string, len(evs))
+	for i, e := range evs {
+		ids[i] = e.ID
+	}
+	return ids
+}

@@ -262,3 +262,17 @@ func units(r *ConsumeRequest) int64 {
 	}
 	return r.Units
 }
+
+// Depleted reports whether this charge emptied its entitlement: a credits
+// charge of more than zero that left the balance at zero, or a quota charge
+// that used the last unit. Stores write an entitlement.depleted event in the
+// same transaction as such a charge.
+func (c *Consumption) Depleted() bool {
+	switch c.EntitlementType {
+	case TypeCredits:
+		return c.Cost.Cents > 0 && c.BalanceAfter.Cents == 0
+	case TypeQuota:
+		return c.RemainingAfter != nil && *c.RemainingAfter == 0
+	}
+	return false
+}

@@ -257,3 +257,23 @@ func TestCandidates(t *testing.T) {
 		t.Error("Candidates reordered its input")
 	}
 }
+
+func TestConsumption_Depleted(t *testing.T) {
+	zero, one := int64(0), int64(1)
+	tests := []struct {
+		c    entitlement.Consumption
+		want bool
+	}{
+		{entitlement.Consumption{EntitlementType: entitlement.TypeCredits, Cost: *usd(40), BalanceAfter: *usd(0)}, true},
+		{entitlement.Consumption{EntitlementType: entitlement.TypeCredits, Cost: *usd(40), BalanceAfter: *usd(1)}, false},
+		{entitlement.Consumption{EntitlementType: entitlement.TypeCredits, Cost: *usd(0), BalanceAfter: *usd(0)}, false},
+		{entitlement.Consumption{EntitlementType: entitlement.TypeQuota, RemainingAfter: &zero}, true},
+		{entitlement.Consumption{EntitlementType: entitlement.TypeQuota, RemainingAfter: &one}, false},
+		{entitlement.Consumption{EntitlementType: entitlement.TypeSubscription}, false},
+	}
+	for _, tt := range tests {
+		if got := tt.c.Depleted(); got != tt.want {
+			t.Errorf("%+v.Depleted() = %v, want %v", tt.c, got, tt.want)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"cloud.google.com/go/firestore"
 
 	"github.com/stipend-mcp/stipend/entitlement"
+	"github.com/stipend-mcp/stipend/event"
 	"github.com/stipend-mcp/stipend/store"
 )
 
@@ -116,6 +117,11 @@ func (s *Store) applyBatch(tx *firestore.Transaction, entitlementID string, call
 		created = append(created, cons)
 		after := clone(e)
 		results[i] = store.ConsumeResult{Outcome: store.Consumed, Consumption: &cons, Entitlement: &after}
+		if cons.Depleted() {
+			if err := s.enqueue(tx, event.EntitlementDepleted, e.AgentID, now, &after); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if changed {
 		if err := tx.Set(entRef, entitlementDoc(&e)); err != nil {

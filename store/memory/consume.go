@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stipend-mcp/stipend/entitlement"
+	"github.com/stipend-mcp/stipend/event"
 	"github.com/stipend-mcp/stipend/store"
 )
 
@@ -27,7 +28,7 @@ func (s *Store) CheckAndConsume(_ context.Context, req entitlement.ConsumeReques
 		return store.ReplayOf(copyConsumption(prior), &req), nil
 	}
 	if req.EntitlementID != "" {
-		return s.consumeLocked(&req, key, s.entitlements[req.EntitlementID], req.EntitlementID, id), nil
+		return s.consumeLocked(&req, key, s.entitlements[req.EntitlementID], req.EntitlementID, id)
 	}
 	var active []*entitlement.Entitlement
 	if a := s.agents[req.AgentID]; a != nil {
@@ -36,9 +37,9 @@ func (s *Store) CheckAndConsume(_ context.Context, req entitlement.ConsumeReques
 	var buf [8]*entitlement.Entitlement
 	candidates, denials := entitlement.Candidates(buf[:0], active, req.Service, req.Tool)
 	for _, e := range candidates {
-		res := s.consumeLocked(&req, key, e, e.ID, id)
-		if res.Outcome != store.Denied {
-			return res, nil
+		res, err := s.consumeLocked(&req, key, e, e.ID, id)
+		if err != nil || res.Outcome != store.Denied {
+			return res, err
 		}
 		denials = append(denials, res.Denials...)
 	}
@@ -90,28 +91,41 @@ func (s *Store) ConsumeOne(_ context.Context, req *entitlement.ConsumeRequest, e
 	if prior := s.consumptions[key]; prior != nil {
 		return store.ReplayOf(copyConsumption(prior), req), nil
 	}
-	return s.consumeLocked(req, key, s.entitlements[entitlementID], entitlementID, id), nil
+	return s.consumeLocked(req, key, s.entitlements[entitlementID], entitlementID, id)
 }
 
 // consumeLocked charges req to the stored entitlement (nil if absent) and
 // records the consumption under key with id. The caller holds s.mu and has
 // checked that key is unused.
-func (s *Store) consumeLocked(req *entitlement.ConsumeRequest, key consumptionKey, stored *entitlement.Entitlement, entitlementID, id string) store.ConsumeResult {
+func (s *Store) consumeLocked(req *entitlement.ConsumeRequest, key consumptionKey, stored *entitlement.Entitlement, entitlementID, id string) (store.ConsumeResult, error) {
 	if stored == nil || stored.AgentID != req.AgentID {
-		return deniedBy(entitlementID, entitlement.ReasonNotFound)
+		return deniedBy(entitlementID, entitlement.ReasonNotFound), nil
 	}
-	// Consume changes the stored entitlement in place, under the mutex: only
-	// its balance or quota, and on a denial at most a lazy quota reset.
-	c, reason := stored.Consume(s.clock(), req, id)
+	// The charge is computed on a copy and stored only once everything it
+	// writes is ready, so a failure leaves the store as it was. A denial
+	// keeps a lazy quota reset, which changes nothing a caller can see.
+	next := *stored
+	c, reason := next.Consume(s.clock(), req, id)
 	if reason != "" {
-		return deniedBy(entitlementID, reason)
+		*stored = next
+		return deniedBy(entitlementID, reason), nil
 	}
+	var depleted []event.Event
+	if c.Depleted() {
+		evs, err := s.newEvents(pending(event.EntitlementDepleted, next.AgentID, &next))
+		if err != nil {
+			return store.ConsumeResult{}, err
+		}
+		depleted = evs
+	}
+	*stored = next
 	stc := &c
 	s.consumptions[key] = stc
+	s.events.add(depleted...)
 	a := s.agents[req.AgentID]
 	a.consumptions = insertSorted(a.consumptions, stc, consumptionPos)
 	out := &consumed{copyConsumption(stc), copyEntitlement(stored)}
-	return store.ConsumeResult{Outcome: store.Consumed, Consumption: &out.c, Entitlement: &out.e}
+	return store.ConsumeResult{Outcome: store.Consumed, Consumption: &out.c, Entitlement: &out.e}, nil
 }
 
 // consumed holds the copies a Consumed result points to, in one allocation.
