@@ -23,21 +23,27 @@ import (
 // NewStore returns a fresh, empty store that reads time from now.
 type NewStore func(t *testing.T, now func() time.Time) store.EntitlementStore
 
-// subtest is one named case of a suite.
-type subtest struct {
+// suiteCase is one named case of a suite over a backend of type S.
+type suiteCase[S any] struct {
 	name string
-	run  func(t *testing.T, s store.EntitlementStore, clock *Clock)
+	run  func(t *testing.T, s S, clock *Clock)
 }
 
-// runTable runs each subtest in parallel with a fresh store and clock.
-func runTable(t *testing.T, newStore NewStore, tests []subtest) {
+// subtest is one named case of the entitlement store suites.
+type subtest = suiteCase[store.EntitlementStore]
+
+// runTable runs each case in parallel with a fresh backend from open and a
+// fresh clock. Every suite of this package runs through it.
+func runTable[S any](t *testing.T, open func(t *testing.T, now func() time.Time) S, tests ...[]suiteCase[S]) {
 	t.Helper()
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			clock := NewClock()
-			tc.run(t, newStore(t, clock.Now), clock)
-		})
+	for _, table := range tests {
+		for _, tc := range table {
+			t.Run(tc.name, func(t *testing.T) {
+				t.Parallel()
+				clock := NewClock()
+				tc.run(t, open(t, clock.Now), clock)
+			})
+		}
 	}
 }
 
@@ -46,16 +52,8 @@ func runTable(t *testing.T, newStore NewStore, tests []subtest) {
 // outbox. Payments and receipts are in RunPaymentTests.
 func RunEntitlementStoreTests(t *testing.T, newStore NewStore) {
 	t.Helper()
-	var tests []subtest
-	tests = append(tests, accountTests...)
-	tests = append(tests, entitlementTests...)
-	tests = append(tests, consumeTests...)
-	tests = append(tests, denialTests...)
-	tests = append(tests, selectionTests...)
-	tests = append(tests, checkTests...)
-	tests = append(tests, consumptionTests...)
-	tests = append(tests, eventTests...)
-	runTable(t, newStore, tests)
+	runTable(t, newStore, accountTests, entitlementTests, consumeTests, denialTests,
+		selectionTests, checkTests, consumptionTests, eventTests)
 }
 
 // RunPaymentTests runs the contract of payments, receipts and the events

@@ -19,10 +19,7 @@ import (
 type NewDeliveryStore func(t *testing.T, now func() time.Time) store.DeliveryStore
 
 // deliveryTest is one named case of the delivery suite.
-type deliveryTest struct {
-	name string
-	run  func(t *testing.T, s store.DeliveryStore, clock *Clock)
-}
+type deliveryTest = suiteCase[store.DeliveryStore]
 
 // RunDeliveryStoreTests runs the contract of store.DeliveryStore: endpoints,
 // idempotent enqueue, the delivery state machine, claims and their expiry,
@@ -31,20 +28,8 @@ type deliveryTest struct {
 // concurrent inbound records of one event).
 func RunDeliveryStoreTests(t *testing.T, newStore NewDeliveryStore) {
 	t.Helper()
-	var tests []deliveryTest
-	tests = append(tests, endpointTests...)
-	tests = append(tests, enqueueTests...)
-	tests = append(tests, claimTests...)
-	tests = append(tests, listDeliveryTests...)
-	tests = append(tests, inboundTests...)
-	tests = append(tests, deliveryConcurrencyTests...)
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			clock := NewClock()
-			tc.run(t, newStore(t, clock.Now), clock)
-		})
-	}
+	runTable(t, newStore, endpointTests, enqueueTests, claimTests, listDeliveryTests,
+		inboundTests, deliveryConcurrencyTests)
 }
 
 // TestSecret is a valid endpoint secret for tests.

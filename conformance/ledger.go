@@ -18,10 +18,7 @@ import (
 type NewLedger func(t *testing.T, now func() time.Time) idempotency.Ledger
 
 // ledgerTest is one named case of the ledger suite.
-type ledgerTest struct {
-	name string
-	run  func(t *testing.T, l idempotency.Ledger, clock *Clock)
-}
+type ledgerTest = suiteCase[idempotency.Ledger]
 
 // RunLedgerTests runs the contract of idempotency.Ledger: atomic reservation
 // (20 concurrent reservations of one key, exactly one winner), fingerprint
@@ -31,17 +28,7 @@ type ledgerTest struct {
 // and runs in parallel with its siblings.
 func RunLedgerTests(t *testing.T, newLedger NewLedger) {
 	t.Helper()
-	var tests []ledgerTest
-	tests = append(tests, ledgerReserveTests...)
-	tests = append(tests, ledgerCompleteTests...)
-	tests = append(tests, ledgerResolveTests...)
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			clock := NewClock()
-			tc.run(t, newLedger(t, clock.Now), clock)
-		})
-	}
+	runTable(t, newLedger, ledgerReserveTests, ledgerCompleteTests, ledgerResolveTests)
 }
 
 // ledgerAttempt returns an attempt for key on a test route with a fingerprint
