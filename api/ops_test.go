@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -11,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/stipend-mcp/stipend/internal/syncbuf"
 
 	"github.com/labstack/echo/v4"
 
@@ -46,26 +47,8 @@ func (hangingStore) Ping(ctx context.Context) error {
 	return store.Wrap(store.CodeUnavailable, ctx.Err(), "probe")
 }
 
-// syncBuffer is a log sink safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestAccessLogsAndRequestIDs(t *testing.T) {
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	e := newEnv(t, func(c *api.Config) { c.Logger = slog.New(slog.NewJSONHandler(&logs, nil)) })
 	e.grantCredits(agentA, 10)
 	res := e.must(200, req{Method: "POST", Path: "/v1/consume", Key: e.keys.Host, Body: consumeBody(agentA, "secret-idem-key", 1),
@@ -105,7 +88,7 @@ func TestAccessLogsAndRequestIDs(t *testing.T) {
 }
 
 func TestInternalErrorsAreHidden(t *testing.T) {
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	e := newEnv(t, func(c *api.Config) {
 		c.Store = brokenStore{c.Store}
 		c.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
@@ -242,7 +225,7 @@ func (panickyStore) GetAccount(context.Context, string) (entitlement.Account, er
 }
 
 func TestPanicIs500(t *testing.T) {
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	e := newEnv(t, func(c *api.Config) {
 		c.Store = panickyStore{c.Store}
 		c.Logger = slog.New(slog.NewJSONHandler(&logs, nil))

@@ -1,7 +1,6 @@
 package idempotency_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/stipend-mcp/stipend/internal/syncbuf"
 
 	"github.com/labstack/echo/v4"
 
@@ -28,7 +29,7 @@ type fixture struct {
 	ledger  idempotency.Ledger
 	clock   *testClock
 	calls   atomic.Int64
-	logs    *syncBuffer
+	logs    *syncbuf.Buffer
 	handler func(c echo.Context, n int64) error
 }
 
@@ -50,24 +51,6 @@ func (c *testClock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
-// syncBuffer is a bytes.Buffer safe for concurrent log writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // created answers 201 with a body naming the call number.
 func created(c echo.Context, n int64) error {
 	c.Response().Header().Set(echo.HeaderLocation, fmt.Sprintf("/things/%d", n))
@@ -76,7 +59,7 @@ func created(c echo.Context, n int64) error {
 
 func newFixture(t *testing.T, ledger idempotency.Ledger, tweak func(*idempotency.Options)) *fixture {
 	t.Helper()
-	f := &fixture{e: echo.New(), clock: &testClock{now: time.Date(2026, 3, 14, 9, 0, 0, 0, time.UTC)}, logs: &syncBuffer{}, handler: created}
+	f := &fixture{e: echo.New(), clock: &testClock{now: time.Date(2026, 3, 14, 9, 0, 0, 0, time.UTC)}, logs: &syncbuf.Buffer{}, handler: created}
 	if ledger == nil {
 		ledger = memledger.New(idempotency.CollectionName("test"), memledger.WithClock(f.clock.Now))
 	}

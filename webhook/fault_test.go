@@ -1,7 +1,6 @@
 package webhook_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/stipend-mcp/stipend/internal/syncbuf"
 
 	"github.com/google/uuid"
 
@@ -81,11 +82,11 @@ func (f *faultReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // startChild starts a dispatcher process on the store with prefix.
-func startChild(t *testing.T, prefix string) (*exec.Cmd, *syncBuffer) {
+func startChild(t *testing.T, prefix string) (*exec.Cmd, *syncbuf.Buffer) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestDispatcherChild$", "-test.count=1")
 	cmd.Env = append(os.Environ(), childEnv+"="+prefix)
-	out := &syncBuffer{}
+	out := &syncbuf.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting the dispatcher process: %v", err)
@@ -95,25 +96,6 @@ func startChild(t *testing.T, prefix string) (*exec.Cmd, *syncBuffer) {
 		_ = cmd.Wait()
 	})
 	return cmd, out
-}
-
-// syncBuffer collects a child's output; the test may read it while the
-// child writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // TestDispatcher_SurvivesSIGKILL kills a dispatcher process with SIGKILL
@@ -197,7 +179,7 @@ func (f *faultReceiver) count() int {
 	return f.requests
 }
 
-func waitRequests(t *testing.T, rc *faultReceiver, want int, out *syncBuffer) {
+func waitRequests(t *testing.T, rc *faultReceiver, want int, out *syncbuf.Buffer) {
 	t.Helper()
 	timeout := time.After(time.Minute)
 	for rc.count() < want {

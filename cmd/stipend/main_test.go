@@ -11,34 +11,17 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/stipend-mcp/stipend/internal/syncbuf"
 
 	main "github.com/stipend-mcp/stipend/cmd/stipend"
 )
 
-// syncBuffer is a bytes.Buffer safe for the server's concurrent writers.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // runningMain is a started Main and what it printed.
 type runningMain struct {
 	*main.Main
-	stdout, stderr *syncBuffer
+	stdout, stderr *syncbuf.Buffer
 }
 
 // startMain runs the real program on 127.0.0.1:0 with args (and no
@@ -46,7 +29,7 @@ type runningMain struct {
 func startMain(tb testing.TB, args ...string) *runningMain {
 	tb.Helper()
 	m := main.NewMain()
-	r := &runningMain{Main: m, stdout: &syncBuffer{}, stderr: &syncBuffer{}}
+	r := &runningMain{Main: m, stdout: &syncbuf.Buffer{}, stderr: &syncbuf.Buffer{}}
 	m.Stdout, m.Stderr = r.stdout, r.stderr
 	if err := m.ParseFlags(append([]string{"--addr", "127.0.0.1:0"}, args...), nil); err != nil {
 		tb.Fatalf("ParseFlags(%q): %v", args, err)
