@@ -98,9 +98,15 @@ func printable(s string, max int) bool {
 }
 
 // Fingerprint identifies the parameters of r: a replay of the same key with a
-// different fingerprint is a conflict. Length-prefixed fields make it
-// unambiguous.
+// different fingerprint is a conflict. It is the hex form of FingerprintSum.
 func (r *ConsumeRequest) Fingerprint() string {
+	sum := r.FingerprintSum()
+	return hex.EncodeToString(sum[:])
+}
+
+// FingerprintSum is the SHA-256 of r's parameters (agent, service, tool,
+// entitlement, units, cost); length-prefixed fields make it unambiguous.
+func (r *ConsumeRequest) FingerprintSum() [sha256.Size]byte {
 	// One stack buffer and one hash call: this runs on every consume.
 	var buf [512]byte
 	b := buf[:0]
@@ -116,8 +122,7 @@ func (r *ConsumeRequest) Fingerprint() string {
 	} else {
 		b = appendField(b, "-")
 	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
+	return sha256.Sum256(b)
 }
 
 func appendField[T string | []byte](b []byte, s T) []byte {
@@ -225,9 +230,10 @@ func (e *Entitlement) Check(now time.Time, r *ConsumeRequest) Reason {
 }
 
 // Consume charges r to e at now: it checks (applying the lazy reset), debits
-// the balance or quota, and returns the consumption to store with id as its ID.
-// On denial e is unchanged but for a lazy reset, and the reason is returned.
-func (e *Entitlement) Consume(now time.Time, r *ConsumeRequest, id string) (Consumption, Reason) {
+// the balance or quota, and returns the consumption to store with id as its ID
+// and fingerprint as its Fingerprint (r.Fingerprint(), which callers compute
+// once per request). On denial e is unchanged but for a lazy reset, and the reason is returned.
+func (e *Entitlement) Consume(now time.Time, r *ConsumeRequest, id, fingerprint string) (Consumption, Reason) {
 	if reason := e.Check(now, r); reason != "" {
 		return Consumption{}, reason
 	}
@@ -241,7 +247,7 @@ func (e *Entitlement) Consume(now time.Time, r *ConsumeRequest, id string) (Cons
 		IdempotencyKey:  r.IdempotencyKey,
 		Units:           units(r),
 		OccurredAt:      now,
-		Fingerprint:     r.Fingerprint(),
+		Fingerprint:     fingerprint,
 	}
 	switch e.Type {
 	case TypeCredits:

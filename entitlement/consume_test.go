@@ -113,7 +113,7 @@ func TestEntitlement_Consume(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e := tt.e
 			before := tt.e
-			c, reason := e.Consume(now, tt.r, "c-1")
+			c, reason := e.Consume(now, tt.r, "c-1", tt.r.Fingerprint())
 			if reason != tt.wantReason {
 				t.Fatalf("Consume reason = %q, want %q", reason, tt.wantReason)
 			}

@@ -107,7 +107,7 @@ func (s *Store) applyBatch(tx *firestore.Transaction, entitlementID string, call
 			results[i] = deny(entitlementID, entitlement.ReasonNotFound)
 			continue
 		}
-		cons, reason := e.Consume(now, c.req, keys[i])
+		cons, reason := e.Consume(now, c.req, keys[i], c.req.Fingerprint())
 		if reason != "" {
 			results[i] = deny(entitlementID, reason)
 			continue

@@ -2,15 +2,37 @@ package memory
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"sort"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/stipend-mcp/stipend/entitlement"
 	"github.com/stipend-mcp/stipend/event"
 	"github.com/stipend-mcp/stipend/store"
 )
 
-func consumptionPos(c *entitlement.Consumption) position { return position{c.OccurredAt, c.ID} }
+// charge is what a consume computes before it takes the mutex: the ID a new
+// consumption gets, the request's fingerprint, and their text forms.
+type charge struct {
+	slot        slot
+	id          uuid.UUID
+	sum         [sha256.Size]byte
+	idText      string
+	fingerprint string
+}
+
+func (s *Store) prepare(req *entitlement.ConsumeRequest) charge {
+	ch := charge{slot: s.consumptions.slot(req.AgentID, req.IdempotencyKey), id: s.ids.next(), sum: req.FingerprintSum()}
+	var buf [uuidLen + 2*sha256.Size]byte
+	b := appendUUID(buf[:0], ch.id)
+	b = hex.AppendEncode(b, ch.sum[:])
+	text := string(b) // one allocation for both
+	ch.idText, ch.fingerprint = text[:uuidLen], text[uuidLen:]
+	return ch
+}
 
 // CheckAndConsume charges one tool call, exactly once per (agent, key). The
 // replay check, the candidate selection and the charge happen in one
@@ -20,15 +42,14 @@ func (s *Store) CheckAndConsume(_ context.Context, req entitlement.ConsumeReques
 	if err := req.Normalize(); err != nil {
 		return store.ConsumeResult{}, store.Wrap(store.CodeInvalid, err, "consume request")
 	}
-	key := consumptionKey{req.AgentID, req.IdempotencyKey}
-	id := s.ids.next()
+	ch := s.prepare(&req)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if prior := s.consumptions[key]; prior != nil {
-		return store.ReplayOf(copyConsumption(prior), &req), nil
+	if prior := s.consumptions.find(&ch.slot, req.AgentID, req.IdempotencyKey); prior != 0 {
+		return store.ReplayOf(s.consumptions.consumption(prior), &req), nil
 	}
 	if req.EntitlementID != "" {
-		return s.consumeLocked(&req, key, s.entitlements[req.EntitlementID], req.EntitlementID, id)
+		return s.consumeLocked(&req, &ch, s.entitlements[req.EntitlementID], req.EntitlementID)
 	}
 	var active []*entitlement.Entitlement
 	if a := s.agents[req.AgentID]; a != nil {
@@ -37,7 +58,7 @@ func (s *Store) CheckAndConsume(_ context.Context, req entitlement.ConsumeReques
 	var buf [8]*entitlement.Entitlement
 	candidates, denials := entitlement.Candidates(buf[:0], active, req.Service, req.Tool)
 	for _, e := range candidates {
-		res, err := s.consumeLocked(&req, key, e, e.ID, id)
+		res, err := s.consumeLocked(&req, &ch, e, e.ID)
 		if err != nil || res.Outcome != store.Denied {
 			return res, err
 		}
@@ -53,14 +74,14 @@ func (s *Store) Check(ctx context.Context, req entitlement.ConsumeRequest) (stor
 
 // FindConsumption returns the consumption of the agent's key, or ErrNotFound.
 func (s *Store) FindConsumption(_ context.Context, agentID, key string) (entitlement.Consumption, error) {
-	k := consumptionKey{agentID, key}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c := s.consumptions[k]
-	if c == nil {
+	sl := s.consumptions.slot(agentID, key)
+	r := s.consumptions.find(&sl, agentID, key)
+	if r == 0 {
 		return entitlement.Consumption{}, store.ErrNotFound
 	}
-	return copyConsumption(c), nil
+	return s.consumptions.consumption(r), nil
 }
 
 // ActiveEntitlements returns the agent's active entitlements as stored (lazy
@@ -84,20 +105,19 @@ func (s *Store) ActiveEntitlements(_ context.Context, agentID string) ([]entitle
 // ConsumeOne is the atomic step of store.Consume (Charger): under the mutex
 // it re-checks the key, then charges the one entitlement.
 func (s *Store) ConsumeOne(_ context.Context, req *entitlement.ConsumeRequest, entitlementID string) (store.ConsumeResult, error) {
-	key := consumptionKey{req.AgentID, req.IdempotencyKey}
-	id := s.ids.next()
+	ch := s.prepare(req)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if prior := s.consumptions[key]; prior != nil {
-		return store.ReplayOf(copyConsumption(prior), req), nil
+	if prior := s.consumptions.find(&ch.slot, req.AgentID, req.IdempotencyKey); prior != 0 {
+		return store.ReplayOf(s.consumptions.consumption(prior), req), nil
 	}
-	return s.consumeLocked(req, key, s.entitlements[entitlementID], entitlementID, id)
+	return s.consumeLocked(req, &ch, s.entitlements[entitlementID], entitlementID)
 }
 
 // consumeLocked charges req to the stored entitlement (nil if absent) and
-// records the consumption under key with id. The caller holds s.mu and has
-// checked that key is unused.
-func (s *Store) consumeLocked(req *entitlement.ConsumeRequest, key consumptionKey, stored *entitlement.Entitlement, entitlementID, id string) (store.ConsumeResult, error) {
+// records the consumption as ch says. The caller holds s.mu and has checked
+// that the agent's key is unused.
+func (s *Store) consumeLocked(req *entitlement.ConsumeRequest, ch *charge, stored *entitlement.Entitlement, entitlementID string) (store.ConsumeResult, error) {
 	if stored == nil || stored.AgentID != req.AgentID {
 		return deniedBy(entitlementID, entitlement.ReasonNotFound), nil
 	}
@@ -105,30 +125,32 @@ func (s *Store) consumeLocked(req *entitlement.ConsumeRequest, key consumptionKe
 	// writes is ready, so a failure leaves the store as it was. A denial
 	// keeps a lazy quota reset, which changes nothing a caller can see.
 	next := *stored
-	c, reason := next.Consume(s.clock(), req, id)
+	c, reason := next.Consume(s.clock(), req, ch.idText, ch.fingerprint)
 	if reason != "" {
 		*stored = next
 		return deniedBy(entitlementID, reason), nil
 	}
+	// c shares only immutable strings with the request and the log, so it is
+	// the caller's to keep. (The result is the one allocation of a charge;
+	// next stays on the stack.)
+	out := &consumed{c, copyEntitlement(&next)}
 	var depleted []event.Event
 	if c.Depleted() {
-		evs, err := s.newEvents(pending(event.EntitlementDepleted, next.AgentID, &next))
+		evs, err := s.newEvents(pending(event.EntitlementDepleted, next.AgentID, &out.e))
 		if err != nil {
 			return store.ConsumeResult{}, err
 		}
 		depleted = evs
 	}
 	*stored = next
-	stc := &c
-	s.consumptions[key] = stc
+	r := s.consumptions.add(&ch.slot, &c, ch.id, &ch.sum)
 	s.events.add(depleted...)
 	a := s.agents[req.AgentID]
-	a.consumptions = insertSorted(a.consumptions, stc, consumptionPos)
-	out := &consumed{copyConsumption(stc), copyEntitlement(stored)}
+	a.consumptions = insertSorted(a.consumptions, r, s.consumptions.before)
 	return store.ConsumeResult{Outcome: store.Consumed, Consumption: &out.c, Entitlement: &out.e}, nil
 }
 
-// consumed holds the copies a Consumed result points to, in one allocation.
+// consumed holds what a Consumed result points to, in one allocation.
 type consumed struct {
 	c entitlement.Consumption
 	e entitlement.Entitlement
@@ -142,12 +164,13 @@ func deniedBy(entitlementID string, reason entitlement.Reason) store.ConsumeResu
 func (s *Store) ListConsumptions(_ context.Context, agentID string, since time.Time, p store.Page) ([]entitlement.Consumption, string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var rows []*entitlement.Consumption
+	var rows []row
 	if a := s.agents[agentID]; a != nil {
 		rows = a.consumptions
 	}
+	l := &s.consumptions
 	if !since.IsZero() {
-		rows = rows[sort.Search(len(rows), func(i int) bool { return !rows[i].OccurredAt.Before(since) }):]
+		rows = rows[sort.Search(len(rows), func(i int) bool { return !l.at(rows[i]).occurredAt().Before(since) }):]
 	}
-	return paginate(rows, p, consumptionPos, nil, copyConsumption)
+	return paginate(rows, p, l.pos, nil, l.consumption)
 }

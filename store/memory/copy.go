@@ -36,15 +36,6 @@ func copyEntitlement(e *entitlement.Entitlement) entitlement.Entitlement {
 	return c
 }
 
-func copyConsumption(c *entitlement.Consumption) entitlement.Consumption {
-	out := *c
-	if c.RemainingAfter != nil {
-		r := *c.RemainingAfter
-		out.RemainingAfter = &r
-	}
-	return out
-}
-
 func copyPayment(p *payment.Payment) payment.Payment {
 	c := *p
 	c.Grant = copyGrant(p.Grant)

@@ -45,7 +45,7 @@ func (s *Store) CreateEntitlement(_ context.Context, e entitlement.Entitlement) 
 func (s *Store) putEntitlement(e *entitlement.Entitlement) {
 	s.entitlements[e.ID] = e
 	a := s.agent(e.AgentID)
-	a.entitlements = insertSorted(a.entitlements, e, entitlementPos)
+	a.entitlements = insertSorted(a.entitlements, e, byPosition(entitlementPos))
 	if e.Status == entitlement.StatusActive {
 		a.active = append(a.active, e)
 	}

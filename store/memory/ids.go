@@ -22,11 +22,11 @@ func (s *idSource) init() {
 	_, _ = rand.Read(s.prefix[:]) // crypto/rand.Read never fails
 }
 
-func (s *idSource) next() string {
+func (s *idSource) next() uuid.UUID {
 	var u uuid.UUID
 	copy(u[:8], s.prefix[:])
 	binary.BigEndian.PutUint64(u[8:], s.n.Add(1))
 	u[6] = u[6]&0x0f | 0x40 // version 4
 	u[8] = u[8]&0x3f | 0x80 // RFC 4122 variant
-	return u.String()
+	return u
 }

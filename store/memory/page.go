@@ -49,7 +49,7 @@ func (p position) before(q position) bool {
 // paginate returns the page p of rows, which are sorted by key, keeping the
 // rows keep accepts (nil keeps all) and converting them with conv. The next
 // cursor is "" when no row is left.
-func paginate[T, R any](rows []*T, p store.Page, key func(*T) position, keep func(*T) bool, conv func(*T) R) ([]R, string, error) {
+func paginate[T, R any](rows []T, p store.Page, key func(T) position, keep func(T) bool, conv func(T) R) ([]R, string, error) {
 	start, ok, err := parseCursor(p.Cursor)
 	if err != nil {
 		return nil, "", err
@@ -75,13 +75,17 @@ func paginate[T, R any](rows []*T, p store.Page, key func(*T) position, keep fun
 	return items, "", nil
 }
 
-// insertSorted adds r to rows, which are sorted by key, keeping the order.
-// Rows mostly arrive in order, so it searches from the end.
-func insertSorted[T any](rows []*T, r *T, key func(*T) position) []*T {
-	k := key(r)
+// insertSorted adds r to rows, which are sorted by before, keeping the
+// order. Rows mostly arrive in order, so it searches from the end.
+func insertSorted[T any](rows []T, r T, before func(a, b T) bool) []T {
 	i := len(rows)
-	for i > 0 && k.before(key(rows[i-1])) {
+	for i > 0 && before(r, rows[i-1]) {
 		i--
 	}
 	return slices.Insert(rows, i, r)
+}
+
+// byPosition orders rows by their list position.
+func byPosition[T any](key func(T) position) func(a, b T) bool {
+	return func(a, b T) bool { return key(a).before(key(b)) }
 }

@@ -13,7 +13,7 @@ func receiptPos(r *receipt.Signed) position { return position{r.IssuedAt, r.ID} 
 func (s *Store) putReceipt(r *receipt.Signed) {
 	s.receipts[r.ID] = r
 	a := s.agent(r.AgentID)
-	a.receipts = insertSorted(a.receipts, r, receiptPos)
+	a.receipts = insertSorted(a.receipts, r, byPosition(receiptPos))
 }
 
 // GetReceipt returns the receipt, or ErrNotFound.

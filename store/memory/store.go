@@ -37,11 +37,11 @@ type Store struct {
 	// entitlements by ID; agents indexes them (and the rest) per agent.
 	entitlements map[string]*entitlement.Entitlement
 	agents       map[string]*agentIndex
-	// consumptions by agent and idempotency key. This is the uniqueness rule
-	// of entitlement.ConsumptionKey (a key is unique per agent) without its
-	// hashing, which only exists to make a valid Firestore document ID: the
-	// hot path would hash every key twice for nothing.
-	consumptions map[consumptionKey]*entitlement.Consumption
+	// consumptions, found by agent and idempotency key (consumptions.go).
+	// This is the uniqueness rule of entitlement.ConsumptionKey (a key is
+	// unique per agent) without its SHA-256, which only exists to make a
+	// valid Firestore document ID.
+	consumptions consumptionLog
 	// ids makes consumption IDs (see ids.go).
 	ids idSource
 
@@ -52,9 +52,6 @@ type Store struct {
 	events   outbox
 }
 
-// consumptionKey identifies a consumption: one per agent and key.
-type consumptionKey struct{ agentID, key string }
-
 // agentIndex holds one agent's rows in list order.
 type agentIndex struct {
 	// entitlements in creation order (CreatedAt, then ID).
@@ -62,7 +59,7 @@ type agentIndex struct {
 	// active are the entitlements not revoked, for candidate selection.
 	active []*entitlement.Entitlement
 	// consumptions and receipts sorted by time, then ID.
-	consumptions []*entitlement.Consumption
+	consumptions []row
 	receipts     []*receipt.Signed
 }
 
@@ -80,7 +77,7 @@ func New(opts ...Option) *Store {
 		accounts:     make(map[string]*entitlement.Account),
 		entitlements: make(map[string]*entitlement.Entitlement),
 		agents:       make(map[string]*agentIndex),
-		consumptions: make(map[consumptionKey]*entitlement.Consumption),
+		consumptions: newConsumptionLog(),
 		payments:     make(map[string]*payment.Payment),
 		byPayKey:     make(map[string]string),
 		byIntent:     make(map[string]string),

@@ -1,0 +1,167 @@
+package memory
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/uuid"
+
+	"github.com/stipend-mcp/stipend/entitlement"
+	"github.com/stipend-mcp/stipend/money"
+)
+
+// logged adds c to l under a forced index hash and returns its row.
+func logged(t *testing.T, l *consumptionLog, hash uint64, c entitlement.Consumption) row {
+	t.Helper()
+	sl := slot{hash: hash}
+	if r := l.find(&sl, c.AgentID, c.IdempotencyKey); r != 0 {
+		t.Fatalf("find(%q, %q) before add = row %d, want none", c.AgentID, c.IdempotencyKey, r)
+	}
+	id, err := uuid.Parse(c.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte(c.IdempotencyKey))
+	return l.add(&sl, &c, id, &sum)
+}
+
+func sampleConsumption(i int, key string) entitlement.Consumption {
+	rem := int64(i)
+	c := entitlement.Consumption{
+		ID:              uuid.NewString(),
+		AgentID:         "agent-" + strconv.Itoa(i%3),
+		EntitlementID:   "ent-" + strconv.Itoa(i%5),
+		EntitlementType: entitlement.TypeQuota,
+		Service:         "search",
+		Tool:            "tool-" + strconv.Itoa(i%7),
+		IdempotencyKey:  key,
+		Units:           int64(i + 1),
+		OccurredAt:      time.Date(2026, 11, 30, 12, 0, 0, i, time.UTC),
+		RemainingAfter:  &rem,
+	}
+	if i%2 == 0 {
+		c.EntitlementType = entitlement.TypeCredits
+		c.Cost = money.Money{Cents: int64(i), Currency: "USD"}
+		c.BalanceAfter = money.Money{Cents: money.MaxCents - int64(i), Currency: "USD"}
+		c.RemainingAfter = nil
+	}
+	sum := sha256.Sum256([]byte(key))
+	c.Fingerprint = hex.EncodeToString(sum[:])
+	return c
+}
+
+// TestConsumptionLogRoundTrip stores enough consumptions to span several
+// record chunks and arena chunks (keys of the longest length), all under a
+// handful of index hashes so every lookup walks a chain, and reads each one
+// back exactly as it was stored.
+func TestConsumptionLogRoundTrip(t *testing.T) {
+	l := newConsumptionLog()
+	n := 3*chunkSize + 17 // > 3 record chunks; × 255-byte keys > 3 arena chunks
+	want := make([]entitlement.Consumption, n)
+	rows := make([]row, n)
+	for i := range n {
+		key := strconv.Itoa(i) + strings.Repeat("k", entitlement.MaxKeyLength-len(strconv.Itoa(i)))
+		want[i] = sampleConsumption(i, key)
+		rows[i] = logged(t, &l, uint64(i%4), want[i])
+	}
+	if len(l.keys.chunks) < 3 || len(l.chunks) < 4 {
+		t.Fatalf("test did not span chunks: %d arena chunks, %d record chunks", len(l.keys.chunks), len(l.chunks))
+	}
+	for i := range n {
+		sl := slot{hash: uint64(i % 4)}
+		r := l.find(&sl, want[i].AgentID, want[i].IdempotencyKey)
+		if r != rows[i] {
+			t.Fatalf("find #%d = row %d, want %d", i, r, rows[i])
+		}
+		if diff := cmp.Diff(want[i], l.consumption(r)); diff != "" {
+			t.Fatalf("consumption #%d (-stored +read):\n%s", i, diff)
+		}
+	}
+}
+
+// TestConsumptionLogCollision checks that pairs sharing an index hash stay
+// apart: same key for two agents, same agent for two keys.
+func TestConsumptionLogCollision(t *testing.T) {
+	l := newConsumptionLog()
+	a := sampleConsumption(0, "k")
+	b := sampleConsumption(1, "k") // another agent, same key
+	c := sampleConsumption(3, "other")
+	c.AgentID = a.AgentID // same agent, another key
+	ra, rb, rc := logged(t, &l, 7, a), logged(t, &l, 7, b), logged(t, &l, 7, c)
+	for _, tt := range []struct {
+		agent, key string
+		want       row
+	}{
+		{a.AgentID, "k", ra}, {b.AgentID, "k", rb}, {a.AgentID, "other", rc},
+		{b.AgentID, "other", 0}, {a.AgentID, "K", 0}, {"agent-9", "k", 0},
+	} {
+		sl := slot{hash: 7}
+		if got := l.find(&sl, tt.agent, tt.key); got != tt.want {
+			t.Errorf("find(%q, %q) = row %d, want %d", tt.agent, tt.key, got, tt.want)
+		}
+	}
+}
+
+// TestConsumptionLogOrder checks that rows order by time, then by ID as
+// their text compares, which is what cursors rely on.
+func TestConsumptionLogOrder(t *testing.T) {
+	l := newConsumptionLog()
+	base := sampleConsumption(0, "a")
+	early, late := base, base
+	early.ID, early.IdempotencyKey = "ffffffff-0000-4000-8000-000000000000", "early"
+	late.ID, late.IdempotencyKey = "00000000-0000-4000-8000-000000000000", "late"
+	late.OccurredAt = base.OccurredAt.Add(time.Nanosecond)
+	tieLow, tieHigh := early, early
+	tieLow.ID, tieLow.IdempotencyKey = "0a000000-0000-4000-8000-000000000000", "tie-low"
+	tieHigh.ID, tieHigh.IdempotencyKey = "a0000000-0000-4000-8000-000000000000", "tie-high"
+	re, rl, rlo, rhi := logged(t, &l, 1, early), logged(t, &l, 2, late), logged(t, &l, 3, tieLow), logged(t, &l, 4, tieHigh)
+	for _, tt := range []struct {
+		a, b row
+		want bool
+	}{{re, rl, true}, {rl, re, false}, {rlo, rhi, true}, {rhi, rlo, false}, {rhi, re, true}, {re, rhi, false}, {rlo, rl, true}} {
+		if got := l.before(tt.a, tt.b); got != tt.want {
+			t.Errorf("before(%s, %s) = %v, want %v", l.consumption(tt.a).ID, l.consumption(tt.b).ID, got, tt.want)
+		}
+		pa, pb := l.pos(tt.a), l.pos(tt.b)
+		if got := pa.before(pb); got != tt.want {
+			t.Errorf("pos(%s).before(pos(%s)) = %v, want %v", pa.id, pb.id, got, tt.want)
+		}
+	}
+}
+
+// TestInternerLast checks the one-entry memo per field against the table.
+func TestInternerLast(t *testing.T) {
+	in := newInterner()
+	seq := []string{"a", "a", "b", "a", "", "b", "c", "c", "a"}
+	seen := map[string]name{"": 0}
+	for i, s := range seq {
+		n := in.intern(nameTool, s)
+		if m := in.intern(nameAgent, s); m != n {
+			t.Fatalf("#%d: %q is %d in one field and %d in another", i, s, n, m)
+		}
+		if prev, ok := seen[s]; ok && prev != n {
+			t.Fatalf("#%d: %q was %d, now %d", i, s, prev, n)
+		}
+		seen[s] = n
+		if in.str(n) != s {
+			t.Fatalf("#%d: str(%d) = %q, want %q", i, n, in.str(n), s)
+		}
+	}
+	if len(in.strs) != 4 {
+		t.Fatalf("interned %q, want \"\", a, b, c", in.strs)
+	}
+}
+
+func TestAppendUUID(t *testing.T) {
+	for range 100 {
+		u := uuid.New()
+		if got := string(appendUUID(nil, u)); got != u.String() {
+			t.Fatalf("appendUUID = %s, want %s", got, u)
+		}
+	}
+}
