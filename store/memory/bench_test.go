@@ -4,6 +4,7 @@ import (
 	"context"
 	"runtime"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -41,12 +42,30 @@ func benchStore(b *testing.B) (*memory.Store, entitlement.ConsumeRequest) {
 
 // BenchmarkCheckAndConsume charges one credits entitlement with unique keys,
 // from one goroutine, then from 8 (RunParallel starts parallelism ×
-// GOMAXPROCS goroutines: 8 whenever GOMAXPROCS divides 8).
+// GOMAXPROCS goroutines: 8 whenever GOMAXPROCS divides 8). The first
+// sub-benchmark is the baseline the others are read against, in the same
+// run: the least an exactly-once debit can do in Go (see bareDebit).
 func BenchmarkCheckAndConsume(b *testing.B) {
+	b.Run("baseline=bare-map", func(b *testing.B) {
+		d := bareDebit{balance: money.MaxCents, seen: make(map[bareKey]*bareCharge)}
+		b.ReportAllocs()
+		heap := startHeap()
+		cpu := startCPU()
+		b.ResetTimer()
+		for i := range b.N {
+			if !d.charge("agent-1", "key-"+strconv.Itoa(i), 1) {
+				b.Fatal("bare debit refused")
+			}
+		}
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "consumes/s")
+		cpu.report(b)
+		heap.report(b, &d)
+	})
 	b.Run("goroutines=1", func(b *testing.B) {
 		s, req := benchStore(b)
 		ctx := context.Background()
 		b.ReportAllocs()
+		heap := startHeap()
 		cpu := startCPU()
 		b.ResetTimer()
 		for i := range b.N {
@@ -58,6 +77,7 @@ func BenchmarkCheckAndConsume(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "consumes/s")
 		cpu.report(b)
+		heap.report(b, s)
 	})
 	b.Run("goroutines=8", func(b *testing.B) {
 		s, req := benchStore(b)
@@ -81,6 +101,60 @@ func BenchmarkCheckAndConsume(b *testing.B) {
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "consumes/s")
 		cpu.report(b)
 	})
+}
+
+// bareDebit is the baseline: under a mutex, look the (agent, key) pair up in
+// a Go map, keep a record of the charge and debit a balance. No validation,
+// no fingerprint, no scope or candidate selection, no list order, no copies.
+type bareDebit struct {
+	mu      sync.Mutex
+	balance int64
+	seen    map[bareKey]*bareCharge
+}
+
+type bareKey struct{ agent, key string }
+
+type bareCharge struct {
+	cents, balanceAfter int64
+	at                  time.Time
+}
+
+func (d *bareDebit) charge(agent, key string, cents int64) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	k := bareKey{agent, key}
+	if d.seen[k] != nil {
+		return true
+	}
+	if d.balance < cents {
+		return false
+	}
+	d.balance -= cents
+	d.seen[k] = &bareCharge{cents: cents, balanceAfter: d.balance, at: time.Now()}
+	return true
+}
+
+// heapGauge measures the live heap a benchmark leaves behind per call: what
+// each stored consumption costs in memory (and in GC marking work).
+type heapGauge struct{ start uint64 }
+
+func startHeap() heapGauge { return heapGauge{liveHeap()} }
+
+// report is called at the end of the timed loop; keep is what holds the
+// stored state, kept alive until the heap is measured.
+func (h heapGauge) report(b *testing.B, keep any) {
+	b.StopTimer()
+	if live := liveHeap(); live > h.start {
+		b.ReportMetric(float64(live-h.start)/float64(b.N), "live-B/consume")
+	}
+	runtime.KeepAlive(keep)
+}
+
+func liveHeap() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
 }
 
 // cpuClock measures the CPU time the process spends (all threads, GC
