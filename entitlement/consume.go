@@ -182,7 +182,9 @@ type Consumption struct {
 	// state right after this call.
 	BalanceAfter   money.Money `json:"balanceAfter,omitzero"`
 	RemainingAfter *int64      `json:"remainingAfter,omitempty"`
-	// Fingerprint is the request's Fingerprint; it is stored, never shown.
+	// Fingerprint is the request's Fingerprint, for the replay check; it is
+	// never shown. Consumptions read back from a store carry it; the result
+	// of a fresh charge may leave it empty (the memory store does).
 	Fingerprint string `json:"-"`
 }
 

@@ -2,8 +2,6 @@ package memory
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"sort"
 	"time"
 
@@ -14,23 +12,18 @@ import (
 	"github.com/stipend-mcp/stipend/store"
 )
 
-// charge is what a consume computes before it takes the mutex: the ID a new
-// consumption gets, the request's fingerprint, and their text forms.
+// charge is what a consume computes before it takes the mutex: where the
+// consumption goes in the log's index, and the ID it gets.
 type charge struct {
-	slot        slot
-	id          uuid.UUID
-	sum         [sha256.Size]byte
-	idText      string
-	fingerprint string
+	slot   slot
+	id     uuid.UUID
+	idText string
 }
 
 func (s *Store) prepare(req *entitlement.ConsumeRequest) charge {
-	ch := charge{slot: s.consumptions.slot(req.AgentID, req.IdempotencyKey), id: s.ids.next(), sum: req.FingerprintSum()}
-	var buf [uuidLen + 2*sha256.Size]byte
-	b := appendUUID(buf[:0], ch.id)
-	b = hex.AppendEncode(b, ch.sum[:])
-	text := string(b) // one allocation for both
-	ch.idText, ch.fingerprint = text[:uuidLen], text[uuidLen:]
+	ch := charge{slot: s.consumptions.slot(req.AgentID, req.IdempotencyKey), id: s.ids.next()}
+	var buf [uuidLen]byte
+	ch.idText = string(appendUUID(buf[:0], ch.id))
 	return ch
 }
 
@@ -125,7 +118,9 @@ func (s *Store) consumeLocked(req *entitlement.ConsumeRequest, ch *charge, store
 	// writes is ready, so a failure leaves the store as it was. A denial
 	// keeps a lazy quota reset, which changes nothing a caller can see.
 	next := *stored
-	c, reason := next.Consume(s.clock(), req, ch.idText, ch.fingerprint)
+	// The log keeps the request's parameters, not its fingerprint (see
+	// record), so the charge leaves the result's Fingerprint empty.
+	c, reason := next.Consume(s.clock(), req, ch.idText, "")
 	if reason != "" {
 		*stored = next
 		return deniedBy(entitlementID, reason), nil
@@ -143,7 +138,7 @@ func (s *Store) consumeLocked(req *entitlement.ConsumeRequest, ch *charge, store
 		depleted = evs
 	}
 	*stored = next
-	r := s.consumptions.add(&ch.slot, &c, ch.id, &ch.sum)
+	r := s.consumptions.add(&ch.slot, &c, ch.id, req)
 	s.events.add(depleted...)
 	a := s.agents[req.AgentID]
 	a.consumptions = insertSorted(a.consumptions, r, s.consumptions.before)

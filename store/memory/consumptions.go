@@ -1,7 +1,6 @@
 package memory
 
 import (
-	"crypto/sha256"
 	"encoding/hex"
 	"hash/maphash"
 	"strings"
@@ -46,10 +45,12 @@ const (
 	chunkSize = 1 << chunkBits
 )
 
-// record is one stored consumption; see entitlement.Consumption.
+// record is one stored consumption; see entitlement.Consumption. It keeps
+// the parameters of the request that made it (those the fingerprint covers)
+// rather than the fingerprint, which is derived from them when a consumption
+// is read back: a charge, the hot path, never computes one.
 type record struct {
-	id          uuid.UUID
-	fingerprint [sha256.Size]byte
+	id uuid.UUID
 	// next is the older row with the same index hash, or 0.
 	next row
 	// occurredAt, in UTC, as Unix seconds and nanoseconds.
@@ -61,6 +62,11 @@ type record struct {
 
 	agent, entitlement, service, tool, kind, costCurrency, balanceCurrency name
 	key                                                                    span
+
+	// The request's entitlement ID (0 when it named none) and cost (currency
+	// 0 when it had none: a cost always has a currency).
+	reqEntitlement, reqCostCurrency name
+	reqCostCents                    int64
 }
 
 func newConsumptionLog() consumptionLog {
@@ -112,9 +118,9 @@ func (l *consumptionLog) find(sl *slot, agentID, key string) row {
 	return 0
 }
 
-// add stores c, whose ID is id and whose fingerprint is fingerprint, and
-// returns its row. find(sl, c.AgentID, c.IdempotencyKey) has just returned 0.
-func (l *consumptionLog) add(sl *slot, c *entitlement.Consumption, id uuid.UUID, fingerprint *[sha256.Size]byte) row {
+// add stores c, whose ID is id and which req made, and returns its row.
+// find(sl, c.AgentID, c.IdempotencyKey) has just returned 0.
+func (l *consumptionLog) add(sl *slot, c *entitlement.Consumption, id uuid.UUID, req *entitlement.ConsumeRequest) row {
 	if l.len&(chunkSize-1) == 0 {
 		l.chunks = append(l.chunks, make([]record, chunkSize))
 	}
@@ -123,7 +129,6 @@ func (l *consumptionLog) add(sl *slot, c *entitlement.Consumption, id uuid.UUID,
 	rec := l.at(r)
 	*rec = record{
 		id:              id,
-		fingerprint:     *fingerprint,
 		next:            sl.head,
 		sec:             c.OccurredAt.Unix(),
 		nsec:            int32(c.OccurredAt.Nanosecond()),
@@ -138,6 +143,11 @@ func (l *consumptionLog) add(sl *slot, c *entitlement.Consumption, id uuid.UUID,
 		costCurrency:    l.names.intern(nameCostCurrency, c.Cost.Currency),
 		balanceCurrency: l.names.intern(nameBalanceCurrency, c.BalanceAfter.Currency),
 		key:             l.keys.add(c.IdempotencyKey),
+		reqEntitlement:  l.names.intern(nameReqEntitlement, req.EntitlementID),
+	}
+	if req.Cost != nil {
+		rec.reqCostCents = req.Cost.Cents
+		rec.reqCostCurrency = l.names.intern(nameCostCurrency, req.Cost.Currency)
 	}
 	if c.RemainingAfter != nil {
 		rec.remaining, rec.hasRemaining = *c.RemainingAfter, true
@@ -150,11 +160,10 @@ func (l *consumptionLog) add(sl *slot, c *entitlement.Consumption, id uuid.UUID,
 // consumption returns r's consumption; it shares nothing with the log.
 func (l *consumptionLog) consumption(r row) entitlement.Consumption {
 	rec := l.at(r)
-	// The ID, the fingerprint and the key share one allocation.
+	// The ID and the key share one allocation.
 	key := l.keys.bytes(rec.key)
-	buf := make([]byte, 0, uuidLen+2*sha256.Size+len(key))
+	buf := make([]byte, 0, uuidLen+len(key))
 	buf = appendUUID(buf, rec.id)
-	buf = hex.AppendEncode(buf, rec.fingerprint[:])
 	buf = append(buf, key...)
 	s := string(buf)
 	c := entitlement.Consumption{
@@ -164,18 +173,34 @@ func (l *consumptionLog) consumption(r row) entitlement.Consumption {
 		EntitlementType: entitlement.Type(l.names.str(rec.kind)),
 		Service:         l.names.str(rec.service),
 		Tool:            l.names.str(rec.tool),
-		IdempotencyKey:  s[uuidLen+2*sha256.Size:],
+		IdempotencyKey:  s[uuidLen:],
 		Cost:            money.Money{Cents: rec.costCents, Currency: l.names.str(rec.costCurrency)},
 		Units:           rec.units,
 		OccurredAt:      rec.occurredAt(),
 		BalanceAfter:    money.Money{Cents: rec.balanceCents, Currency: l.names.str(rec.balanceCurrency)},
-		Fingerprint:     s[uuidLen : uuidLen+2*sha256.Size],
 	}
 	if rec.hasRemaining {
 		rem := rec.remaining
 		c.RemainingAfter = &rem
 	}
+	req := l.request(rec)
+	c.Fingerprint = req.Fingerprint()
 	return c
+}
+
+// request rebuilds the parameters of the request that made rec.
+func (l *consumptionLog) request(rec *record) entitlement.ConsumeRequest {
+	req := entitlement.ConsumeRequest{
+		AgentID:       l.names.str(rec.agent),
+		Service:       l.names.str(rec.service),
+		Tool:          l.names.str(rec.tool),
+		Units:         rec.units,
+		EntitlementID: l.names.str(rec.reqEntitlement),
+	}
+	if rec.reqCostCurrency != 0 {
+		req.Cost = &money.Money{Cents: rec.reqCostCents, Currency: l.names.str(rec.reqCostCurrency)}
+	}
+	return req
 }
 
 func (rec *record) occurredAt() time.Time { return time.Unix(rec.sec, int64(rec.nsec)).UTC() }
@@ -222,6 +247,7 @@ const (
 	nameKind
 	nameCostCurrency
 	nameBalanceCurrency
+	nameReqEntitlement
 	nameFields
 )
 

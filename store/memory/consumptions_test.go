@@ -1,8 +1,6 @@
 package memory
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,8 +13,8 @@ import (
 	"github.com/stipend-mcp/stipend/money"
 )
 
-// logged adds c to l under a forced index hash and returns its row.
-func logged(t *testing.T, l *consumptionLog, hash uint64, c entitlement.Consumption) row {
+// logged adds c, made by req, to l under a forced index hash and returns its row.
+func logged(t *testing.T, l *consumptionLog, hash uint64, req entitlement.ConsumeRequest, c entitlement.Consumption) row {
 	t.Helper()
 	sl := slot{hash: hash}
 	if r := l.find(&sl, c.AgentID, c.IdempotencyKey); r != 0 {
@@ -26,11 +24,13 @@ func logged(t *testing.T, l *consumptionLog, hash uint64, c entitlement.Consumpt
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum := sha256.Sum256([]byte(c.IdempotencyKey))
-	return l.add(&sl, &c, id, &sum)
+	return l.add(&sl, &c, id, &req)
 }
 
-func sampleConsumption(i int, key string) entitlement.Consumption {
+// sample returns a request and the consumption it made, of several shapes:
+// credits and quota, with and without a named entitlement, a quota call with
+// a cost (which the consumption does not carry).
+func sample(i int, key string) (entitlement.ConsumeRequest, entitlement.Consumption) {
 	rem := int64(i)
 	c := entitlement.Consumption{
 		ID:              uuid.NewString(),
@@ -44,15 +44,22 @@ func sampleConsumption(i int, key string) entitlement.Consumption {
 		OccurredAt:      time.Date(2026, 11, 30, 12, 0, 0, i, time.UTC),
 		RemainingAfter:  &rem,
 	}
-	if i%2 == 0 {
+	req := entitlement.ConsumeRequest{AgentID: c.AgentID, Service: c.Service, Tool: c.Tool, IdempotencyKey: key, Units: c.Units}
+	switch i % 4 {
+	case 0, 2:
 		c.EntitlementType = entitlement.TypeCredits
 		c.Cost = money.Money{Cents: int64(i), Currency: "USD"}
 		c.BalanceAfter = money.Money{Cents: money.MaxCents - int64(i), Currency: "USD"}
 		c.RemainingAfter = nil
+		req.Cost = &money.Money{Cents: int64(i), Currency: "USD"}
+	case 3:
+		req.Cost = &money.Money{Cents: 0, Currency: "EUR"}
 	}
-	sum := sha256.Sum256([]byte(key))
-	c.Fingerprint = hex.EncodeToString(sum[:])
-	return c
+	if i%3 == 0 {
+		req.EntitlementID = c.EntitlementID
+	}
+	c.Fingerprint = req.Fingerprint()
+	return req, c
 }
 
 // TestConsumptionLogRoundTrip stores enough consumptions to span several
@@ -66,8 +73,9 @@ func TestConsumptionLogRoundTrip(t *testing.T) {
 	rows := make([]row, n)
 	for i := range n {
 		key := strconv.Itoa(i) + strings.Repeat("k", entitlement.MaxKeyLength-len(strconv.Itoa(i)))
-		want[i] = sampleConsumption(i, key)
-		rows[i] = logged(t, &l, uint64(i%4), want[i])
+		var req entitlement.ConsumeRequest
+		req, want[i] = sample(i, key)
+		rows[i] = logged(t, &l, uint64(i%4), req, want[i])
 	}
 	if len(l.keys.chunks) < 3 || len(l.chunks) < 4 {
 		t.Fatalf("test did not span chunks: %d arena chunks, %d record chunks", len(l.keys.chunks), len(l.chunks))
@@ -88,11 +96,11 @@ func TestConsumptionLogRoundTrip(t *testing.T) {
 // apart: same key for two agents, same agent for two keys.
 func TestConsumptionLogCollision(t *testing.T) {
 	l := newConsumptionLog()
-	a := sampleConsumption(0, "k")
-	b := sampleConsumption(1, "k") // another agent, same key
-	c := sampleConsumption(3, "other")
-	c.AgentID = a.AgentID // same agent, another key
-	ra, rb, rc := logged(t, &l, 7, a), logged(t, &l, 7, b), logged(t, &l, 7, c)
+	qa, a := sample(0, "k")
+	qb, b := sample(1, "k") // another agent, same key
+	qc, c := sample(3, "other")
+	qc.AgentID, c.AgentID = a.AgentID, a.AgentID // same agent, another key
+	ra, rb, rc := logged(t, &l, 7, qa, a), logged(t, &l, 7, qb, b), logged(t, &l, 7, qc, c)
 	for _, tt := range []struct {
 		agent, key string
 		want       row
@@ -111,7 +119,7 @@ func TestConsumptionLogCollision(t *testing.T) {
 // their text compares, which is what cursors rely on.
 func TestConsumptionLogOrder(t *testing.T) {
 	l := newConsumptionLog()
-	base := sampleConsumption(0, "a")
+	req, base := sample(0, "a")
 	early, late := base, base
 	early.ID, early.IdempotencyKey = "ffffffff-0000-4000-8000-000000000000", "early"
 	late.ID, late.IdempotencyKey = "00000000-0000-4000-8000-000000000000", "late"
@@ -119,7 +127,7 @@ func TestConsumptionLogOrder(t *testing.T) {
 	tieLow, tieHigh := early, early
 	tieLow.ID, tieLow.IdempotencyKey = "0a000000-0000-4000-8000-000000000000", "tie-low"
 	tieHigh.ID, tieHigh.IdempotencyKey = "a0000000-0000-4000-8000-000000000000", "tie-high"
-	re, rl, rlo, rhi := logged(t, &l, 1, early), logged(t, &l, 2, late), logged(t, &l, 3, tieLow), logged(t, &l, 4, tieHigh)
+	re, rl, rlo, rhi := logged(t, &l, 1, req, early), logged(t, &l, 2, req, late), logged(t, &l, 3, req, tieLow), logged(t, &l, 4, req, tieHigh)
 	for _, tt := range []struct {
 		a, b row
 		want bool
