@@ -80,13 +80,13 @@ func (s *Server) answerConsume(c echo.Context, route string, res store.ConsumeRe
 	switch res.Outcome {
 	case store.Consumed, store.Replay:
 		bp := answerPool.Get().(*[]byte)
-		b := appendConsumeAnswer((*bp)[:0], res.Outcome, res.Consumption)
+		b := appendConsumeAnswer((*bp)[:0], res.Outcome, &res.Consumption)
 		err := c.JSONBlob(http.StatusOK, b)
 		*bp = b
 		answerPool.Put(bp)
 		return err
 	case store.Allowed:
-		return c.JSON(http.StatusOK, consumeAnswer{Result: res.Outcome, Entitlement: res.Entitlement})
+		return c.JSON(http.StatusOK, consumeAnswer{Result: res.Outcome, Entitlement: &res.Entitlement})
 	case store.Conflict:
 		return &Error{Status: http.StatusUnprocessableEntity, Kind: KindIdempotencyConflict,
 			Detail: "this idempotency key was already used for a call with different parameters; nothing was charged"}

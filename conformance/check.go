@@ -18,7 +18,7 @@ var checkTests = []subtest{
 			if err != nil {
 				t.Fatalf("Check: %v", err)
 			}
-			if res.Outcome != store.Allowed || res.Entitlement == nil || res.Entitlement.ID != e.ID || res.Consumption != nil {
+			if res.Outcome != store.Allowed || res.Entitlement.ID != e.ID || res.Consumption.ID != "" {
 				t.Fatalf("Check = %s %+v, want %s by %s and no consumption", res.Outcome, res.Denials, store.Allowed, e.ID)
 			}
 		}
@@ -31,7 +31,7 @@ var checkTests = []subtest{
 		// The key is still unused: the real call is charged, not replayed.
 		mustConsume(t, s, req)
 		res, err := s.Check(t.Context(), req)
-		if err != nil || res.Outcome != store.Replay || res.Consumption == nil {
+		if err != nil || res.Outcome != store.Replay || res.Consumption.ID == "" {
 			t.Errorf("Check(used key) = %s, %v; want %s with the consumption", res.Outcome, err, store.Replay)
 		}
 		req.Cost = ptr(usd(61))
@@ -54,7 +54,7 @@ var checkTests = []subtest{
 		q = createEntitlement(t, s, q)
 		clock.Advance(25 * time.Hour)
 		res, err := s.Check(t.Context(), request(agent, "k", 0))
-		if err != nil || res.Outcome != store.Allowed || res.Entitlement == nil || res.Entitlement.Quota.Remaining != 1 {
+		if err != nil || res.Outcome != store.Allowed || res.Entitlement.Quota.Remaining != 1 {
 			t.Fatalf("Check after the period = %s %+v, %v; want %s with the quota shown reset", res.Outcome, res.Entitlement, err, store.Allowed)
 		}
 		mustConsume(t, s, request(agent, "k", 0)) // the key is still unused

@@ -19,12 +19,12 @@ var consumeTests = []subtest{
 			Service: testService, Tool: testTool, IdempotencyKey: "call-1", Cost: usd(250), Units: 1,
 			OccurredAt: clock.Now(), BalanceAfter: usd(750),
 		}
-		if d := cmpDiff(want, *res.Consumption); d != "" || want.ID == "" {
+		if d := cmpDiff(want, res.Consumption); d != "" || want.ID == "" {
 			t.Errorf("consumption mismatch (-want +got):\n%s", d)
 		}
 		wantE := e
 		wantE.Credits.Balance = usd(750)
-		if d := cmpDiff(wantE, *res.Entitlement); d != "" {
+		if d := cmpDiff(wantE, res.Entitlement); d != "" {
 			t.Errorf("result entitlement mismatch (-want +got):\n%s", d)
 		}
 		if d := cmpDiff(wantE, getEntitlement(t, s, e.ID)); d != "" {
@@ -38,10 +38,10 @@ var consumeTests = []subtest{
 		first := mustConsume(t, s, req)
 		clock.Advance(1e9)
 		again := checkAndConsume(t, s, req)
-		if again.Outcome != store.Replay || again.Consumption == nil {
+		if again.Outcome != store.Replay || again.Consumption.ID == "" {
 			t.Fatalf("second CheckAndConsume = %s, want %s with the consumption", again.Outcome, store.Replay)
 		}
-		if d := cmpDiff(*first.Consumption, *again.Consumption); d != "" {
+		if d := cmpDiff(first.Consumption, again.Consumption); d != "" {
 			t.Errorf("replayed consumption differs from the original (-want +got):\n%s", d)
 		}
 		if got := getEntitlement(t, s, e.ID).Credits.Balance; got != usd(750) {
@@ -64,7 +64,7 @@ var consumeTests = []subtest{
 		}
 		for name, req := range variants {
 			res := checkAndConsume(t, s, req)
-			if res.Outcome != store.Conflict || res.Consumption != nil {
+			if res.Outcome != store.Conflict || res.Consumption.ID != "" {
 				t.Errorf("CheckAndConsume(same key, different %s) = %s (consumption %v), want %s and no consumption", name, res.Outcome, res.Consumption, store.Conflict)
 			}
 		}
@@ -116,7 +116,7 @@ var consumeTests = []subtest{
 		ra := mustConsume(t, s, request(a, "1", 10))
 		rb := mustConsume(t, s, request(b, "1", 20))
 		if ra.Consumption.EntitlementID != ea.ID || rb.Consumption.EntitlementID != eb.ID || ra.Consumption.ID == rb.Consumption.ID {
-			t.Errorf("key \"1\" for two agents: consumptions %+v and %+v, want one on each agent's entitlement", *ra.Consumption, *rb.Consumption)
+			t.Errorf("key \"1\" for two agents: consumptions %+v and %+v, want one on each agent's entitlement", ra.Consumption, rb.Consumption)
 		}
 	}},
 	{"ConsumeKeyShapes", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
@@ -170,7 +170,7 @@ var consumeTests = []subtest{
 func wantDenied(t *testing.T, s store.EntitlementStore, req entitlement.ConsumeRequest, want ...entitlement.Denial) {
 	t.Helper()
 	res := checkAndConsume(t, s, req)
-	if res.Outcome != store.Denied || res.Consumption != nil {
+	if res.Outcome != store.Denied || res.Consumption.ID != "" {
 		t.Errorf("CheckAndConsume(key %q) = %s, want %s %v", req.IdempotencyKey, res.Outcome, store.Denied, want)
 		return
 	}

@@ -21,7 +21,7 @@ var consumptionTests = []subtest{
 			if i != 2 {
 				clock.Advance(time.Second) // calls 1 and 2 share an instant
 			}
-			all = append(all, *mustConsume(t, s, request(agent, fmt.Sprint("k", i), int64(i+1))).Consumption)
+			all = append(all, mustConsume(t, s, request(agent, fmt.Sprint("k", i), int64(i+1))).Consumption)
 		}
 		if all[1].ID > all[2].ID { // same instant: ordered by ID
 			all[1], all[2] = all[2], all[1]

@@ -110,7 +110,7 @@ func checkAndConsume(t *testing.T, s store.EntitlementStore, req entitlement.Con
 func mustConsume(t *testing.T, s store.EntitlementStore, req entitlement.ConsumeRequest) store.ConsumeResult {
 	t.Helper()
 	res := checkAndConsume(t, s, req)
-	if res.Outcome != store.Consumed || res.Consumption == nil || res.Entitlement == nil {
+	if res.Outcome != store.Consumed || res.Consumption.ID == "" || res.Entitlement.ID == "" {
 		t.Fatalf("CheckAndConsume(key %q) = %s %+v, want consumed with consumption and entitlement", req.IdempotencyKey, res.Outcome, res.Denials)
 	}
 	return res

@@ -172,7 +172,7 @@ func (p *property) checkResults() map[callKey]*call {
 				consumed[k] = cl
 				p.checkConsumption(cl)
 			case cl.res.Outcome == store.Denied:
-				if cl.res.Consumption != nil || len(cl.res.Denials) == 0 {
+				if cl.res.Consumption.ID != "" || len(cl.res.Denials) == 0 {
 					p.errorf("denied %s/%s: consumption %v, denials %v; want none and at least one reason", k.agent, k.key, cl.res.Consumption, cl.res.Denials)
 				}
 			case cl.res.Outcome != store.Replay && cl.res.Outcome != store.Conflict:
@@ -190,10 +190,10 @@ func (p *property) checkResults() map[callKey]*call {
 					p.errorf("replay of %s/%s, but no call with that key was charged", k.agent, k.key)
 				case cl.req.Fingerprint() != first.req.Fingerprint():
 					p.errorf("replay of %s/%s with other parameters (units %d, charged %d): want conflict", k.agent, k.key, cl.req.Units, first.req.Units)
-				case cl.res.Consumption == nil:
+				case cl.res.Consumption.ID == "":
 					p.errorf("replay of %s/%s without the consumption", k.agent, k.key)
 				default:
-					if d := cmpDiff(*first.res.Consumption, *cl.res.Consumption); d != "" {
+					if d := cmpDiff(first.res.Consumption, cl.res.Consumption); d != "" {
 						p.errorf("replay of %s/%s returned another consumption (-charged +replayed):\n%s", k.agent, k.key, d)
 					}
 				}
@@ -203,7 +203,7 @@ func (p *property) checkResults() map[callKey]*call {
 					p.errorf("conflict on %s/%s, but no call with that key was charged", k.agent, k.key)
 				case cl.req.Fingerprint() == first.req.Fingerprint():
 					p.errorf("conflict on %s/%s with the charged call's own parameters: want replay", k.agent, k.key)
-				case cl.res.Consumption != nil:
+				case cl.res.Consumption.ID != "":
 					p.errorf("conflict on %s/%s carries a consumption", k.agent, k.key)
 				}
 			}
@@ -215,8 +215,8 @@ func (p *property) checkResults() map[callKey]*call {
 // checkConsumption checks that a charged call's consumption matches its
 // request and never records a balance or quota below zero.
 func (p *property) checkConsumption(cl *call) {
-	c, req := cl.res.Consumption, cl.req
-	if c == nil || cl.res.Entitlement == nil {
+	c, req := &cl.res.Consumption, cl.req
+	if c.ID == "" || cl.res.Entitlement.ID == "" {
 		p.errorf("consumed %s/%s without consumption or entitlement", req.AgentID, req.IdempotencyKey)
 		return
 	}
@@ -255,7 +255,7 @@ func (p *property) checkStored(s store.EntitlementStore, consumed map[callKey]*c
 			case cl == nil:
 				p.errorf("stored consumption %s for %s/%s, but no call reported it consumed", c.ID, agent, c.IdempotencyKey)
 			default:
-				if d := cmpDiff(*cl.res.Consumption, c); d != "" {
+				if d := cmpDiff(cl.res.Consumption, c); d != "" {
 					p.errorf("stored consumption of %s/%s differs from the call's (-call +stored):\n%s", agent, c.IdempotencyKey, d)
 				}
 			}
@@ -306,13 +306,13 @@ func (p *property) checkReplays(s store.EntitlementStore, consumed map[callKey]*
 			return
 		}
 		res, err := s.CheckAndConsume(p.t.Context(), first.req)
-		if err != nil || res.Outcome != store.Replay || res.Consumption == nil || cmpDiff(*first.res.Consumption, *res.Consumption) != "" {
+		if err != nil || res.Outcome != store.Replay || res.Consumption.ID == "" || cmpDiff(first.res.Consumption, res.Consumption) != "" {
 			p.errorf("resending %s/%s = %s, %v; want replay of consumption %s", k.agent, k.key, res.Outcome, err, first.res.Consumption.ID)
 		}
 		other := first.req
 		other.Units++
 		res, err = s.CheckAndConsume(p.t.Context(), other)
-		if err != nil || res.Outcome != store.Conflict || res.Consumption != nil {
+		if err != nil || res.Outcome != store.Conflict || res.Consumption.ID != "" {
 			p.errorf("resending %s/%s with other units = %s, %v; want conflict", k.agent, k.key, res.Outcome, err)
 		}
 		id := first.res.Consumption.EntitlementID

@@ -35,7 +35,7 @@ func ReplayOf(c entitlement.Consumption, req *entitlement.ConsumeRequest) Consum
 	if c.Fingerprint != req.Fingerprint() {
 		return ConsumeResult{Outcome: Conflict}
 	}
-	return ConsumeResult{Outcome: Replay, Consumption: &c}
+	return ConsumeResult{Outcome: Replay, Consumption: c}
 }
 
 // Consume implements EntitlementStore.CheckAndConsume on top of c.
@@ -88,7 +88,7 @@ func CheckOnly(ctx context.Context, c Charger, req entitlement.ConsumeRequest, n
 			denials = append(denials, entitlement.Denial{EntitlementID: e.ID, Reason: reason})
 			continue
 		}
-		return ConsumeResult{Outcome: Allowed, Entitlement: &e}, nil
+		return ConsumeResult{Outcome: Allowed, Entitlement: e}, nil
 	}
 	return DeniedResult(denials), nil
 }

@@ -61,7 +61,7 @@ const (
 	// Consumption is the original, nothing was charged now.
 	Replay Outcome = "replay"
 	// Conflict: the key was already charged with different parameters;
-	// nothing was charged. Consumption is nil.
+	// nothing was charged. Consumption is zero.
 	Conflict Outcome = "conflict"
 	// Denied: no entitlement could pay ("no_longer_valid"); Denials says why
 	// for every entitlement considered. Nothing was charged.
@@ -71,13 +71,17 @@ const (
 	Allowed Outcome = "allowed"
 )
 
-// ConsumeResult is the answer of CheckAndConsume and Check.
+// ConsumeResult is the answer of CheckAndConsume and Check. It holds values,
+// not pointers, so answering a charge allocates nothing: the fields an
+// outcome does not set are zero.
 type ConsumeResult struct {
-	Outcome     Outcome
-	Consumption *entitlement.Consumption
+	Outcome Outcome
+	// Consumption is the new consumption (Consumed) or the original one
+	// (Replay).
+	Consumption entitlement.Consumption
 	// Entitlement is the charged entitlement as it is after the charge
 	// (Consumed), or the one that would be charged (Allowed).
-	Entitlement *entitlement.Entitlement
+	Entitlement entitlement.Entitlement
 	Denials     []entitlement.Denial
 }
 

@@ -116,7 +116,7 @@ func (s *Store) applyBatch(tx *firestore.Transaction, entitlementID string, call
 		stored[keys[i]] = cons
 		created = append(created, cons)
 		after := clone(e)
-		results[i] = store.ConsumeResult{Outcome: store.Consumed, Consumption: &cons, Entitlement: &after}
+		results[i] = store.ConsumeResult{Outcome: store.Consumed, Consumption: cons, Entitlement: after}
 		if cons.Depleted() {
 			if err := s.enqueue(tx, event.EntitlementDepleted, e.AgentID, now, &after); err != nil {
 				return nil, err

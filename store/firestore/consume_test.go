@@ -107,7 +107,7 @@ func TestStore_DuplicateKeysInOneBatch(t *testing.T) {
 			t.Fatalf("caller %d: %v", i, errs[i])
 		}
 		count[results[i].Outcome]++
-		if c := results[i].Consumption; c != nil {
+		if c := results[i].Consumption; c.ID != "" {
 			if firstID == "" {
 				firstID = c.ID
 			} else if c.ID != firstID {

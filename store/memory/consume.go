@@ -125,13 +125,11 @@ func (s *Store) consumeLocked(req *entitlement.ConsumeRequest, ch *charge, store
 		*stored = next
 		return deniedBy(entitlementID, reason), nil
 	}
-	// c shares only immutable strings with the request and the log, so it is
-	// the caller's to keep. (The result is the one allocation of a charge;
-	// next stays on the stack.)
-	out := &consumed{c, copyEntitlement(&next)}
+	res := store.ConsumeResult{Outcome: store.Consumed, Consumption: c, Entitlement: copyEntitlement(&next)}
 	var depleted []event.Event
 	if c.Depleted() {
-		evs, err := s.newEvents(pending(event.EntitlementDepleted, next.AgentID, &out.e))
+		after := res.Entitlement // only this branch's copy escapes to the heap
+		evs, err := s.newEvents(pending(event.EntitlementDepleted, next.AgentID, &after))
 		if err != nil {
 			return store.ConsumeResult{}, err
 		}
@@ -142,13 +140,7 @@ func (s *Store) consumeLocked(req *entitlement.ConsumeRequest, ch *charge, store
 	s.events.add(depleted...)
 	a := s.agents[req.AgentID]
 	a.consumptions = insertSorted(a.consumptions, r, s.consumptions.before)
-	return store.ConsumeResult{Outcome: store.Consumed, Consumption: &out.c, Entitlement: &out.e}, nil
-}
-
-// consumed holds what a Consumed result points to, in one allocation.
-type consumed struct {
-	c entitlement.Consumption
-	e entitlement.Entitlement
+	return res, nil
 }
 
 func deniedBy(entitlementID string, reason entitlement.Reason) store.ConsumeResult {
