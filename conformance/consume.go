@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -70,6 +71,53 @@ var consumeTests = []subtest{
 		}
 		if got := getEntitlement(t, s, e.ID).Credits.Balance; got != usd(750) {
 			t.Errorf("balance after conflicts = %v, want 750 USD", got)
+		}
+	}},
+	{"ConsumeReplayCoversTheWholeRequest", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
+		// Parameters the consumption itself does not show (a quota call's
+		// cost, the entitlement a request named) still decide replay or
+		// conflict, through CheckAndConsume and through Check alike.
+		agent := newAgent()
+		q := createEntitlement(t, s, quota(agent, 10, clock.Now()))
+		withCost := request(agent, "priced", 5)
+		withCost.Cost.Currency = "EUR"
+		named := request(agent, "named", 0)
+		named.Cost, named.EntitlementID = nil, q.ID
+		mustConsume(t, s, withCost)
+		mustConsume(t, s, named)
+		variant := func(r entitlement.ConsumeRequest, f func(*entitlement.ConsumeRequest)) entitlement.ConsumeRequest {
+			if r.Cost != nil {
+				r.Cost = ptr(*r.Cost) // f may change it; withCost keeps its own
+			}
+			f(&r)
+			return r
+		}
+		cases := []struct {
+			name string
+			req  entitlement.ConsumeRequest
+			want store.Outcome
+		}{
+			{"same priced call", variant(withCost, func(*entitlement.ConsumeRequest) {}), store.Replay},
+			{"priced call without its cost", variant(withCost, func(r *entitlement.ConsumeRequest) { r.Cost = nil }), store.Conflict},
+			{"priced call, other amount", variant(withCost, func(r *entitlement.ConsumeRequest) { r.Cost.Cents = 6 }), store.Conflict},
+			{"priced call, other currency", variant(withCost, func(r *entitlement.ConsumeRequest) { r.Cost.Currency = "USD" }), store.Conflict},
+			{"priced call naming the entitlement", variant(withCost, func(r *entitlement.ConsumeRequest) { r.EntitlementID = q.ID }), store.Conflict},
+			{"same named call", variant(named, func(*entitlement.ConsumeRequest) {}), store.Replay},
+			{"named call naming none", variant(named, func(r *entitlement.ConsumeRequest) { r.EntitlementID = "" }), store.Conflict},
+			{"named call, other service", variant(named, func(r *entitlement.ConsumeRequest) { r.Service = "other" }), store.Conflict},
+		}
+		for _, tc := range cases {
+			for op, call := range map[string]func(context.Context, entitlement.ConsumeRequest) (store.ConsumeResult, error){
+				"CheckAndConsume": s.CheckAndConsume, "Check": s.Check,
+			} {
+				res, err := call(t.Context(), tc.req)
+				if err != nil || res.Outcome != tc.want {
+					t.Errorf("%s(%s) = %s, %v; want %s", op, tc.name, res.Outcome, err, tc.want)
+				}
+			}
+		}
+		if got := getEntitlement(t, s, q.ID).Quota.Remaining; got != 8 {
+			t.Errorf("quota remaining = %d, want 8 (two calls charged once each)", got)
 		}
 	}},
 	{"ConsumeQuotaLastUnit", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
