@@ -114,6 +114,9 @@ func (s *Store) consumeLocked(req *entitlement.ConsumeRequest, ch *charge, store
 	if stored == nil || stored.AgentID != req.AgentID {
 		return deniedBy(entitlementID, entitlement.ReasonNotFound), nil
 	}
+	if s.consumptions.full() {
+		return store.ConsumeResult{}, store.Errorf(store.CodeUnavailable, "memory store: no room for another consumption")
+	}
 	// The charge is computed on a copy and stored only once everything it
 	// writes is ready, so a failure leaves the store as it was. A denial
 	// keeps a lazy quota reset, which changes nothing a caller can see.

@@ -3,6 +3,7 @@ package memory
 import (
 	"encoding/hex"
 	"hash/maphash"
+	"math"
 	"strings"
 	"time"
 
@@ -117,6 +118,11 @@ func (l *consumptionLog) find(sl *slot, agentID, key string) row {
 	}
 	return 0
 }
+
+// full reports whether the log holds as many rows as a row number can
+// count (about four billion: hundreds of gigabytes, far past what a
+// development store sees). add must not be called then.
+func (l *consumptionLog) full() bool { return l.len == math.MaxUint32 }
 
 // add stores c, whose ID is id and which req made, and returns its row.
 // find(sl, c.AgentID, c.IdempotencyKey) has just returned 0.

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/stipend-mcp/stipend/entitlement"
 	"github.com/stipend-mcp/stipend/money"
+	"github.com/stipend-mcp/stipend/store"
 )
 
 // logged adds c, made by req, to l under a forced index hash and returns its row.
@@ -171,5 +173,28 @@ func TestAppendUUID(t *testing.T) {
 		if got := string(appendUUID(nil, u)); got != u.String() {
 			t.Fatalf("appendUUID = %s, want %s", got, u)
 		}
+	}
+}
+
+// TestStoreFull checks that a log with no row number left refuses a charge
+// with an error and changes nothing, rather than wrapping its row numbers.
+func TestStoreFull(t *testing.T) {
+	s := New()
+	ctx := t.Context()
+	e, err := s.CreateEntitlement(ctx, entitlement.Entitlement{
+		ID: "ent-1", AgentID: "agent-1", Type: entitlement.TypeCredits, Status: entitlement.StatusActive,
+		Scope: entitlement.Scope{Service: "search"}, CreatedAt: time.Now(),
+		Credits: entitlement.Credits{Balance: money.Money{Cents: 10, Currency: "USD"}, Granted: money.Money{Cents: 10, Currency: "USD"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.consumptions.len = math.MaxUint32 // as if full: add would be next
+	req := entitlement.ConsumeRequest{AgentID: "agent-1", Service: "search", Tool: "q", IdempotencyKey: "k", Cost: &money.Money{Cents: 1, Currency: "USD"}}
+	if res, err := s.CheckAndConsume(ctx, req); store.CodeOf(err) != store.CodeUnavailable {
+		t.Fatalf("CheckAndConsume on a full store = %s, %v; want a %s error", res.Outcome, err, store.CodeUnavailable)
+	}
+	if got, _ := s.GetEntitlement(ctx, e.ID); got.Credits.Balance.Cents != 10 {
+		t.Fatalf("balance = %v after a refused charge, want 10 cents", got.Credits.Balance)
 	}
 }
