@@ -6,15 +6,19 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/stipend-mcp/stipend/api"
 	"github.com/stipend-mcp/stipend/apikey"
+	"github.com/stipend-mcp/stipend/idempotency"
+	"github.com/stipend-mcp/stipend/idempotency/memledger"
 	"github.com/stipend-mcp/stipend/receipt"
 	"github.com/stipend-mcp/stipend/store"
 	"github.com/stipend-mcp/stipend/store/memory"
@@ -94,6 +98,9 @@ type env struct {
 	reg    *prometheus.Registry
 	// noSpec turns off checking every response against openapi.json.
 	noSpec bool
+	// autoKey gives requests to the ledger's routes an Idempotency-Key
+	// when they have none (see newEnv).
+	autoKey bool
 	// seen, if set, records "operationId status" of every checked response.
 	seen *sync.Map
 }
@@ -103,7 +110,20 @@ const testStripeSecret = "whsec_api_test_default"
 
 type option func(*api.Config)
 
+// newEnv returns a server configured as `stipend serve` configures one:
+// its key-requiring routes (api.LedgerRoutes) go through an idempotency
+// ledger (in memory). Requests to those routes that set no Idempotency-Key
+// get a fresh one from env.do, so tests about other things need not.
 func newEnv(tb testing.TB, opts ...option) *env {
+	tb.Helper()
+	e := newEnvWith(tb, memledger.New("api-test"), opts...)
+	e.autoKey = true
+	return e
+}
+
+// newEnvWith is newEnv with the given ledger and no automatic keys: every
+// request is sent as the test wrote it.
+func newEnvWith(tb testing.TB, ledger idempotency.Ledger, opts ...option) *env {
 	tb.Helper()
 	keys, set := makeKeys(tb)
 	clk := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
@@ -122,8 +142,18 @@ func newEnv(tb testing.TB, opts ...option) *env {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	srv.UseLedger(ledger, idempotency.Options{Namespace: "api-test", Development: true})
 	return &env{t: tb, srv: srv, store: cfg.Store, keys: keys, signer: signer, clock: clk, reg: reg}
 }
+
+// ledgerRoute matches the concrete paths of api.LedgerRoutes, as "METHOD path".
+var ledgerRoute = func() *regexp.Regexp {
+	alts := make([]string, len(api.LedgerRoutes))
+	for i, r := range api.LedgerRoutes {
+		alts[i] = regexp.MustCompile(`:[A-Za-z]+`).ReplaceAllString(regexp.QuoteMeta(r), `[^/]+`)
+	}
+	return regexp.MustCompile(`^(?:` + strings.Join(alts, "|") + `)$`)
+}()
 
 // with returns a copy of e that reports to tb (a subtest or fuzz target).
 func (e *env) with(tb testing.TB) *env {
@@ -193,6 +223,9 @@ func (e *env) do(r req) response {
 	}
 	for k, v := range r.Header {
 		hr.Header.Set(k, v)
+	}
+	if e.autoKey && hr.Header.Get(idempotency.HeaderKey) == "" && ledgerRoute.MatchString(r.Method+" "+hr.URL.EscapedPath()) {
+		hr.Header.Set(idempotency.HeaderKey, uuid.NewString())
 	}
 	rec := httptest.NewRecorder()
 	var reqBody []byte

@@ -13,9 +13,7 @@ import (
 // ledgerEnv is a server whose key-requiring routes use a memory ledger.
 func ledgerEnv(t *testing.T, ledger idempotency.Ledger) *env {
 	t.Helper()
-	e := newEnv(t)
-	e.srv.UseLedger(ledger, idempotency.Options{Namespace: "api-test", Development: true})
-	return e
+	return newEnvWith(t, ledger)
 }
 
 func grantBody(cents int) map[string]any {

@@ -185,3 +185,39 @@ func TestOpenAPI_Served(t *testing.T) {
 		t.Errorf("served document: %v", err)
 	}
 }
+
+// TestOpenAPI_LedgerRoutesRequireKey keeps openapi.json and api.LedgerRoutes
+// in step: exactly the ledger's routes, and POST /v1/payments (whose key is
+// the payment's own), require an Idempotency-Key header, and each of them
+// documents the 400 a request without one gets.
+func TestOpenAPI_LedgerRoutesRequireKey(t *testing.T) {
+	doc, _ := loadOpenAPI(t)
+	want := map[string]bool{"POST /v1/payments": true}
+	param := regexp.MustCompile(`:([A-Za-z]+)`)
+	for _, r := range api.LedgerRoutes {
+		want[param.ReplaceAllString(r, "{$1}")] = true
+	}
+	got := map[string]bool{}
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			for _, p := range op.Parameters {
+				if p.Value.In == "header" && p.Value.Name == "Idempotency-Key" && p.Value.Required {
+					got[method+" "+path] = true
+					if op.Responses.Status(http.StatusBadRequest) == nil {
+						t.Errorf("%s %s requires an Idempotency-Key but documents no 400", method, path)
+					}
+				}
+			}
+		}
+	}
+	for r := range want {
+		if !got[r] {
+			t.Errorf("%s: Idempotency-Key not documented as required", r)
+		}
+	}
+	for r := range got {
+		if !want[r] {
+			t.Errorf("%s: Idempotency-Key documented as required, but the route is not in api.LedgerRoutes", r)
+		}
+	}
+}
