@@ -67,9 +67,9 @@ func (s *Store) Check(ctx context.Context, req entitlement.ConsumeRequest) (stor
 
 // FindConsumption returns the consumption of the agent's key, or ErrNotFound.
 func (s *Store) FindConsumption(_ context.Context, agentID, key string) (entitlement.Consumption, error) {
+	sl := s.consumptions.slot(agentID, key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	sl := s.consumptions.slot(agentID, key)
 	r := s.consumptions.find(&sl, agentID, key)
 	if r == 0 {
 		return entitlement.Consumption{}, store.ErrNotFound

@@ -1,3 +1,6 @@
+// These tests are inside the package: they force index hash collisions and
+// a full log, which no caller of the store can arrange.
+
 package memory
 
 import (
