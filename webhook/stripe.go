@@ -20,12 +20,18 @@ import (
 // (store.InboundEvent.Source).
 const StripeSource = "stripe"
 
-// The Stripe event types Stripe acts on; every other type is acknowledged
-// and ignored.
+// The Stripe event types Stripe reads; every other type is acknowledged and
+// ignored.
 const (
 	StripePaymentSucceeded = "payment_intent.succeeded"
-	StripePaymentFailed    = "payment_intent.payment_failed"
-	StripeChargeRefunded   = "charge.refunded"
+	// StripePaymentFailed reports a failed attempt, not a failed intent: the
+	// intent goes back to requires_payment_method and the customer may still
+	// pay with another method, after which payment_intent.succeeded arrives.
+	// The payment stays pending; the attempt is logged.
+	StripePaymentFailed = "payment_intent.payment_failed"
+	// StripePaymentCanceled ends an intent for good: the payment fails.
+	StripePaymentCanceled = "payment_intent.canceled"
+	StripeChargeRefunded  = "charge.refunded"
 )
 
 // PaymentStore is the part of store.EntitlementStore that inbound provider
@@ -57,15 +63,28 @@ type Stripe struct {
 }
 
 // stripeObject holds the fields Stripe reads from an event's data.object:
-// a PaymentIntent (id, last_payment_error) or a Charge (payment_intent,
-// refunded).
+// a PaymentIntent (id, cancellation_reason, last_payment_error) or a Charge
+// (payment_intent, refunded).
 type stripeObject struct {
-	ID               string `json:"id"`
-	PaymentIntent    string `json:"payment_intent"`
-	Refunded         bool   `json:"refunded"`
-	LastPaymentError *struct {
+	ID                 string `json:"id"`
+	PaymentIntent      string `json:"payment_intent"`
+	Refunded           bool   `json:"refunded"`
+	CancellationReason string `json:"cancellation_reason"`
+	LastPaymentError   *struct {
 		Message string `json:"message"`
 	} `json:"last_payment_error"`
+}
+
+// failureReason says why an intent was canceled, for Payment.FailureReason.
+func (o *stripeObject) failureReason() string {
+	r := "stripe: payment canceled"
+	if o.CancellationReason != "" {
+		r += " (" + o.CancellationReason + ")"
+	}
+	if o.LastPaymentError != nil && o.LastPaymentError.Message != "" {
+		r += "; last attempt: " + o.LastPaymentError.Message
+	}
+	return r
 }
 
 // Handle verifies the Stripe-Signature header sig over payload and applies
@@ -73,9 +92,11 @@ type stripeObject struct {
 // 200, the reason:
 //
 //   - 200: applied, replayed (seen before), or deliberately ignored: an
-//     unknown event type, a partial refund, an intent no Stipend payment is
+//     unknown event type, a failed attempt (the payment stays pending, see
+//     StripePaymentFailed), a partial refund, an intent no Stipend payment is
 //     linked to (billing integrations create the payment before confirming
-//     the intent), or a stale failure of a payment that already succeeded.
+//     the intent), or a stale cancellation of a payment that already
+//     succeeded.
 //   - 400: the signature is missing, wrong or older than the tolerance, or
 //     the payload is malformed.
 //   - 409: the payment is not in a state the event can change (a success for
@@ -103,12 +124,21 @@ func (h *Stripe) Handle(ctx context.Context, payload []byte, sig string) (int, e
 		return http.StatusBadRequest, errors.New("stripe event: no id or data")
 	}
 	typ := string(ev.Type)
-	if typ != StripePaymentSucceeded && typ != StripePaymentFailed && typ != StripeChargeRefunded {
+	if typ != StripePaymentSucceeded && typ != StripePaymentFailed && typ != StripePaymentCanceled && typ != StripeChargeRefunded {
 		return http.StatusOK, nil
 	}
 	var obj stripeObject
 	if err := json.Unmarshal(ev.Data.Raw, &obj); err != nil {
 		return http.StatusBadRequest, fmt.Errorf("stripe event %s: data.object: %w", ev.ID, err)
+	}
+	if typ == StripePaymentFailed {
+		msg := ""
+		if obj.LastPaymentError != nil {
+			msg = obj.LastPaymentError.Message
+		}
+		h.logger().Info("stripe payment attempt failed; the payment stays pending until the intent succeeds or is canceled",
+			"event", ev.ID, "intent", obj.ID, "error", msg)
+		return http.StatusOK, nil
 	}
 	intent := obj.ID
 	if typ == StripeChargeRefunded {
@@ -133,14 +163,11 @@ func (h *Stripe) Handle(ctx context.Context, payload []byte, sig string) (int, e
 	switch typ {
 	case StripePaymentSucceeded:
 		_, err = h.Payments.CompletePayment(ctx, p.ID, ch)
-	case StripePaymentFailed:
-		ch.Reason = "stripe: payment failed"
-		if obj.LastPaymentError != nil && obj.LastPaymentError.Message != "" {
-			ch.Reason = "stripe: " + obj.LastPaymentError.Message
-		}
+	case StripePaymentCanceled:
+		ch.Reason = obj.failureReason()
 		_, err = h.Payments.FailPayment(ctx, p.ID, ch)
 		if errors.Is(err, store.ErrConflict) {
-			h.logger().Info("stale stripe failure ignored", "event", ev.ID, "payment", p.ID, "status", p.Status)
+			h.logger().Info("stale stripe cancellation ignored", "event", ev.ID, "payment", p.ID, "status", p.Status)
 			return http.StatusOK, nil
 		}
 	case StripeChargeRefunded:

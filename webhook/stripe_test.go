@@ -125,14 +125,41 @@ func TestStripe_SucceededCompletesOnce(t *testing.T) {
 	}
 }
 
-func TestStripe_PaymentFailed(t *testing.T) {
+// TestStripe_FailedAttemptThenSuccess is a declined card followed by a
+// second card on the same intent: the failed attempt leaves the payment
+// pending, and the success completes it.
+func TestStripe_FailedAttemptThenSuccess(t *testing.T) {
 	e := newStripeEnv(t)
 	p := e.payment(t, "pi_2")
 	e.mustDeliver(t, stripeEvent("evt_2", webhook.StripePaymentFailed,
-		`{"id":"pi_2","object":"payment_intent","last_payment_error":{"message":"Your card was declined."}}`), http.StatusOK)
+		`{"id":"pi_2","object":"payment_intent","status":"requires_payment_method","last_payment_error":{"message":"Your card was declined."}}`), http.StatusOK)
+	if got := e.status(t, p.ID); got.Status != payment.StatusPending {
+		t.Fatalf("after payment_failed: %s, want pending (the customer may pay with another method)", got.Status)
+	}
+	e.mustDeliver(t, stripeEvent("evt_2b", webhook.StripePaymentSucceeded, `{"id":"pi_2","object":"payment_intent","status":"succeeded"}`), http.StatusOK)
+	if got := e.status(t, p.ID); got.Status != payment.StatusSucceeded || len(got.EntitlementIDs) != 1 {
+		t.Errorf("after the second attempt succeeded: %s with %d entitlements, want succeeded with 1", got.Status, len(got.EntitlementIDs))
+	}
+}
+
+// TestStripe_Canceled: a canceled intent fails the payment, with the reason;
+// the payment can no longer succeed.
+func TestStripe_Canceled(t *testing.T) {
+	e := newStripeEnv(t)
+	p := e.payment(t, "pi_6")
+	cancel := stripeEvent("evt_6", webhook.StripePaymentCanceled,
+		`{"id":"pi_6","object":"payment_intent","status":"canceled","cancellation_reason":"abandoned","last_payment_error":{"message":"Your card was declined."}}`)
+	e.mustDeliver(t, cancel, http.StatusOK)
 	got := e.status(t, p.ID)
-	if got.Status != payment.StatusFailed || !strings.Contains(got.FailureReason, "declined") {
-		t.Errorf("after payment_failed: %s (%q); want failed with the card's reason", got.Status, got.FailureReason)
+	if got.Status != payment.StatusFailed || !strings.Contains(got.FailureReason, "abandoned") || !strings.Contains(got.FailureReason, "declined") {
+		t.Fatalf("after payment_intent.canceled: %s (%q); want failed, naming the cancellation reason and the last error", got.Status, got.FailureReason)
+	}
+	e.mustDeliver(t, cancel, http.StatusOK) // redelivered: nothing changes
+	if again := e.status(t, p.ID); again.UpdatedAt != got.UpdatedAt {
+		t.Errorf("a redelivered cancellation changed the payment: updated %v → %v", got.UpdatedAt, again.UpdatedAt)
+	}
+	if code, _ := e.deliver(t, stripeEvent("evt_6s", webhook.StripePaymentSucceeded, `{"id":"pi_6"}`), time.Now()); code != http.StatusConflict {
+		t.Errorf("success of a canceled payment = %d, want 409", code)
 	}
 }
 
@@ -154,10 +181,12 @@ func TestStripe_ChargeRefunded(t *testing.T) {
 		t.Errorf("after charge.refunded: %s, refund receipt %q; want refunded with a receipt", got.Status, got.RefundReceiptID)
 	}
 	e.mustDeliver(t, refund, http.StatusOK)
-	// A stale failure of a settled payment is acknowledged and changes nothing.
+	// A stale failed attempt or cancellation of a settled payment is
+	// acknowledged and changes nothing.
 	e.mustDeliver(t, stripeEvent("evt_f", webhook.StripePaymentFailed, `{"id":"pi_3"}`), http.StatusOK)
+	e.mustDeliver(t, stripeEvent("evt_c", webhook.StripePaymentCanceled, `{"id":"pi_3"}`), http.StatusOK)
 	if got := e.status(t, p.ID); got.Status != payment.StatusRefunded {
-		t.Errorf("after a stale failure: %s, want refunded", got.Status)
+		t.Errorf("after a stale failure and cancellation: %s, want refunded", got.Status)
 	}
 }
 
