@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	stripewebhook "github.com/stripe/stripe-go/v82/webhook"
 
+	"github.com/stipend-mcp/stipend/money"
 	"github.com/stipend-mcp/stipend/payment"
 	"github.com/stipend-mcp/stipend/receipt"
 	"github.com/stipend-mcp/stipend/store"
@@ -63,16 +65,37 @@ type Stripe struct {
 }
 
 // stripeObject holds the fields Stripe reads from an event's data.object:
-// a PaymentIntent (id, cancellation_reason, last_payment_error) or a Charge
-// (payment_intent, refunded).
+// a PaymentIntent (id, amount_received, currency, cancellation_reason,
+// last_payment_error) or a Charge (payment_intent, refunded).
 type stripeObject struct {
 	ID                 string `json:"id"`
+	AmountReceived     *int64 `json:"amount_received"`
+	Currency           string `json:"currency"`
 	PaymentIntent      string `json:"payment_intent"`
 	Refunded           bool   `json:"refunded"`
 	CancellationReason string `json:"cancellation_reason"`
 	LastPaymentError   *struct {
 		Message string `json:"message"`
 	} `json:"last_payment_error"`
+}
+
+// checkAmount refuses a succeeded intent that received another amount than
+// the payment's: completing it would grant what was not paid for. Stripe
+// amounts are in the currency's smallest unit, as Money's are; Stripe
+// writes currencies in lower case. An event without the fields (never one
+// from Stripe) is not checked.
+func (o *stripeObject) checkAmount(want money.Money) error {
+	if o.AmountReceived == nil && o.Currency == "" {
+		return nil
+	}
+	got := money.Money{Currency: strings.ToUpper(o.Currency)}
+	if o.AmountReceived != nil {
+		got.Cents = *o.AmountReceived
+	}
+	if got != want {
+		return fmt.Errorf("intent %s received %d %s, the payment is %d %s", o.ID, got.Cents, got.Currency, want.Cents, want.Currency)
+	}
+	return nil
 }
 
 // failureReason says why an intent was canceled, for Payment.FailureReason.
@@ -101,7 +124,9 @@ func (o *stripeObject) failureReason() string {
 //     the payload is malformed.
 //   - 409: the payment is not in a state the event can change (a success for
 //     a failed payment, a refund before the success arrived): Stripe retries,
-//     which resolves events that arrived out of order.
+//     which resolves events that arrived out of order. Also a success whose
+//     intent received another amount or currency than the payment's: nothing
+//     is granted, and Stripe's retries give an operator time to look.
 //   - 503: no secret is configured, or the store is unavailable.
 //   - 500: anything else.
 func (h *Stripe) Handle(ctx context.Context, payload []byte, sig string) (int, error) {
@@ -162,6 +187,11 @@ func (h *Stripe) Handle(ctx context.Context, payload []byte, sig string) (int, e
 	ch := store.PaymentChange{Issuer: h.Issuer, Sign: h.Sign, Inbound: &store.InboundEvent{Source: StripeSource, EventID: ev.ID}}
 	switch typ {
 	case StripePaymentSucceeded:
+		if err := obj.checkAmount(p.Amount); err != nil {
+			h.logger().Error("stripe payment not completed: amounts differ; fix the payment or refund the intent",
+				"event", ev.ID, "payment", p.ID, "err", err)
+			return http.StatusConflict, err
+		}
 		_, err = h.Payments.CompletePayment(ctx, p.ID, ch)
 	case StripePaymentCanceled:
 		ch.Reason = obj.failureReason()

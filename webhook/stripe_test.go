@@ -163,6 +163,29 @@ func TestStripe_Canceled(t *testing.T) {
 	}
 }
 
+// TestStripe_AmountMismatch: an intent that received less (or another
+// currency) than the payment is not completed; the right amount is.
+func TestStripe_AmountMismatch(t *testing.T) {
+	e := newStripeEnv(t) // payments of 1500 USD
+	p := e.payment(t, "pi_7")
+	for _, obj := range []string{
+		`{"id":"pi_7","object":"payment_intent","amount_received":1000,"currency":"usd"}`,
+		`{"id":"pi_7","object":"payment_intent","amount_received":1500,"currency":"eur"}`,
+	} {
+		if code, err := e.deliver(t, stripeEvent("evt_7", webhook.StripePaymentSucceeded, obj), time.Now()); code != http.StatusConflict {
+			t.Errorf("success with %s = %d (%v), want 409", obj, code, err)
+		}
+	}
+	if got := e.status(t, p.ID); got.Status != payment.StatusPending {
+		t.Fatalf("after mismatched successes: %s, want pending", got.Status)
+	}
+	e.mustDeliver(t, stripeEvent("evt_7", webhook.StripePaymentSucceeded,
+		`{"id":"pi_7","object":"payment_intent","amount_received":1500,"currency":"usd"}`), http.StatusOK)
+	if got := e.status(t, p.ID); got.Status != payment.StatusSucceeded {
+		t.Errorf("after the matching success: %s, want succeeded", got.Status)
+	}
+}
+
 func TestStripe_ChargeRefunded(t *testing.T) {
 	e := newStripeEnv(t)
 	p := e.payment(t, "pi_3")
