@@ -37,7 +37,8 @@ type Receipt struct {
 }
 
 // Grant is one entitlement a receipt records as granted (or, on a refund
-// receipt, revoked, with Balance and Remaining as they were when revoked).
+// receipt, revoked: a credits grant's Balance is then what remained; a
+// quota grant shows its limit and period, whose use resets every period).
 type Grant struct {
 	EntitlementID string             `json:"entitlementId"`
 	Type          entitlement.Type   `json:"type"`

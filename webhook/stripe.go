@@ -188,7 +188,8 @@ func (h *Stripe) Handle(ctx context.Context, payload []byte, sig string) (int, e
 	switch typ {
 	case StripePaymentSucceeded:
 		if err := obj.checkAmount(p.Amount); err != nil {
-			h.logger().Error("stripe payment not completed: amounts differ; fix the payment or refund the intent",
+			h.logger().Error("stripe payment not completed: the intent received another amount than the payment's; "+
+				"refund the intent at Stripe and fail the payment (POST /v1/payments/{id}/fail), or succeed it by hand",
 				"event", ev.ID, "payment", p.ID, "err", err)
 			return http.StatusConflict, err
 		}
@@ -201,6 +202,13 @@ func (h *Stripe) Handle(ctx context.Context, payload []byte, sig string) (int, e
 			return http.StatusOK, nil
 		}
 	case StripeChargeRefunded:
+		if p.Status == payment.StatusFailed {
+			// Never granted here (failed by a cancellation or by the billing
+			// integration): nothing to revoke. Refusing would only make
+			// Stripe retry for days.
+			h.logger().Info("stripe refund of a failed payment acknowledged; nothing to revoke", "event", ev.ID, "payment", p.ID)
+			return http.StatusOK, nil
+		}
 		_, err = h.Payments.RefundPayment(ctx, p.ID, ch)
 	}
 	if err != nil {

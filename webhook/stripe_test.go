@@ -161,6 +161,11 @@ func TestStripe_Canceled(t *testing.T) {
 	if code, _ := e.deliver(t, stripeEvent("evt_6s", webhook.StripePaymentSucceeded, `{"id":"pi_6"}`), time.Now()); code != http.StatusConflict {
 		t.Errorf("success of a canceled payment = %d, want 409", code)
 	}
+	// A refund of the failed payment has nothing to revoke: acknowledged.
+	e.mustDeliver(t, stripeEvent("evt_6r", webhook.StripeChargeRefunded, `{"id":"ch_6","payment_intent":"pi_6","refunded":true}`), http.StatusOK)
+	if got := e.status(t, p.ID); got.Status != payment.StatusFailed {
+		t.Errorf("after a refund of the failed payment: %s, want failed", got.Status)
+	}
 }
 
 // TestStripe_AmountMismatch: an intent that received less (or another
