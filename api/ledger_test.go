@@ -6,8 +6,11 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/stipend-mcp/stipend/api"
+	"github.com/stipend-mcp/stipend/entitlement"
 	"github.com/stipend-mcp/stipend/idempotency"
 	"github.com/stipend-mcp/stipend/idempotency/memledger"
+	"github.com/stipend-mcp/stipend/store"
 )
 
 // ledgerEnv is a server whose key-requiring routes use a memory ledger.
@@ -74,4 +77,63 @@ func TestUseLedger_ReadyzProbesLedger(t *testing.T) {
 	down.must(http.StatusServiceUnavailable, req{Method: "GET", Path: "/readyz"})
 	// Reads do not need the ledger.
 	down.must(http.StatusOK, req{Method: "GET", Path: "/v1/accounts/" + agentA + "/entitlements", Key: down.keys.Admin})
+}
+
+// flakyGrants fails the first CreateEntitlement with Unavailable, as a
+// store does when Firestore does not answer; uncertain says whether the
+// write may have been applied.
+type flakyGrants struct {
+	store.EntitlementStore
+	uncertain bool
+	calls     *int
+}
+
+func (f flakyGrants) CreateEntitlement(ctx context.Context, e entitlement.Entitlement) (entitlement.Entitlement, error) {
+	*f.calls++
+	if *f.calls == 1 {
+		return entitlement.Entitlement{}, &store.Error{Code: store.CodeUnavailable, Message: "create entitlement", Uncertain: f.uncertain}
+	}
+	return f.EntitlementStore.CreateEntitlement(ctx, e)
+}
+
+// TestUseLedger_StoreFailureAndRetry: a grant whose store call failed with a
+// definite answer releases its key, so the client's retry grants; one whose
+// outcome is uncertain keeps the key in progress (409) for reconciliation.
+func TestUseLedger_StoreFailureAndRetry(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		uncertain  bool
+		wantRetry  int
+		wantGrants int
+	}{
+		{"definite failure", false, http.StatusCreated, 2},
+		{"uncertain failure", true, http.StatusConflict, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			calls := 0
+			e := newEnvWith(t, memledger.New("c"), func(c *api.Config) {
+				c.Store = flakyGrants{EntitlementStore: c.Store, uncertain: tc.uncertain, calls: &calls}
+			})
+			path := "/v1/accounts/" + agentA + "/entitlements"
+			hdr := map[string]string{idempotency.HeaderKey: "g-1"}
+			e.must(http.StatusServiceUnavailable, req{Method: "POST", Path: path, Key: e.keys.Admin, Body: grantBody(5), Header: hdr})
+			e.must(tc.wantRetry, req{Method: "POST", Path: path, Key: e.keys.Admin, Body: grantBody(5), Header: hdr})
+			if calls != tc.wantGrants {
+				t.Errorf("CreateEntitlement ran %d times, want %d", calls, tc.wantGrants)
+			}
+		})
+	}
+}
+
+// TestUseLedger_RefundWithoutSignerReleases: a refund refused because no
+// signing key is configured changed nothing, so its key is released.
+func TestUseLedger_RefundWithoutSignerReleases(t *testing.T) {
+	l := memledger.New("c")
+	e := newEnvWith(t, l, func(c *api.Config) { c.Signer, c.Development = nil, true })
+	hdr := map[string]string{idempotency.HeaderKey: "r-1"}
+	e.must(http.StatusServiceUnavailable, req{Method: "POST", Path: "/v1/payments/p-1/refund", Key: e.keys.Billing, Header: hdr})
+	id := idempotency.HashKey("api-test", "POST /v1/payments/:id/refund", "r-1")
+	if _, err := l.Get(context.Background(), id); err == nil {
+		t.Errorf("a refused refund left its key in progress")
+	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/stipend-mcp/stipend/apikey"
+	"github.com/stipend-mcp/stipend/idempotency"
 	"github.com/stipend-mcp/stipend/receipt"
 	"github.com/stipend-mcp/stipend/store"
 )
@@ -224,6 +225,9 @@ func (s *Server) handleError(err error, c echo.Context) {
 	if errors.As(err, &se) {
 		s.metrics.storeErrors.WithLabelValues(string(se.Code)).Inc()
 	}
+	if p.Status >= 500 && changedNothing(err) {
+		idempotency.MarkUnchanged(c) // a route behind the ledger releases its key
+	}
 	if internal {
 		s.log.LogAttrs(c.Request().Context(), slog.LevelError, "request failed",
 			slog.String("requestId", p.RequestID), slog.String("route", c.Path()),
@@ -239,6 +243,20 @@ func (s *Server) handleError(err error, c echo.Context) {
 	if werr := writeProblem(c, p); werr != nil {
 		s.log.Error("writing problem", "error", werr)
 	}
+}
+
+// changedNothing reports whether a failed request certainly changed
+// nothing: its store call failed and the store does not call the failure
+// Uncertain, or the API refused it on its own (an *Error wrapping nothing,
+// such as a missing signing key). A panic or any other failure may have
+// come after a change.
+func changedNothing(err error) bool {
+	var se *store.Error
+	if errors.As(err, &se) {
+		return !store.IsUncertain(err)
+	}
+	var ae *Error
+	return errors.As(err, &ae) && ae.Err == nil
 }
 
 // storeCtx is the context of a handler's store calls: the request's, which

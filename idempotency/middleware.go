@@ -29,6 +29,23 @@ const DefaultMaxBodyBytes = 1 << 20
 // leave a finished request in progress.
 const completionTimeout = 10 * time.Second
 
+// handlerTimeout bounds a handler that holds a reservation. The handler runs
+// on a context detached from the client's: a client that hangs up mid-way
+// must not abort the change half-known, which would leave the key in
+// progress until an operator looks; the change finishes and the client's
+// retry gets the recorded answer.
+const handlerTimeout = 30 * time.Second
+
+// unchangedKey is the echo context key MarkUnchanged sets.
+const unchangedKey = "idempotency.unchanged"
+
+// MarkUnchanged tells the middleware that the request failed having changed
+// nothing (its store call failed with a definite answer, or it was refused
+// before any). On a 5xx answer the middleware then releases the key, so the
+// client's retry runs the request again instead of getting 409 until an
+// operator reconciles it. Handlers, or the server's error handler, call it.
+func MarkUnchanged(c echo.Context) { c.Set(unchangedKey, true) }
+
 // Options configures Middleware.
 type Options struct {
 	// Namespace is the deployment namespace: the first part of every hashed
@@ -99,10 +116,12 @@ func (o *Options) defaults() {
 //   - the key was used with a different fingerprint: 422;
 //   - the key completed and has not expired: the stored response, with
 //     Idempotent-Replayed: true, and the handler does not run;
-//   - otherwise the handler runs once. A 2xx/3xx answer is stored for replay;
-//     a 4xx releases the key (handlers on these routes must answer 4xx only
-//     before any write); a 5xx, a panic, an answer too large to store, or a
-//     failed completion leaves the key in progress for reconciliation.
+//   - otherwise the handler runs once, on a context the client's hang-up
+//     does not cancel. A 2xx/3xx answer is stored for replay; a 4xx releases
+//     the key (handlers on these routes must answer 4xx only before any
+//     write), and so does a 5xx marked with MarkUnchanged; any other 5xx, a
+//     panic, an answer too large to store, or a failed completion leaves the
+//     key in progress for reconciliation.
 //
 // Ledger failures are 503 (unavailable) or 500; outside development a ledger
 // that is not durable is a 503 and the handler never runs.
@@ -171,6 +190,10 @@ func runHeld(c echo.Context, next echo.HandlerFunc, ledger Ledger, opts *Options
 	ref := ledger.Reference(res.Record.ID)
 	w := &capture{ResponseWriter: c.Response().Writer, limit: MaxResponseBytes}
 	c.Response().Writer = w
+	req := c.Request()
+	hctx, hcancel := context.WithTimeout(context.WithoutCancel(req.Context()), handlerTimeout)
+	defer hcancel()
+	c.SetRequest(req.WithContext(hctx))
 	if err := next(c); err != nil {
 		// Let the server's error handler answer now, so the status is known.
 		c.Error(err)
@@ -199,6 +222,10 @@ func runHeld(c echo.Context, next echo.HandlerFunc, ledger Ledger, opts *Options
 			} else {
 				log.Error("idempotency: completion failed after the handler succeeded; the key stays in progress for reconciliation", slog.String("error", err.Error()))
 			}
+		}
+	case c.Get(unchangedKey) == true:
+		if err := ledger.Release(ctx, res.Reservation()); err != nil {
+			log.Warn("idempotency: releasing after a failure that changed nothing failed; the key stays in progress", slog.String("error", err.Error()))
 		}
 	default:
 		log.Error("idempotency: the handler's outcome is uncertain; the key stays in progress for reconciliation")

@@ -3,6 +3,7 @@ package idempotency_test
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -147,6 +148,53 @@ func TestMiddleware_ServerErrorStaysInProgressUntilResolved(t *testing.T) {
 	}
 	wantStatus(t, "retry after reconciliation", f.do(t, "/things/a", "k1", `{}`), http.StatusCreated)
 	f.wantCalls(t, 2)
+}
+
+// TestMiddleware_UnchangedServerErrorReleasesKey: a 5xx the handler marks
+// as having changed nothing (its store call failed with a definite answer)
+// releases the key, so the client's retry runs the request again.
+func TestMiddleware_UnchangedServerErrorReleasesKey(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	f.handler = func(c echo.Context, n int64) error {
+		if n == 1 {
+			idempotency.MarkUnchanged(c)
+			return echo.NewHTTPError(http.StatusServiceUnavailable, "store unavailable before any write")
+		}
+		return created(c, n)
+	}
+	wantStatus(t, "failing POST", f.do(t, "/things/a", "k1", `{}`), http.StatusServiceUnavailable)
+	if _, err := f.ledger.Get(context.Background(), ledgerID("k1")); err == nil {
+		t.Errorf("ledger row still present after a 5xx that changed nothing; want it released")
+	}
+	wantStatus(t, "retry with the same key", f.do(t, "/things/a", "k1", `{}`), http.StatusCreated)
+	f.wantCalls(t, 2)
+}
+
+// TestMiddleware_ClientHangUpDoesNotCancelHandler: the client goes away
+// while the handler holds the key; the handler's context is not cancelled,
+// the change finishes and is recorded, and the client's retry replays it.
+func TestMiddleware_ClientHangUpDoesNotCancelHandler(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	ctx, hangUp := context.WithCancel(context.Background())
+	f.handler = func(c echo.Context, n int64) error {
+		hangUp() // the client disconnects mid-request
+		if err := c.Request().Context().Err(); err != nil {
+			return echo.NewHTTPError(http.StatusServiceUnavailable, "the change was cut short: "+err.Error())
+		}
+		return created(c, n)
+	}
+	req := httptest.NewRequest(http.MethodPost, "/things/a", strings.NewReader(`{}`)).WithContext(ctx)
+	req.Header.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
+	req.Header.Set(idempotency.HeaderKey, "k1")
+	rec := httptest.NewRecorder()
+	f.e.ServeHTTP(rec, req)
+	wantStatus(t, "POST whose client hung up", rec, http.StatusCreated)
+	again := f.do(t, "/things/a", "k1", `{}`)
+	wantStatus(t, "the client's retry", again, http.StatusCreated)
+	if again.Header().Get(idempotency.HeaderReplayed) != "true" {
+		t.Errorf("the retry was not a replay of the finished request")
+	}
+	f.wantCalls(t, 1)
 }
 
 func TestMiddleware_OperatorCompletionIsReplayed(t *testing.T) {

@@ -20,19 +20,24 @@ const (
 	// CodeInvalid: the caller passed something the store cannot accept.
 	CodeInvalid Code = "invalid"
 	// CodeUnavailable: the backend could not be reached or did not answer in
-	// time; the operation may or may not have happened only where the method
-	// says so, and retrying with the same idempotency key is safe.
+	// time. The change was not applied, unless the error is Uncertain (see
+	// Error.Uncertain); retrying with the same idempotency key is safe.
 	CodeUnavailable Code = "unavailable"
 	// CodeInternal: a bug or corrupt data (for example a stored amount that is not
 	// an integer); the message names the document.
 	CodeInternal Code = "internal"
 )
 
-// Error is the one error type stores return.
+// Error is the one error type stores return. A failed method changed
+// nothing, unless Uncertain is set.
 type Error struct {
 	Code    Code
 	Message string
 	Err     error
+	// Uncertain marks a failure after which the change may have been
+	// applied: a write or commit whose answer was lost (a deadline, a broken
+	// connection, a backend failing mid-way). Only writes set it.
+	Uncertain bool
 }
 
 func (e *Error) Error() string {
@@ -67,6 +72,18 @@ func Errorf(code Code, format string, args ...any) error {
 // Wrap returns an *Error with code around err.
 func Wrap(code Code, err error, format string, args ...any) error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...), Err: err}
+}
+
+// IsUncertain reports whether err is a store failure after which the change
+// may have been applied: some *Error in its chain is Uncertain (an adapter
+// may wrap a write's error in another). Any other error, or nil, is not.
+func IsUncertain(err error) bool {
+	for ; err != nil; err = errors.Unwrap(err) {
+		if e, ok := err.(*Error); ok && e.Uncertain {
+			return true
+		}
+	}
+	return false
 }
 
 // CodeOf returns the code of err, CodeInternal for an error that is not an *Error,

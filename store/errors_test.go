@@ -43,3 +43,23 @@ func TestInboundKey(t *testing.T) {
 		t.Error("ambiguous sources share a key")
 	}
 }
+
+func TestIsUncertain(t *testing.T) {
+	lost := &store.Error{Code: store.CodeUnavailable, Message: "commit", Uncertain: true}
+	for _, tt := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"nil", nil, false},
+		{"plain error", errors.New("x"), false},
+		{"definite store error", store.Errorf(store.CodeUnavailable, "read"), false},
+		{"uncertain", lost, true},
+		{"uncertain, wrapped by a store error", store.Wrap(store.CodeUnavailable, lost, "consume"), true},
+		{"uncertain, wrapped by fmt", fmt.Errorf("grant: %w", lost), true},
+	} {
+		if got := store.IsUncertain(tt.err); got != tt.want {
+			t.Errorf("IsUncertain(%s) = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

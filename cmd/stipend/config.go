@@ -82,6 +82,17 @@ var settings = []setting{
 // environment variables). Defaults come first, then env, then flags. It is a
 // pure function: it touches no file and reads no process state.
 func ParseConfig(args []string, env map[string]string) (Config, error) {
+	c, err := readSettings(args, env)
+	if err != nil {
+		return Config{}, err
+	}
+	return c, c.Validate()
+}
+
+// readSettings reads serve's settings from args and env without checking
+// them together: the operator commands (`stipend ledger …`) share the
+// settings but not serve's production requirements.
+func readSettings(args []string, env map[string]string) (Config, error) {
 	var c Config
 	fs := newServeFlagSet(io.Discard)
 	for _, s := range settings {
@@ -106,7 +117,7 @@ func ParseConfig(args []string, env map[string]string) (Config, error) {
 	if _, set := env["STIPEND_ADDR"]; !set && !flagSet(fs, "addr") && env["PORT"] != "" {
 		c.Addr = ":" + env["PORT"]
 	}
-	return c, c.Validate()
+	return c, nil
 }
 
 // UsageError is a command line that cannot be parsed (an unknown flag, a

@@ -82,9 +82,12 @@ type ledgerFlags struct {
 	retention    time.Duration
 }
 
-// parseLedgerFlags reads REF (before or after the flags) and the flags of sub.
+// parseLedgerFlags reads REF (before or after the flags) and the flags of
+// sub. The Firestore settings come from serve's environment, but serve's
+// production requirements (key files and so on) do not apply: an operator
+// runs these with the service's settings during an incident.
 func parseLedgerFlags(sub string, args []string, env map[string]string) (ledgerFlags, error) {
-	base, err := ParseConfig(nil, env)
+	base, err := readSettings(nil, env)
 	if err != nil {
 		return ledgerFlags{}, err
 	}

@@ -68,6 +68,17 @@ func TestLedgerCmd_Collection(t *testing.T) {
 	}
 }
 
+// TestLedgerCmd_ProductionSettings: the operator commands run with the
+// service's own production settings, whose serve-only requirements (API key
+// and signing key files) they do not need.
+func TestLedgerCmd_ProductionSettings(t *testing.T) {
+	env := map[string]string{"STIPEND_ENV": "production", "STIPEND_STORE": "firestore", "STIPEND_COLLECTION_PREFIX": "prod_"}
+	code, out, stderr := runLedger(env, "collection")
+	if want := idempotency.CollectionName(main.LedgerNamespace("prod_")); code != 0 || strings.TrimSpace(out) != want {
+		t.Errorf("stipend ledger collection with production settings: exit %d, output %q, stderr %s; want 0, %q", code, out, stderr, want)
+	}
+}
+
 // TestLedgerCmd_InspectAndDelete reconciles a row whose write never
 // happened: inspect, a refused stale delete, the delete, and the key is free.
 func TestLedgerCmd_InspectAndDelete(t *testing.T) {

@@ -121,8 +121,8 @@ func (s *Store) ConsumeOne(ctx context.Context, req *entitlement.ConsumeRequest,
 	case o := <-c.done:
 		return o.res, o.err
 	case <-ctx.Done():
-		return store.ConsumeResult{}, store.Wrap(store.CodeUnavailable, ctx.Err(),
-			"consume: gave up waiting; the call was charged or not as a whole, retry with the same key")
+		return store.ConsumeResult{}, &store.Error{Code: store.CodeUnavailable, Err: ctx.Err(), Uncertain: true,
+			Message: "consume: gave up waiting; the call may have been charged, retry with the same key"}
 	}
 }
 
@@ -152,7 +152,9 @@ func (s *Store) drain(entitlementID string) {
 
 // consumeBatch runs one batch's transaction and answers every caller. If
 // it fails, every call in it fails with Unavailable (corrupt data stays
-// Internal): nothing of the batch was written, so nobody was charged.
+// Internal). Nothing of the batch was written then, unless the commit's
+// answer was lost (the error is Uncertain): a retry with the same key
+// replays or charges, either way once.
 func (s *Store) consumeBatch(entitlementID string, calls []*call) {
 	// The batch serves all its callers, so it runs on its own context,
 	// bounded by the retry budget and cancelled once every caller has left.
@@ -176,7 +178,8 @@ func (s *Store) consumeBatch(entitlementID string, calls []*call) {
 	})
 	if err != nil {
 		if store.CodeOf(err) != store.CodeInternal {
-			err = store.Wrap(store.CodeUnavailable, err, "consume: not charged")
+			err = &store.Error{Code: store.CodeUnavailable, Err: err, Uncertain: store.IsUncertain(err),
+				Message: "consume: the batch did not commit"}
 		}
 		for _, c := range calls {
 			c.done <- outcome{err: err}

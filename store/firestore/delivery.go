@@ -37,7 +37,7 @@ func (s *Store) CreateEndpoint(ctx context.Context, e store.Endpoint) (store.End
 		if status.Code(err) == codes.AlreadyExists {
 			return store.Endpoint{}, store.Errorf(store.CodeConflict, "webhook endpoint %s exists", e.ID)
 		}
-		return store.Endpoint{}, translate(err, "create webhook endpoint")
+		return store.Endpoint{}, translateWrite(err, "create webhook endpoint")
 	}
 	if e.EventTypes == nil {
 		e.EventTypes = []event.Type{}
@@ -322,7 +322,7 @@ func (s *Store) RecordInboundEvent(ctx context.Context, source, eventID string) 
 		return true, now, nil
 	}
 	if status.Code(err) != codes.AlreadyExists {
-		return false, time.Time{}, translate(err, "record inbound event")
+		return false, time.Time{}, translateWrite(err, "record inbound event")
 	}
 	snap, err := ref.Get(ctx)
 	if err != nil {

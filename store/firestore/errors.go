@@ -29,6 +29,40 @@ func translate(err error, what string) error {
 	return store.Wrap(codeOf(err), err, "%s", what)
 }
 
+// translateWrite is translate for a write that was sent: when its answer was
+// lost rather than refused, the error is marked Uncertain, since Firestore
+// may have applied it.
+func translateWrite(err error, what string) error {
+	err = translate(err, what)
+	var se *store.Error
+	if errors.As(err, &se) && answerLost(se.Err) {
+		se.Uncertain = true
+	}
+	return err
+}
+
+// answerLost reports whether a sent write failed without a definite answer:
+// a deadline, a cancellation, a broken connection or a backend failing
+// mid-way. A refusal (not found, already exists, failed precondition,
+// aborted, invalid argument, permission) is definite: nothing was written.
+func answerLost(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	st, ok := status.FromError(err)
+	if !ok {
+		return true
+	}
+	switch st.Code() {
+	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled, codes.Internal, codes.Unknown, codes.DataLoss:
+		return true
+	}
+	return false
+}
+
 // codeOf maps a gRPC status code to a store code.
 func codeOf(err error) store.Code {
 	st, ok := status.FromError(err)

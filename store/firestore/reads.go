@@ -8,10 +8,10 @@ import (
 	"cloud.google.com/go/firestore"
 )
 
-// The consume path makes two point reads per call before its transaction
-// (the consumption key and the entitlement, in store.Consume). Under load,
-// those reads, not the transactions, are most of the requests. So point
-// reads on that path share requests: a read issued while another batch of
+// The consume path makes a point read per call before its transaction (the
+// consumption key, in store.Consume). Under load, those reads, not the
+// transactions, are most of the requests. So point reads on that path share
+// requests: a read issued while another batch of
 // reads is in flight waits for it to return and then goes out in the next
 // GetAll with every read that queued meanwhile. A lone read is one request,
 // as before; no timer delays anything. Every read still starts after its

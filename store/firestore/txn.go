@@ -22,13 +22,25 @@ const (
 // create races (AlreadyExists) with jittered backoff until it commits, fails
 // otherwise, ctx ends, or the retry budget is spent. fn may run more than
 // once: it must only compute from what it reads. Errors are translated, with
-// what naming the operation.
+// what naming the operation; one from a commit whose answer was lost is
+// marked Uncertain (store.Error), every other one changed nothing.
 func (s *Store) run(ctx context.Context, what string, fn func(context.Context, *firestore.Transaction) error) error {
 	deadline := time.Now().Add(s.retryBudget)
 	wait := retryFirst
 	for {
-		err := s.client.RunTransaction(ctx, fn, firestore.MaxAttempts(1))
+		committing := false // fn succeeded, so the client sent the commit
+		err := s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+			committing = false
+			if err := fn(ctx, tx); err != nil {
+				return err
+			}
+			committing = true
+			return nil
+		}, firestore.MaxAttempts(1))
 		if err == nil || !retryable(err) || ctx.Err() != nil {
+			if committing {
+				return translateWrite(err, what)
+			}
 			return translate(err, what)
 		}
 		// Full jitter over [wait/2, wait): instances that collided spread out.
