@@ -31,12 +31,28 @@ func agentParam(c echo.Context) (string, error) {
 	return pathParam(c, "agentId")
 }
 
+// pathParam returns the path parameter name, unescaped and checked.
 func pathParam(c echo.Context, name string) (string, error) {
-	v, err := url.PathUnescape(c.Param(name))
+	v, err := paramValue(c, name)
 	if err != nil || !entitlement.ValidName(v) {
 		return "", Invalid(name, "must be 1–200 printable ASCII characters")
 	}
 	return v, nil
+}
+
+// paramValue returns the path parameter name unescaped exactly once. Echo
+// matches routes on the request's RawPath when the URL has one (the path
+// holds escapes such as %2F that its decoded form cannot show) and on the
+// decoded Path otherwise, so a parameter is still escaped only in the first
+// case. Unescaping it in the second too would turn "a%2562" (the agent
+// "a%62") into "ab". Authorization and handlers both read parameters here,
+// so they always agree on which agent a request is about.
+func paramValue(c echo.Context, name string) (string, error) {
+	v := c.Param(name)
+	if c.Request().URL.RawPath == "" {
+		return v, nil
+	}
+	return url.PathUnescape(v)
 }
 
 // accountBody is the body of PUT /v1/accounts/{agentId}.

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/stipend-mcp/stipend/api"
+	"github.com/stipend-mcp/stipend/apikey"
 	"github.com/stipend-mcp/stipend/entitlement"
 )
 
@@ -108,5 +110,44 @@ func TestEscapedAgentID(t *testing.T) {
 	e.must(http.StatusOK, req{Method: "GET", Path: "/v1/accounts/a%2Fb%20c", Key: e.keys.Admin}).decode(t, &acct)
 	if acct.AgentID != "a/b c" {
 		t.Errorf("agentId = %q, want %q", acct.AgentID, "a/b c")
+	}
+}
+
+// TestEscapedAgentID_DecodedOnce: a path segment is unescaped exactly once,
+// by authorization and handlers alike, whether or not the request's URL
+// keeps a raw form. The agent "a%62" (a literal percent sign, escaped as
+// "a%2562", as the Go client sends it) is not the agent "ab", and a reader
+// of one never sees the other.
+func TestEscapedAgentID_DecodedOnce(t *testing.T) {
+	readerRaw, reader, err := apikey.Generate("reader-pct", apikey.RoleReader, []string{"a%62"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	adminRaw, admin, err := apikey.Generate("admin-pct", apikey.RoleAdmin, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := apikey.NewSet([]apikey.Key{reader, admin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, func(c *api.Config) { c.Keys = set })
+	e.noSpec = true // the spec router matches decoded paths
+	grant := map[string]any{"type": "quota", "scope": map[string]any{"service": "s"}, "limit": 1, "period": "day"}
+	for _, path := range []string{"/v1/accounts/ab/entitlements", "/v1/accounts/a%2562/entitlements"} {
+		e.must(http.StatusCreated, req{Method: "POST", Path: path, Key: adminRaw, Body: grant})
+	}
+	var own struct{ Items []entitlement.Entitlement }
+	e.must(http.StatusOK, req{Method: "GET", Path: "/v1/accounts/a%2562/entitlements", Key: readerRaw}).decode(t, &own)
+	if len(own.Items) != 1 || own.Items[0].AgentID != "a%62" {
+		t.Fatalf("the reader of a%%62 listed %+v, want its one entitlement", own.Items)
+	}
+	for _, path := range []string{"/v1/accounts/a%62/entitlements", "/v1/accounts/ab/entitlements", "/v1/accounts/a%62"} {
+		e.must(http.StatusForbidden, req{Method: "GET", Path: path, Key: readerRaw})
+	}
+	var acct entitlement.Account
+	e.must(http.StatusOK, req{Method: "GET", Path: "/v1/accounts/a%62", Key: adminRaw}).decode(t, &acct)
+	if acct.AgentID != "ab" {
+		t.Errorf("GET /v1/accounts/a%%62 read agent %q, want ab (%%62 is an escaped b)", acct.AgentID)
 	}
 }

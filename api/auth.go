@@ -32,7 +32,7 @@ func (s *Server) auth(roles ...apikey.Role) echo.MiddlewareFunc {
 					Detail: "the " + string(k.Role) + " role may not use this route"}
 			}
 			c.Set(ctxKey, &k)
-			if agent := c.Param("agentId"); agent != "" && !k.MayRead(agent) {
+			if agent, err := paramValue(c, "agentId"); err != nil || (agent != "" && !k.MayRead(agent)) {
 				return &Error{Status: http.StatusForbidden, Kind: KindForbidden,
 					Detail: "this key may not read that agent"}
 			}
