@@ -170,8 +170,8 @@ func (s *Server) listEntitlements(c echo.Context) error {
 		return Invalid("status", "must be active or revoked")
 	case f.Type != "" && !f.Type.Valid():
 		return Invalid("type", "must be credits, quota or subscription")
-	case len(f.Service) > entitlement.MaxNameLen:
-		return Invalid("service", "must be at most 200 characters")
+	case f.Service != "" && !entitlement.ValidName(f.Service):
+		return Invalid("service", "must be 1–200 printable ASCII characters")
 	}
 	items, next, err := s.store.ListEntitlements(storeCtx(c), agent, f, p)
 	list, err := listOf(items, next, err)
@@ -195,6 +195,9 @@ func (s *Server) listConsumptions(c echo.Context) error {
 		if since, err = time.Parse(time.RFC3339Nano, v); err != nil {
 			return Invalid("since", "must be an RFC 3339 date-time")
 		}
+		if !entitlement.ValidInstant(since) {
+			return Invalid("since", "must be within the years 0001–9999 in UTC")
+		}
 	}
 	items, next, err := s.store.ListConsumptions(storeCtx(c), agent, since, p)
 	list, err := listOf(items, next, err)
@@ -211,7 +214,7 @@ func (s *Server) getEntitlement(c echo.Context) error {
 	}
 	e, err := s.store.GetEntitlement(storeCtx(c), id)
 	if err != nil {
-		return err
+		return absentAs(err, "entitlement")
 	}
 	if err := ownedBy(c, e.AgentID, "entitlement"); err != nil {
 		return err

@@ -1,12 +1,14 @@
 package api
 
 import (
+	"errors"
 	"net/http"
 	"slices"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/stipend-mcp/stipend/apikey"
+	"github.com/stipend-mcp/stipend/store"
 )
 
 const ctxKey = "stipend.key"
@@ -62,7 +64,19 @@ func PrincipalOf(c echo.Context) string {
 // of an agent it does not list, so readers learn nothing about other agents.
 func ownedBy(c echo.Context, agentID, what string) error {
 	if k, ok := keyOf(c); ok && !k.MayRead(agentID) {
-		return NotFound(what + " not found")
+		return notFound(what)
 	}
 	return nil
+}
+
+// notFound is the one answer for a document that does not exist and for
+// one the caller may not see (ownedBy): the two cannot be told apart.
+func notFound(what string) error { return NotFound(what + " not found") }
+
+// absentAs turns a store's not-found error into notFound(what).
+func absentAs(err error, what string) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return notFound(what)
+	}
+	return err
 }

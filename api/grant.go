@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"time"
 
 	"github.com/stipend-mcp/stipend/entitlement"
@@ -49,6 +50,11 @@ func (g *grantBody) validate(prefix string) error {
 	if g.ValidUntil != nil && g.Type != entitlement.TypeSubscription {
 		return Invalid(prefix+"validUntil", "is only for subscription grants")
 	}
+	for name, t := range map[string]*time.Time{"validUntil": g.ValidUntil, "expiresAt": g.ExpiresAt} {
+		if t != nil && !entitlement.ValidInstant(*t) {
+			return Invalid(prefix+name, "must be within the years 0001–9999 in UTC")
+		}
+	}
 	return nil
 }
 
@@ -75,18 +81,9 @@ func utc(t *time.Time) *time.Time {
 // validMetadata bounds metadata as entitlement.MaxMetadataEntries and
 // MaxMetadataBytes say.
 func validMetadata(field string, m map[string]string) error {
-	if len(m) > entitlement.MaxMetadataEntries {
-		return Invalid(field, "must have at most 32 entries")
-	}
-	n := 0
-	for k, v := range m {
-		if k == "" {
-			return Invalid(field, "keys must not be empty")
-		}
-		n += len(k) + len(v)
-	}
-	if n > entitlement.MaxMetadataBytes {
-		return Invalid(field, "must hold at most 4096 bytes of keys and values")
+	var fe *entitlement.FieldError
+	if err := entitlement.ValidateMetadata(field, m); errors.As(err, &fe) {
+		return Invalid(fe.Field, fe.Reason)
 	}
 	return nil
 }

@@ -102,6 +102,17 @@ func newMetrics(r *prometheus.Registry) (*metrics, error) {
 	return m, nil
 }
 
+// methodLabel bounds the method label: HTTP lets a client send any token
+// as a method, and each new label value would be a new metric series.
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions:
+		return m
+	}
+	return "other"
+}
+
 // observe records the latency metric and writes one JSON access log line
 // per request. It never logs headers or bodies, so API keys and
 // idempotency keys stay out of the logs.
@@ -122,7 +133,7 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		status := c.Response().Status
 		req := c.Request()
-		s.metrics.latency.WithLabelValues(route, req.Method, statusLabel(status)).Observe(elapsed.Seconds())
+		s.metrics.latency.WithLabelValues(route, methodLabel(req.Method), statusLabel(status)).Observe(elapsed.Seconds())
 		level := slog.LevelInfo
 		if status >= 500 {
 			level = slog.LevelError

@@ -50,7 +50,7 @@ func (b *paymentBody) Validate() error {
 
 // fingerprint identifies the payment's parameters: a retry with the same
 // key must send the same ones.
-func (b *paymentBody) fingerprint() string {
+func (b *paymentBody) fingerprint() (string, error) {
 	g := b.Grant.template()
 	v := struct {
 		A string           `json:"a"`
@@ -60,9 +60,12 @@ func (b *paymentBody) fingerprint() string {
 		D string           `json:"d"`
 		G payment.Grant    `json:"g"`
 	}{b.AgentID, *b.Amount, b.Provider, b.ProviderIntentID, b.Description, g}
-	j, _ := json.Marshal(v) // struct fields in a fixed order: deterministic
+	j, err := json.Marshal(v) // struct fields in a fixed order: deterministic
+	if err != nil {
+		return "", Invalid("grant", "cannot be encoded: "+err.Error())
+	}
 	sum := sha256.Sum256(j)
-	return hex.EncodeToString(sum[:])
+	return hex.EncodeToString(sum[:]), nil
 }
 
 func (s *Server) createPayment(c echo.Context) error {
@@ -75,6 +78,10 @@ func (s *Server) createPayment(c echo.Context) error {
 	}
 	var b paymentBody
 	if err := s.decode(c, &b); err != nil {
+		return err
+	}
+	fingerprint, err := b.fingerprint()
+	if err != nil {
 		return err
 	}
 	now := s.now().UTC()
@@ -90,7 +97,7 @@ func (s *Server) createPayment(c echo.Context) error {
 		CreatedAt:        now,
 		UpdatedAt:        now,
 		IdempotencyKey:   key,
-		Fingerprint:      b.fingerprint(),
+		Fingerprint:      fingerprint,
 	}
 	res, err := s.store.CreatePayment(storeCtx(c), p)
 	if errors.Is(err, store.ErrConflict) {

@@ -21,7 +21,7 @@ func (s *Server) getReceipt(c echo.Context) error {
 	}
 	r, err := s.store.GetReceipt(storeCtx(c), id)
 	if err != nil {
-		return err
+		return absentAs(err, "receipt")
 	}
 	if err := ownedBy(c, r.AgentID, "receipt"); err != nil {
 		return err

@@ -3,9 +3,57 @@ package entitlement
 import (
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/stipend-mcp/stipend/money"
 )
+
+// MaxMetadataKeyLen bounds a metadata key, far below Firestore's 1,500-byte
+// field names.
+const MaxMetadataKeyLen = 256
+
+// ValidInstant reports whether t can be stored and shown: its UTC year is
+// within 0001–9999, what RFC 3339 (JSON) and Firestore timestamps hold. An
+// instant near the ends can fall outside once turned to UTC.
+func ValidInstant(t time.Time) bool {
+	y := t.UTC().Year()
+	return y >= 1 && y <= 9999
+}
+
+// ValidateMetadata checks metadata as every store can keep it: at most
+// MaxMetadataEntries entries and MaxMetadataBytes of keys and values; keys
+// of 1–MaxMetadataKeyLen bytes, not of the form "__name__" (Firestore
+// reserves those). Errors are *FieldError values naming field.
+func ValidateMetadata(field string, m map[string]string) error {
+	if len(m) > MaxMetadataEntries {
+		return &FieldError{field, fmt.Sprintf("must have at most %d entries", MaxMetadataEntries)}
+	}
+	n := 0
+	for k, v := range m {
+		switch {
+		case k == "":
+			return &FieldError{field, "keys must not be empty"}
+		case len(k) > MaxMetadataKeyLen:
+			return &FieldError{field, fmt.Sprintf("keys must be at most %d bytes", MaxMetadataKeyLen)}
+		case len(k) >= 4 && strings.HasPrefix(k, "__") && strings.HasSuffix(k, "__"):
+			return &FieldError{field, fmt.Sprintf("key %q: keys of the form __name__ are reserved", k)}
+		}
+		n += len(k) + len(v)
+	}
+	if n > MaxMetadataBytes {
+		return &FieldError{field, fmt.Sprintf("must hold at most %d bytes of keys and values", MaxMetadataBytes)}
+	}
+	return nil
+}
+
+// instantField checks an optional instant.
+func instantField(field string, t *time.Time) error {
+	if t != nil && !ValidInstant(*t) {
+		return &FieldError{field, "must be within the years 0001–9999 in UTC"}
+	}
+	return nil
+}
 
 // Validate checks what every store relies on before it stores e. Errors are
 // *FieldError values naming the field.
@@ -21,6 +69,20 @@ func (e *Entitlement) Validate() error {
 		return &FieldError{"status", fmt.Sprintf("%q is not an entitlement status", e.Status)}
 	case e.Scope.Service == "":
 		return &FieldError{"scope.service", "is required"}
+	}
+	if err := ValidateMetadata("metadata", e.Metadata); err != nil {
+		return err
+	}
+	for _, f := range []struct {
+		name string
+		t    *time.Time
+	}{{"expiresAt", e.ExpiresAt}, {"subscription.validFrom", &e.Subscription.ValidFrom}, {"subscription.validUntil", &e.Subscription.ValidUntil}} {
+		if f.t == nil || f.t.IsZero() {
+			continue
+		}
+		if err := instantField(f.name, f.t); err != nil {
+			return err
+		}
 	}
 	switch e.Type {
 	case TypeCredits:

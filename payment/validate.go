@@ -3,6 +3,7 @@ package payment
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/stipend-mcp/stipend/entitlement"
 	"github.com/stipend-mcp/stipend/money"
@@ -30,6 +31,14 @@ func (p *Payment) Validate() error {
 	}
 	if p.Amount.Cents < 0 {
 		return &entitlement.FieldError{Field: "amount.cents", Reason: "must not be negative"}
+	}
+	for _, f := range []struct {
+		name string
+		t    *time.Time
+	}{{"grant.validUntil", p.Grant.ValidUntil}, {"grant.expiresAt", p.Grant.ExpiresAt}} {
+		if f.t != nil && !entitlement.ValidInstant(*f.t) {
+			return &entitlement.FieldError{Field: f.name, Reason: "must be within the years 0001–9999 in UTC"}
+		}
 	}
 	return nil
 }

@@ -58,7 +58,11 @@ func NewMain() *Main {
 		Stderr: os.Stderr,
 		HTTPServer: &http.Server{
 			ReadHeaderTimeout: 10 * time.Second,
-			IdleTimeout:       2 * time.Minute,
+			// Bodies are small (64 KiB); store calls are bounded by the
+			// retry budget (20 s) and the ledger's handler limit (30 s).
+			ReadTimeout:  30 * time.Second,
+			WriteTimeout: time.Minute,
+			IdleTimeout:  2 * time.Minute,
 		},
 	}
 }

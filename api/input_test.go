@@ -1,0 +1,92 @@
+package api_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// wantField checks a 400 problem that names field.
+func wantField(t *testing.T, res response, field string) {
+	t.Helper()
+	p := res.problem(t)
+	if p.Status != http.StatusBadRequest || len(p.Errors) == 0 || p.Errors[0].Field != field {
+		t.Errorf("problem = %+v, want 400 naming %q", p, field)
+	}
+}
+
+// TestInput_OutOfRangeInstants: an instant that turns into year 10000 in
+// UTC is refused naming its field, and nothing is stored.
+func TestInput_OutOfRangeInstants(t *testing.T) {
+	e := newEnv(t)
+	far := "9999-12-31T23:59:59-01:00"
+	wantField(t, e.must(http.StatusBadRequest, req{Method: "POST", Path: "/v1/accounts/" + agentA + "/entitlements", Key: e.keys.Admin,
+		Body: map[string]any{"type": "credits", "scope": map[string]any{"service": "s"}, "balance": map[string]any{"cents": 1, "currency": "USD"}, "expiresAt": far}}),
+		"expiresAt")
+	hdr := map[string]string{"Idempotency-Key": "pay-far"}
+	body := map[string]any{"agentId": agentA, "amount": map[string]any{"cents": 100, "currency": "USD"}, "provider": "manual",
+		"grant": map[string]any{"type": "subscription", "scope": map[string]any{"service": "s"}, "validUntil": far}}
+	wantField(t, e.must(http.StatusBadRequest, req{Method: "POST", Path: "/v1/payments", Key: e.keys.Billing, Body: body, Header: hdr}), "grant.validUntil")
+	// The same key with a valid body creates the payment: the refusal kept nothing.
+	body["grant"] = map[string]any{"type": "subscription", "scope": map[string]any{"service": "s"}, "validUntil": "2027-01-01T00:00:00Z"}
+	e.must(http.StatusCreated, req{Method: "POST", Path: "/v1/payments", Key: e.keys.Billing, Body: body, Header: hdr})
+	wantField(t, e.must(http.StatusBadRequest, req{Method: "GET", Path: "/v1/accounts/" + agentA + "/consumptions?since=0000-01-01T00:00:00%2B01:00", Key: e.keys.Admin}), "since")
+}
+
+// TestInput_ReservedMetadataKeys: keys Firestore would refuse are refused
+// by both stores' API alike, naming the field.
+func TestInput_ReservedMetadataKeys(t *testing.T) {
+	e := newEnv(t)
+	for _, key := range []string{"__name__", "__x__", strings.Repeat("k", 257)} {
+		wantField(t, e.must(http.StatusBadRequest, req{Method: "PUT", Path: "/v1/accounts/" + agentA, Key: e.keys.Billing,
+			Body: map[string]any{"metadata": map[string]string{key: "v"}}}), "metadata")
+	}
+	e.must(http.StatusOK, req{Method: "PUT", Path: "/v1/accounts/" + agentA, Key: e.keys.Billing,
+		Body: map[string]any{"metadata": map[string]string{"__": "v", "_x_": "v", "plan": "pro"}}})
+}
+
+// TestInput_ServiceFilter: a service filter that is not printable ASCII is
+// a 400 naming it, not a store round trip.
+func TestInput_ServiceFilter(t *testing.T) {
+	e := newEnv(t)
+	for _, q := range []string{"%FF", "a%00b", "%E2%82%AC"} {
+		wantField(t, e.must(http.StatusBadRequest, req{Method: "GET", Path: "/v1/accounts/" + agentA + "/entitlements?service=" + q, Key: e.keys.Reader}), "service")
+	}
+}
+
+// TestInput_ReaderCannotProbeOtherAgents: another agent's entitlement and
+// receipt answer exactly like absent ones.
+func TestInput_ReaderCannotProbeOtherAgents(t *testing.T) {
+	e := newEnv(t)
+	other := e.grantCredits(agentB, 10)
+	for _, tc := range []struct{ path, missing string }{
+		{"/v1/entitlements/" + other, "/v1/entitlements/no-such-id"},
+	} {
+		a := e.must(http.StatusNotFound, req{Method: "GET", Path: tc.path, Key: e.keys.Reader}).problem(t)
+		b := e.must(http.StatusNotFound, req{Method: "GET", Path: tc.missing, Key: e.keys.Reader}).problem(t)
+		if a.Type != b.Type || a.Title != b.Title || a.Detail != b.Detail {
+			t.Errorf("another agent's document answers %+v, a missing one %+v: want the same", a, b)
+		}
+	}
+	b := e.must(http.StatusNotFound, req{Method: "GET", Path: "/v1/receipts/no-such-id", Key: e.keys.Reader}).problem(t)
+	if b.Detail != "receipt not found" {
+		t.Errorf("missing receipt detail %q, want %q", b.Detail, "receipt not found")
+	}
+}
+
+// TestMetrics_MethodLabelIsBounded: a made-up method does not make a new
+// metric series.
+func TestMetrics_MethodLabelIsBounded(t *testing.T) {
+	e := newEnv(t)
+	e.noSpec = true
+	for _, m := range []string{"Q00001", "Q00002", "PROPFIND"} {
+		e.do(req{Method: m, Path: "/healthz"})
+	}
+	body := string(e.must(http.StatusOK, req{Method: "GET", Path: "/metrics"}).Body)
+	if strings.Contains(body, "Q0000") || strings.Contains(body, "PROPFIND") {
+		t.Errorf("/metrics has a series per made-up method")
+	}
+	if !strings.Contains(body, `method="other"`) {
+		t.Errorf(`/metrics lacks method="other"`)
+	}
+}
