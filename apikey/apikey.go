@@ -68,6 +68,7 @@ type Set struct {
 func NewSet(keys []Key) (*Set, error) {
 	s := &Set{}
 	seen := map[string]bool{}
+	hashes := map[string]string{} // SHA256 → the ID that has it
 	for i, k := range keys {
 		switch {
 		case k.ID == "":
@@ -85,6 +86,10 @@ func NewSet(keys []Key) (*Set, error) {
 		if err != nil || len(h) != sha256.Size {
 			return nil, fmt.Errorf("keys[%d].sha256: must be the 64 hex digits of the key's SHA-256", i)
 		}
+		if other, dup := hashes[strings.ToLower(k.SHA256)]; dup {
+			return nil, fmt.Errorf("keys[%d].sha256: the same key as %q: one key, one role", i, other)
+		}
+		hashes[strings.ToLower(k.SHA256)] = k.ID
 		seen[k.ID] = true
 		s.keys = append(s.keys, k)
 		s.hashes = append(s.hashes, [sha256.Size]byte(h))
@@ -159,7 +164,9 @@ func Generate(id string, role Role, agents []string) (raw string, k Key, err err
 	raw = KeyPrefix + string(role) + "_" + hex.EncodeToString(b[:])
 	sum := sha256.Sum256([]byte(raw))
 	if id == "" {
-		id = string(role) + "-" + hex.EncodeToString(b[:3])
+		// From the key's hash, not its secret: the ID is logged with every
+		// request.
+		id = string(role) + "-" + hex.EncodeToString(sum[:3])
 	}
 	return raw, Key{ID: id, Role: role, SHA256: hex.EncodeToString(sum[:]), Agents: agents}, nil
 }
