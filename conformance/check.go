@@ -9,6 +9,31 @@ import (
 )
 
 var checkTests = []subtest{
+	{"CheckAnswerIsACopy", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
+		// Every result is a copy: changing what Check or CheckAndConsume
+		// returned never changes the stored entitlement.
+		agent := newAgent()
+		e := credits(agent, 100, clock.Now())
+		e.Scope.Tools = []string{testTool}
+		e.Metadata = map[string]string{"plan": "pro"}
+		e.ExpiresAt = ptr(clock.Now().Add(time.Hour))
+		e = createEntitlement(t, s, e)
+		check, err := s.Check(t.Context(), request(agent, "k", 1))
+		if err != nil || check.Outcome != store.Allowed {
+			t.Fatalf("Check = %s, %v; want %s", check.Outcome, err, store.Allowed)
+		}
+		charged := mustConsume(t, s, request(agent, "k", 1))
+		for _, got := range []*entitlement.Entitlement{&check.Entitlement, &charged.Entitlement} {
+			got.Scope.Tools[0] = "other"
+			got.Metadata["plan"] = "changed"
+			*got.ExpiresAt = got.ExpiresAt.Add(-2 * time.Hour)
+		}
+		stored := getEntitlement(t, s, e.ID)
+		if stored.Scope.Tools[0] != testTool || stored.Metadata["plan"] != "pro" || !stored.ExpiresAt.Equal(*e.ExpiresAt) {
+			t.Errorf("changing returned results changed the stored entitlement: tools %v, metadata %v, expiresAt %v",
+				stored.Scope.Tools, stored.Metadata, stored.ExpiresAt)
+		}
+	}},
 	{"CheckNeverWrites", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
 		agent := newAgent()
 		e := createEntitlement(t, s, credits(agent, 100, clock.Now()))

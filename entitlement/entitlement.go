@@ -5,6 +5,8 @@
 package entitlement
 
 import (
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/stipend-mcp/stipend/money"
@@ -117,4 +119,20 @@ func (e *Entitlement) Expired(now time.Time) bool {
 		return true
 	}
 	return e.Type == TypeSubscription && now.Before(e.Subscription.ValidFrom)
+}
+
+// Clone returns a copy of e that shares no slice, map or pointer with it.
+func (e *Entitlement) Clone() Entitlement {
+	c := *e
+	c.Scope.Tools = slices.Clone(e.Scope.Tools)
+	c.Metadata = maps.Clone(e.Metadata)
+	if e.ExpiresAt != nil {
+		t := *e.ExpiresAt
+		c.ExpiresAt = &t
+	}
+	if e.RevokedAt != nil {
+		t := *e.RevokedAt
+		c.RevokedAt = &t
+	}
+	return c
 }

@@ -88,7 +88,9 @@ func CheckOnly(ctx context.Context, c Charger, req entitlement.ConsumeRequest, n
 			denials = append(denials, entitlement.Denial{EntitlementID: e.ID, Reason: reason})
 			continue
 		}
-		return ConsumeResult{Outcome: Allowed, Entitlement: e}, nil
+		// Candidates may share parts with stored state (Charger); the
+		// answer shares nothing.
+		return ConsumeResult{Outcome: Allowed, Entitlement: e.Clone()}, nil
 	}
 	return DeniedResult(denials), nil
 }

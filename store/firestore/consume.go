@@ -115,7 +115,7 @@ func (s *Store) applyBatch(tx *firestore.Transaction, entitlementID string, call
 		changed = changed || e.Type != entitlement.TypeSubscription
 		stored[keys[i]] = cons
 		created = append(created, cons)
-		after := clone(e)
+		after := e.Clone()
 		results[i] = store.ConsumeResult{Outcome: store.Consumed, Consumption: cons, Entitlement: after}
 		if cons.Depleted() {
 			if err := s.enqueue(tx, event.EntitlementDepleted, e.AgentID, now, &after); err != nil {

@@ -2,8 +2,6 @@ package firestore
 
 import (
 	"context"
-	"maps"
-	"slices"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -55,7 +53,7 @@ func (s *Store) CreateEntitlement(ctx context.Context, e entitlement.Entitlement
 // normalized returns e as the store keeps it: defaults filled, instants in
 // UTC at microsecond precision, no slices or maps shared with the caller.
 func normalized(e entitlement.Entitlement, now time.Time) entitlement.Entitlement {
-	e = clone(e)
+	e = e.Clone()
 	if e.Status == "" {
 		e.Status = entitlement.StatusActive
 	}
@@ -168,20 +166,4 @@ func (s *Store) RevokeEntitlement(ctx context.Context, id string) (entitlement.E
 	}
 	out.Refresh(s.clock())
 	return out, nil
-}
-
-// clone returns a deep copy of e, so results never share slices, maps or
-// pointers with each other or with the store's working copy.
-func clone(e entitlement.Entitlement) entitlement.Entitlement {
-	e.Scope.Tools = slices.Clone(e.Scope.Tools)
-	e.Metadata = maps.Clone(e.Metadata)
-	if e.ExpiresAt != nil {
-		t := *e.ExpiresAt
-		e.ExpiresAt = &t
-	}
-	if e.RevokedAt != nil {
-		t := *e.RevokedAt
-		e.RevokedAt = &t
-	}
-	return e
 }

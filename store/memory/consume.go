@@ -128,7 +128,7 @@ func (s *Store) consumeLocked(req *entitlement.ConsumeRequest, ch *charge, store
 		*stored = next
 		return deniedBy(entitlementID, reason), nil
 	}
-	res := store.ConsumeResult{Outcome: store.Consumed, Consumption: c, Entitlement: copyEntitlement(&next)}
+	res := store.ConsumeResult{Outcome: store.Consumed, Consumption: c, Entitlement: next.Clone()}
 	var depleted []event.Event
 	if c.Depleted() {
 		after := res.Entitlement // only this branch's copy escapes to the heap

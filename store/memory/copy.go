@@ -27,15 +27,6 @@ func copyAccount(a *entitlement.Account) entitlement.Account {
 	return c
 }
 
-func copyEntitlement(e *entitlement.Entitlement) entitlement.Entitlement {
-	c := *e
-	c.Scope.Tools = slices.Clone(e.Scope.Tools)
-	c.Metadata = maps.Clone(e.Metadata)
-	c.ExpiresAt = copyTime(e.ExpiresAt)
-	c.RevokedAt = copyTime(e.RevokedAt)
-	return c
-}
-
 func copyPayment(p *payment.Payment) payment.Payment {
 	c := *p
 	c.Grant = copyGrant(p.Grant)

@@ -29,7 +29,7 @@ func (s *Store) CreateEntitlement(_ context.Context, e entitlement.Entitlement) 
 	if e.CreatedAt.IsZero() {
 		e.CreatedAt = s.clock()
 	}
-	stored := copyEntitlement(&e)
+	stored := e.Clone()
 	normalizeTimes(&stored)
 	evs, err := s.newEvents(pending(event.EntitlementGranted, e.AgentID, &stored))
 	if err != nil {
@@ -38,7 +38,7 @@ func (s *Store) CreateEntitlement(_ context.Context, e entitlement.Entitlement) 
 	s.ensureAccount(e.AgentID)
 	s.putEntitlement(&stored)
 	s.events.add(evs...)
-	return copyEntitlement(&stored), nil
+	return stored.Clone(), nil
 }
 
 // putEntitlement indexes a new entitlement. Callers hold s.mu.
@@ -64,7 +64,7 @@ func normalizeTimes(e *entitlement.Entitlement) {
 
 // shown returns a copy of e with a pending lazy quota reset applied.
 func shown(e *entitlement.Entitlement, now time.Time) entitlement.Entitlement {
-	c := copyEntitlement(e)
+	c := e.Clone()
 	c.Refresh(now)
 	return c
 }

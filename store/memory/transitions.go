@@ -35,7 +35,7 @@ func (s *Store) CompletePayment(_ context.Context, id string, ch store.PaymentCh
 	}
 	now := s.clock()
 	e := p.Grant.Entitlement(uuid.NewString(), p, now)
-	e = copyEntitlement(&e) // share nothing with the payment's grant
+	e = e.Clone() // share nothing with the payment's grant
 	normalizeTimes(&e)
 	signed, err := sign(ch, receipt.Receipt{
 		ID: uuid.NewString(), Version: receipt.Version, Kind: receipt.KindPayment,
