@@ -183,9 +183,9 @@ func (cl *Client) once(ctx context.Context, c call, target string, body []byte, 
 }
 
 // wait sleeps before attempt i (1-based retry count): full jitter over an
-// exponentially growing window, or the server's Retry-After when it is
-// shorter than the maximum backoff. It returns the context's error if the
-// context ends first.
+// exponentially growing window, but never less than the server's
+// Retry-After (retryable gives up on one longer than MaxRetryAfter). It
+// returns the context's error if the context ends first.
 func (cl *Client) wait(ctx context.Context, i int, last error) error {
 	window := cl.minBackoff << (i - 1)
 	if window > cl.maxBackoff || window <= 0 {
@@ -193,7 +193,7 @@ func (cl *Client) wait(ctx context.Context, i int, last error) error {
 	}
 	d := time.Duration(rand.Int64N(int64(window) + 1))
 	var p *Problem
-	if errors.As(last, &p) && p.RetryAfter > 0 && p.RetryAfter <= cl.maxBackoff {
+	if errors.As(last, &p) && p.RetryAfter > d {
 		d = p.RetryAfter
 	}
 	t := time.NewTimer(d)
@@ -206,15 +206,22 @@ func (cl *Client) wait(ctx context.Context, i int, last error) error {
 	}
 }
 
+// MaxRetryAfter is the longest Retry-After the client waits out itself; a
+// longer one ends the retries and the error goes to the caller.
+const MaxRetryAfter = 10 * time.Second
+
 // retryable reports whether an attempt's error may be retried: a network
-// failure or a 503.
+// failure, or a 503 or 429 (an overloaded service or platform, such as Cloud
+// Run at its instance limit) whose Retry-After, if any, is at most
+// MaxRetryAfter.
 func retryable(err error) bool {
 	var ne *NetworkError
 	if errors.As(err, &ne) {
 		return true
 	}
 	var p *Problem
-	return errors.As(err, &p) && p.Status == http.StatusServiceUnavailable
+	return errors.As(err, &p) && (p.Status == http.StatusServiceUnavailable || p.Status == http.StatusTooManyRequests) &&
+		p.RetryAfter <= MaxRetryAfter
 }
 
 // retryAfter parses a Retry-After header given in seconds.

@@ -176,6 +176,44 @@ func TestClient_Retry(t *testing.T) {
 	})
 }
 
+// TestClient_RetryAfter: a 429 (Cloud Run at its instance limit) is retried
+// like a 503, never sooner than its Retry-After; a Retry-After beyond
+// MaxRetryAfter goes back to the caller at once.
+func TestClient_RetryAfter(t *testing.T) {
+	withRetryAfter := func(status int, secs string) func(http.ResponseWriter) {
+		return func(w http.ResponseWriter) {
+			w.Header().Set("Retry-After", secs)
+			w.WriteHeader(status)
+		}
+	}
+	t.Run("TooManyRequestsWaitsItOut", func(t *testing.T) {
+		rc := &recorder{answers: []func(http.ResponseWriter){withRetryAfter(429, "1"), jsonAnswer(200, consumedJSON)}}
+		c := newClient(t, rc) // backoff at most 5 ms
+		start := time.Now()
+		if _, err := c.Consume(t.Context(), consumeRequest()); err != nil {
+			t.Fatalf("Consume after a 429: %v", err)
+		}
+		if waited := time.Since(start); waited < time.Second {
+			t.Errorf("retried after %v, want no sooner than the Retry-After of 1 s", waited)
+		}
+		if got := len(rc.got()); got != 2 {
+			t.Errorf("got %d attempts, want 2", got)
+		}
+	})
+	t.Run("LongRetryAfterIsTheCallersToWait", func(t *testing.T) {
+		rc := &recorder{answers: []func(http.ResponseWriter){withRetryAfter(503, "3600")}}
+		c := newClient(t, rc)
+		_, err := c.Consume(t.Context(), consumeRequest())
+		var p *client.Problem
+		if !client.IsUnavailable(err) || !errors.As(err, &p) || p.RetryAfter != time.Hour {
+			t.Errorf("Consume error = %v, want unavailable carrying Retry-After 1h", err)
+		}
+		if got := len(rc.got()); got != 1 {
+			t.Errorf("got %d attempts, want 1", got)
+		}
+	})
+}
+
 func TestClient_Deadline(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release)

@@ -133,13 +133,15 @@ func IsUnauthorized(err error) bool {
 }
 
 // IsUnavailable reports whether err means Stipend could not give an answer:
-// no HTTP answer at all (after the retries), a 5xx, or the context ending
-// first. Whether a mutating call took effect is then unknown; repeating it
-// with the same idempotency key is safe.
+// no HTTP answer at all (after the retries), a 5xx, a 429 (too many
+// requests: the service or its platform is overloaded), or the context
+// ending first. Whether a mutating call took effect is then unknown;
+// repeating it with the same idempotency key is safe.
 func IsUnavailable(err error) bool {
 	var ne *NetworkError
 	if errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded) {
 		return true
 	}
-	return statusOf(err) >= 500
+	s := statusOf(err)
+	return s >= 500 || s == http.StatusTooManyRequests
 }

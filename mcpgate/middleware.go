@@ -89,7 +89,7 @@ func (g *Gate) charge(ctx context.Context, call *mcp.CallToolRequest) (*Charge, 
 	case ctx.Err() != nil:
 		// The caller gave up; it will not read a refusal, and it must not run the tool.
 		return nil, &Refusal{Error: RefusalUnavailable, Service: g.service, Tool: tool, Retryable: true,
-			Message: "the call was cancelled before it could be charged"}
+			Message: "the call was cancelled before its charge was confirmed"}
 	case client.IsUnavailable(err):
 		if g.failOpen {
 			g.log.WarnContext(ctx, "mcpgate: Stipend unavailable; running the call uncharged (fail open)",
