@@ -36,6 +36,8 @@ var nonPublic = []netip.Prefix{
 	netip.MustParsePrefix("2001:db8::/32"),   // documentation
 	netip.MustParsePrefix("2002::/16"),       // 6to4: may embed a private IPv4
 	netip.MustParsePrefix("fec0::/10"),       // deprecated site-local
+	netip.MustParsePrefix("::/96"),           // IPv4-compatible (deprecated): embeds any IPv4
+	netip.MustParsePrefix("2001::/32"),       // Teredo: embeds an IPv4
 }
 
 // PublicAddr reports whether a is a public unicast address a webhook may

@@ -32,6 +32,9 @@ func TestPublicAddr(t *testing.T) {
 		{"255.255.255.255", false},
 		{"64:ff9b::a00:1", false},
 		{"2002:a00:1::1", false},
+		{"::127.0.0.1", false},                          // IPv4-compatible
+		{"::a9fe:a9fe", false},                          // IPv4-compatible 169.254.169.254
+		{"2001:0:4136:e378:8000:63bf:3fff:fdd2", false}, // Teredo
 	} {
 		if got := webhook.PublicAddr(netip.MustParseAddr(tc.addr)); got != tc.want {
 			t.Errorf("PublicAddr(%s) = %v, want %v", tc.addr, got, tc.want)

@@ -173,8 +173,15 @@ func (m *Main) URL() string { return "http://" + m.Addr() }
 // when requests had to be cut off or a resource failed to close.
 func (m *Main) Close() error {
 	var errs []error
+	// One deadline for the whole shutdown: the HTTP drain and the webhook
+	// attempts run out the same clock, so the process is done within the
+	// shutdown timeout (Cloud Run's grace period is 10 s).
+	deadline := time.Now().Add(m.Config.ShutdownTimeout)
+	if m.stopDispatch != nil {
+		m.stopDispatch() // stop claiming now; attempts already started finish
+	}
 	if m.ln != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), m.Config.ShutdownTimeout)
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
 		err := m.HTTPServer.Shutdown(ctx)
 		cancel()
 		if err != nil {
@@ -190,10 +197,9 @@ func (m *Main) Close() error {
 		// Attempts already started finish (each bounded by its timeout);
 		// one still running after the deadline is left to another worker,
 		// which re-claims it once its claim expires.
-		m.stopDispatch()
 		select {
 		case <-m.dispatcherDone:
-		case <-time.After(m.Config.ShutdownTimeout):
+		case <-time.After(time.Until(deadline)):
 			m.Logger.Warn("webhook attempts still running at shutdown; another worker retries them after their claim expires")
 		}
 		m.stopDispatch = nil
