@@ -162,5 +162,5 @@ func (s *Store) ListConsumptions(_ context.Context, agentID string, since time.T
 	if !since.IsZero() {
 		rows = rows[sort.Search(len(rows), func(i int) bool { return !l.at(rows[i]).occurredAt().Before(since) }):]
 	}
-	return paginate(rows, p, l.pos, nil, l.consumption)
+	return paginate(rows, p, listID("consumptions", agentID, since.UTC().Format(time.RFC3339Nano)), l.pos, nil, l.consumption)
 }

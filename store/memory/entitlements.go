@@ -94,7 +94,8 @@ func (s *Store) ListEntitlements(_ context.Context, agentID string, f store.Enti
 			(f.Type == "" || e.Type == f.Type) &&
 			(f.Service == "" || e.Scope.Service == f.Service || e.Scope.Service == entitlement.AnyService)
 	}
-	return paginate(rows, p, entitlementPos, keep, func(e *entitlement.Entitlement) entitlement.Entitlement { return shown(e, now) })
+	list := listID("entitlements", agentID, string(f.Status), string(f.Type), f.Service)
+	return paginate(rows, p, list, entitlementPos, keep, func(e *entitlement.Entitlement) entitlement.Entitlement { return shown(e, now) })
 }
 
 // RevokeEntitlement marks the entitlement revoked and writes an

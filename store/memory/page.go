@@ -1,7 +1,9 @@
 package memory
 
 import (
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"slices"
 	"sort"
 	"strconv"
@@ -11,29 +13,42 @@ import (
 	"github.com/stipend-mcp/stipend/store"
 )
 
-// A cursor is the position of the last item of a page: its sort time and ID,
-// base64url-encoded so callers treat it as opaque. The next page starts
-// strictly after that position, so rows inserted meanwhile neither repeat nor
-// shift the pages.
+// A cursor is the position of the last item of a page, its sort time and
+// ID, and the list it belongs to (listID), base64url-encoded so callers
+// treat it as opaque. The next page starts strictly after that position, so
+// rows inserted meanwhile neither repeat nor shift the pages. A cursor of
+// one list (another agent's, other filters) is refused by another, as the
+// Firestore store refuses it.
 type position struct {
 	at time.Time
 	id string
 }
 
-func (p position) cursor() string {
-	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(p.at.UnixNano(), 10) + "|" + p.id))
+// listID names a list: its kind and what selects its rows.
+func listID(parts ...string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil)[:8])
 }
 
-// parseCursor decodes a cursor; "" is the start of the list.
-func parseCursor(c string) (pos position, ok bool, err error) {
+func (p position) cursor(list string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(list + "|" + strconv.FormatInt(p.at.UnixNano(), 10) + "|" + p.id))
+}
+
+// parseCursor decodes a cursor of list; "" is the start of the list.
+func parseCursor(c, list string) (pos position, ok bool, err error) {
 	if c == "" {
 		return position{}, false, nil
 	}
 	raw, derr := base64.RawURLEncoding.DecodeString(c)
-	nanos, id, found := strings.Cut(string(raw), "|")
+	of, rest, _ := strings.Cut(string(raw), "|")
+	nanos, id, found := strings.Cut(rest, "|")
 	n, perr := strconv.ParseInt(nanos, 10, 64)
-	if derr != nil || !found || perr != nil || id == "" {
-		return position{}, false, store.Errorf(store.CodeInvalid, "cursor: malformed")
+	if derr != nil || !found || perr != nil || id == "" || of != list {
+		return position{}, false, store.Errorf(store.CodeInvalid, "cursor: malformed, or not of this list")
 	}
 	return position{at: time.Unix(0, n).UTC(), id: id}, true, nil
 }
@@ -49,8 +64,8 @@ func (p position) before(q position) bool {
 // paginate returns the page p of rows, which are sorted by key, keeping the
 // rows keep accepts (nil keeps all) and converting them with conv. The next
 // cursor is "" when no row is left.
-func paginate[T, R any](rows []T, p store.Page, key func(T) position, keep func(T) bool, conv func(T) R) ([]R, string, error) {
-	start, ok, err := parseCursor(p.Cursor)
+func paginate[T, R any](rows []T, p store.Page, list string, key func(T) position, keep func(T) bool, conv func(T) R) ([]R, string, error) {
+	start, ok, err := parseCursor(p.Cursor, list)
 	if err != nil {
 		return nil, "", err
 	}
@@ -67,7 +82,7 @@ func paginate[T, R any](rows []T, p store.Page, key func(T) position, keep func(
 			continue
 		}
 		if len(items) == size {
-			return items, last.cursor(), nil
+			return items, last.cursor(list), nil
 		}
 		items = append(items, conv(r))
 		last = key(r)
