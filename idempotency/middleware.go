@@ -20,6 +20,9 @@ import (
 // does not say.
 const DefaultRetention = 24 * time.Hour
 
+// DefaultReserveTimeout bounds a reservation when Options does not say.
+const DefaultReserveTimeout = 10 * time.Second
+
 // DefaultMaxBodyBytes bounds the request body the middleware reads to
 // fingerprint it.
 const DefaultMaxBodyBytes = 1 << 20
@@ -76,6 +79,10 @@ type Options struct {
 	// MaxBodyBytes bounds the request body (DefaultMaxBodyBytes when zero);
 	// a larger body is a 413 and reserves nothing.
 	MaxBodyBytes int64
+	// ReserveTimeout bounds the reservation (DefaultReserveTimeout when
+	// zero): an unreachable ledger answers 503 in time rather than holding
+	// the request until the client or the server gives up.
+	ReserveTimeout time.Duration
 	// Logger receives reconciliation-relevant events; it is given only
 	// sanitized references and operation ids (slog.Default when nil).
 	Logger *slog.Logger
@@ -100,6 +107,9 @@ func (o *Options) defaults() {
 	}
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.ReserveTimeout <= 0 {
+		o.ReserveTimeout = DefaultReserveTimeout
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -162,8 +172,9 @@ func serve(c echo.Context, next echo.HandlerFunc, ledger Ledger, opts *Options) 
 		OperationID: opts.OperationID(c),
 		TraceID:     opts.TraceID(c),
 	}
-	ctx := c.Request().Context()
+	ctx, cancel := context.WithTimeout(c.Request().Context(), opts.ReserveTimeout)
 	res, err := ledger.Reserve(ctx, attempt)
+	cancel()
 	if err != nil {
 		return ledgerFailure(c, opts, err, "reserve", ledger.Reference(attempt.ID))
 	}

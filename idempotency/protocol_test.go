@@ -12,6 +12,7 @@ import (
 
 	"github.com/stipend-mcp/stipend/idempotency"
 	"github.com/stipend-mcp/stipend/idempotency/memledger"
+	"github.com/stipend-mcp/stipend/store"
 )
 
 func TestMiddleware_MissingKey(t *testing.T) {
@@ -255,6 +256,28 @@ func TestMiddleware_ProductionRefusesNonDurableLedger(t *testing.T) {
 func TestMiddleware_LedgerUnavailableIs503(t *testing.T) {
 	f := newFixture(t, unavailable{memledger.New("c")}, func(o *idempotency.Options) { o.Development = false })
 	wantProblem(t, "POST with the ledger down", f.do(t, "/things/a", "k1", `{}`), http.StatusServiceUnavailable, idempotency.ProblemUnavailable)
+	f.wantCalls(t, 0)
+}
+
+// hanging is a ledger whose store never answers: a reservation waits
+// until its context ends, as the Firestore client's retries do.
+type hanging struct{ *memledger.Ledger }
+
+func (hanging) Durable() bool { return true }
+
+func (hanging) Reserve(ctx context.Context, _ idempotency.Attempt) (idempotency.Result, error) {
+	<-ctx.Done()
+	return idempotency.Result{}, store.Wrap(store.CodeUnavailable, ctx.Err(), "test: no answer")
+}
+
+// TestMiddleware_UnreachableLedgerAnswersInTime: the reservation is bounded,
+// so the client gets a 503 rather than waiting for its own timeout.
+func TestMiddleware_UnreachableLedgerAnswersInTime(t *testing.T) {
+	f := newFixture(t, hanging{memledger.New("c")}, func(o *idempotency.Options) {
+		o.Development, o.ReserveTimeout = false, 50*time.Millisecond
+	})
+	// Without the bound this request would never be answered.
+	wantProblem(t, "POST with the ledger not answering", f.do(t, "/things/a", "k1", `{}`), http.StatusServiceUnavailable, idempotency.ProblemUnavailable)
 	f.wantCalls(t, 0)
 }
 

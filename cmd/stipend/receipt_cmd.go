@@ -16,7 +16,9 @@ import (
 	"time"
 
 	"github.com/gowebpki/jcs"
+	"golang.org/x/text/currency"
 
+	"github.com/stipend-mcp/stipend/money"
 	"github.com/stipend-mcp/stipend/receipt"
 )
 
@@ -333,12 +335,35 @@ func printReceiptSummary(w io.Writer, r receipt.Receipt, kid string) {
 	fmt.Fprintf(w, "  issuer:    %s\n", r.Issuer)
 	fmt.Fprintf(w, "  agent:     %s\n", r.AgentID)
 	fmt.Fprintf(w, "  payment:   %s\n", r.PaymentID)
-	fmt.Fprintf(w, "  amount:    %s\n", r.Amount)
+	fmt.Fprintf(w, "  amount:    %s\n", moneyText(r.Amount))
 	fmt.Fprintf(w, "  issued at: %s\n", r.IssuedAt.UTC().Format(time.RFC3339Nano))
 	fmt.Fprintf(w, "  signed by: kid %s\n", kid)
 	for _, g := range r.Grants {
 		fmt.Fprintf(w, "  grant:     %s %s on %s%s\n", g.Type, g.EntitlementID, scopeText(g), grantDetail(g))
 	}
+}
+
+// moneyText shows m as a person reads it, in the currency's major unit
+// ("3.00 USD"), with the minor units the receipt holds beside it. A
+// currency without a known scale shows minor units only.
+func moneyText(m money.Money) string {
+	u, err := currency.ParseISO(m.Currency)
+	if err != nil {
+		return fmt.Sprintf("%d %s (minor units)", m.Cents, m.Currency)
+	}
+	scale, _ := currency.Standard.Rounding(u)
+	if scale == 0 {
+		return fmt.Sprintf("%d %s", m.Cents, m.Currency)
+	}
+	sign, c := "", m.Cents
+	if c < 0 {
+		sign, c = "-", -c
+	}
+	div := int64(1)
+	for range scale {
+		div *= 10
+	}
+	return fmt.Sprintf("%s%d.%0*d %s (%d minor units)", sign, c/div, scale, c%div, m.Currency, m.Cents)
 }
 
 func scopeText(g receipt.Grant) string {
@@ -351,7 +376,7 @@ func scopeText(g receipt.Grant) string {
 func grantDetail(g receipt.Grant) string {
 	var parts []string
 	if !g.Balance.IsZero() {
-		parts = append(parts, "balance "+g.Balance.String())
+		parts = append(parts, "balance "+moneyText(g.Balance))
 	}
 	if g.Limit != 0 {
 		parts = append(parts, fmt.Sprintf("%d per %s", g.Limit, g.Period))

@@ -126,7 +126,7 @@ func TestReceiptVerifyCmd(t *testing.T) {
 	}{
 		{"CompactJWS", []string{writeReceiptFile(t, dir, "r.jws", jws+"\n"), "--jwks", jwksPath}, 0, "VALID receipt rcpt-1", ""},
 		{"FlagsFirst", []string{"--jwks", jwksPath, writeReceiptFile(t, dir, "r2.jws", jws)}, 0, "kid " + k.KeyID(), ""},
-		{"APIObject", []string{writeReceiptJSON(t, dir, "signed.json", signed), "--jwks", jwksPath}, 0, "1500 USD", ""},
+		{"APIObject", []string{writeReceiptJSON(t, dir, "signed.json", signed), "--jwks", jwksPath}, 0, "15.00 USD (1500 minor units)", ""},
 		{"SucceedAnswer", []string{writeReceiptJSON(t, dir, "succeed.json", map[string]any{"payment": map[string]string{"id": "pay-1"}, "receipt": signed}), "--jwks", jwksPath}, 0, "pay-1", ""},
 		{"JWKSURL", []string{writeReceiptFile(t, dir, "r3.jws", jws), "--jwks", srv.URL + "/.well-known/jwks.json"}, 0, "VALID", ""},
 		{"JSONOutput", []string{writeReceiptFile(t, dir, "r4.jws", jws), "--jwks", jwksPath, "--json"}, 0, `"paymentId": "pay-1"`, ""},
@@ -256,5 +256,23 @@ func TestReceiptVerifyCmd_NullGrants(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	if code := receiptVerifyCmd(context.Background(), []string{object, "--jwks", writeReceiptJSON(t, dir, "jwks.json", k.JWKS())}, &stdout, &stderr); code != 0 {
 		t.Errorf("receipt verify (grants null) = exit %d, stderr %q; want 0", code, stderr.String())
+	}
+}
+
+func TestMoneyText(t *testing.T) {
+	for _, tt := range []struct {
+		m    money.Money
+		want string
+	}{
+		{money.Money{Cents: 300, Currency: "USD"}, "3.00 USD (300 minor units)"},
+		{money.Money{Cents: 5, Currency: "EUR"}, "0.05 EUR (5 minor units)"},
+		{money.Money{Cents: -1234, Currency: "USD"}, "-12.34 USD (-1234 minor units)"},
+		{money.Money{Cents: 1500, Currency: "JPY"}, "1500 JPY"},
+		{money.Money{Cents: 1500, Currency: "KWD"}, "1.500 KWD (1500 minor units)"},
+		{money.Money{Cents: 7, Currency: "XQQ"}, "7 XQQ (minor units)"},
+	} {
+		if got := moneyText(tt.m); got != tt.want {
+			t.Errorf("moneyText(%v) = %q, want %q", tt.m, got, tt.want)
+		}
 	}
 }
