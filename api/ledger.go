@@ -13,6 +13,12 @@ import (
 // through the idempotency ledger: the writes that are not idempotent by their
 // own contract (docs/idempotency.md says why the others are not here). Each
 // is "METHOD path template", as echo routes it.
+//
+// Each of their handlers makes exactly one store call that writes, and
+// answers 4xx only before it. A failed request whose error is a store error
+// that is not Uncertain therefore changed nothing, and its key is released
+// (changedNothing); a handler that wrote and then failed on something else
+// must not return that write's store error.
 var LedgerRoutes = []string{
 	"POST /v1/accounts/:agentId/entitlements",
 	"POST /v1/payments/:id/refund",
