@@ -320,6 +320,37 @@ var claimTests = []deliveryTest{
 			t.Errorf("claim at the retry time = %+v, want the delivery at attempt 2", got)
 		}
 	}},
+	{"Claim/DeferredGivesTheAttemptBack", func(t *testing.T, s store.DeliveryStore, clock *Clock) {
+		ctx := context.Background()
+		d := enqueue(t, s, newDelivery("ep1", event.PaymentSucceeded))
+		c := claim(t, s, clock.Now(), 1, time.Minute, "w1")[0]
+		if _, err := s.FinishDelivery(ctx, d.ID, c.ClaimToken, store.AttemptResult{
+			Status: store.DeliveryFailed, RetryAt: Start.Add(time.Minute), Error: "timeout"}); err != nil {
+			t.Fatalf("FinishDelivery(failed): %v", err)
+		}
+		c = claim(t, s, Start.Add(time.Minute), 1, time.Minute, "w1")[0] // attempt 2
+		retryAt := Start.Add(10 * time.Minute)
+		got, err := s.FinishDelivery(ctx, d.ID, c.ClaimToken, store.AttemptResult{
+			Status: store.DeliveryFailed, RetryAt: retryAt, Deferred: true})
+		if err != nil {
+			t.Fatalf("FinishDelivery(deferred): %v", err)
+		}
+		if got.Status != store.DeliveryPending || !got.ScheduledAt.Equal(retryAt) || got.Attempts != 1 ||
+			got.LastError != "timeout" || got.ClaimToken != "" {
+			t.Errorf("after a deferral = status %s scheduled %v attempts %d error %q claim %q; want pending at %v, attempts 1, the last real error kept, no claim",
+				got.Status, got.ScheduledAt, got.Attempts, got.LastError, got.ClaimToken, retryAt)
+		}
+		if got := claim(t, s, retryAt, 1, time.Minute, "w1"); len(got) != 1 || got[0].Attempts != 2 {
+			t.Errorf("claim after the deferral = %+v, want the delivery at attempt 2 again", got)
+		}
+		for _, bad := range []store.AttemptResult{
+			{Status: store.DeliveryFailed, Deferred: true},
+			{Status: store.DeliveryDead, Deferred: true},
+		} {
+			_, err := s.FinishDelivery(ctx, d.ID, "any", bad)
+			wantCode(t, "FinishDelivery(deferred without a retry time, or not failed)", err, store.CodeInvalid)
+		}
+	}},
 	{"Claim/TerminalAndManualRetry", func(t *testing.T, s store.DeliveryStore, clock *Clock) {
 		ctx := context.Background()
 		for _, status := range []store.DeliveryStatus{store.DeliveryFailed, store.DeliveryDead} {

@@ -152,6 +152,12 @@ type AttemptResult struct {
 	StatusCode int
 	// Error says what went wrong, for operators (bounded by the store).
 	Error string
+	// Deferred, with DeliveryFailed and a RetryAt, says the delivery was
+	// not sent at all: the dispatcher held it back (its endpoint is cooling
+	// down after requests that got no answer). The claim's attempt is given
+	// back (Attempts − 1), the delivery goes back to pending at RetryAt, and
+	// the last real attempt's status and error are kept.
+	Deferred bool
 }
 
 // MaxErrorLength bounds the stored AttemptResult.Error.
@@ -225,6 +231,9 @@ func CheckAttemptResult(r *AttemptResult) error {
 	if r.Status != DeliveryFailed && !r.RetryAt.IsZero() {
 		return Errorf(CodeInvalid, "retryAt: only a failed attempt can be retried")
 	}
+	if r.Deferred && (r.Status != DeliveryFailed || r.RetryAt.IsZero()) {
+		return Errorf(CodeInvalid, "deferred: needs status failed and a retryAt")
+	}
 	if len(r.Error) > MaxErrorLength {
 		r.Error = r.Error[:MaxErrorLength]
 	}
@@ -234,13 +243,20 @@ func CheckAttemptResult(r *AttemptResult) error {
 // ApplyAttempt returns d after the attempt result r at now: the state change
 // FinishDelivery makes, shared by the adapters.
 func ApplyAttempt(d Delivery, r AttemptResult, now time.Time) Delivery {
+	t := now.UTC()
+	if r.Deferred {
+		d.Status, d.ScheduledAt = DeliveryPending, r.RetryAt.UTC()
+		d.Attempts = max(d.Attempts-1, 0)
+		d.ClaimedBy, d.ClaimedAt, d.ClaimToken = "", nil, ""
+		d.UpdatedAt = t
+		return d
+	}
 	d.Status = r.Status
 	if r.Status == DeliveryFailed && !r.RetryAt.IsZero() {
 		d.Status = DeliveryPending
 		d.ScheduledAt = r.RetryAt.UTC()
 	}
 	d.LastStatusCode, d.LastError = r.StatusCode, r.Error
-	t := now.UTC()
 	d.LastAttemptAt = &t
 	d.ClaimedBy, d.ClaimedAt, d.ClaimToken = "", nil, ""
 	d.UpdatedAt = t

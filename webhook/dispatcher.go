@@ -40,6 +40,13 @@ type Config struct {
 	MaxRetryAfter time.Duration
 	// AllowPrivate lets endpoints on loopback and private addresses receive.
 	AllowPrivate bool
+	// EndpointCooldown is how long an endpoint whose request got no answer
+	// (a timeout, a refused or broken connection) is left alone: its claimed
+	// deliveries are deferred (store.AttemptResult.Deferred) without a
+	// request and without spending an attempt, so a hanging receiver cannot
+	// hold every slot and delay the others (default max(30 s,
+	// AttemptTimeout)).
+	EndpointCooldown time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// Logger receives one line per failed attempt (default slog.Default()).
@@ -61,6 +68,9 @@ func (c *Config) defaults() {
 	}
 	if c.ClaimTTL <= 0 {
 		c.ClaimTTL = 2*c.AttemptTimeout + 30*time.Second
+	}
+	if c.EndpointCooldown <= 0 {
+		c.EndpointCooldown = max(30*time.Second, c.AttemptTimeout)
 	}
 	if c.PollInterval <= 0 {
 		c.PollInterval = time.Second
@@ -90,6 +100,12 @@ type Dispatcher struct {
 	outbox Outbox
 	cfg    Config
 	sender *sender
+
+	mu sync.Mutex
+	// cooling holds, per endpoint ID, until when its deliveries are
+	// deferred (see Config.EndpointCooldown). Each dispatcher learns it on
+	// its own.
+	cooling map[string]time.Time
 }
 
 // NewDispatcher returns a dispatcher on deliveries. With outbox set, every
@@ -98,7 +114,8 @@ func NewDispatcher(deliveries store.DeliveryStore, outbox Outbox, cfg Config) *D
 	cfg.defaults()
 	return &Dispatcher{
 		store: deliveries, outbox: outbox, cfg: cfg,
-		sender: &sender{client: newClient(cfg.AllowPrivate), timeout: cfg.AttemptTimeout, now: cfg.Now},
+		sender:  &sender{client: newClient(cfg.AllowPrivate), timeout: cfg.AttemptTimeout, now: cfg.Now},
+		cooling: make(map[string]time.Time),
 	}
 }
 
@@ -211,6 +228,12 @@ func (d *Dispatcher) Attempt(ctx context.Context, del store.Delivery) store.Atte
 }
 
 func (d *Dispatcher) attempt(ctx context.Context, del *store.Delivery) store.AttemptResult {
+	if until, ok := d.coolingUntil(del.EndpointID); ok {
+		// Spread the deferred deliveries a little, so they do not all come
+		// due in the same poll.
+		return store.AttemptResult{Status: store.DeliveryFailed, Deferred: true,
+			RetryAt: until.Add(jittered(time.Second, 1) / 2)}
+	}
 	ep, err := d.store.GetEndpoint(ctx, del.EndpointID)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -232,7 +255,29 @@ func (d *Dispatcher) attempt(ctx context.Context, del *store.Delivery) store.Att
 	}
 	d.cfg.Logger.Info("webhook attempt failed", "delivery", del.ID, "endpoint", ep.ID,
 		"attempt", del.Attempts, "status", res.status, "err", res.err)
+	if res.err != nil && res.status == 0 && !errors.As(res.err, new(*RefusedError)) {
+		d.coolDown(ep.ID) // no answer at all: leave the endpoint alone for a while
+	}
 	return d.retry(del, res)
+}
+
+// coolingUntil reports whether the endpoint is cooling down, and until when.
+func (d *Dispatcher) coolingUntil(endpointID string) (time.Time, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	until, ok := d.cooling[endpointID]
+	if ok && !d.cfg.Now().Before(until) {
+		delete(d.cooling, endpointID)
+		return time.Time{}, false
+	}
+	return until, ok
+}
+
+// coolDown starts (or extends) the endpoint's cooldown.
+func (d *Dispatcher) coolDown(endpointID string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.cooling[endpointID] = d.cfg.Now().Add(d.cfg.EndpointCooldown)
 }
 
 // retry plans the next attempt after a failed one, or declares the delivery dead.

@@ -300,3 +300,48 @@ func TestDispatcher_RunDeliversOutboxEvents(t *testing.T) {
 		t.Errorf("outbox after the run: %d pending, %v; want 0", len(pending), err)
 	}
 }
+
+// TestDispatcher_HangingEndpointDoesNotHoldTheOthers: once requests to an
+// endpoint get no answer, its other claimed deliveries are deferred without
+// a request and without spending an attempt, so a healthy endpoint's
+// delivery behind them goes out at the next claim instead of waiting for
+// every hanging request to time out.
+func TestDispatcher_HangingEndpointDoesNotHoldTheOthers(t *testing.T) {
+	hanging := newReceiver(t, func(_ int, _ http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
+	healthy := newReceiver(t, nil)
+	e := newEnv(t, hanging.srv.URL)
+	var stuck []store.Delivery
+	for range 8 {
+		stuck = append(stuck, e.enqueue(t))
+		e.clock.Advance(time.Millisecond) // claims go oldest first
+	}
+	ep, err := e.store.CreateEndpoint(context.Background(), store.Endpoint{ID: "healthy", URL: healthy.srv.URL, Secret: webhook.NewSecret()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.endpoint = ep
+	good := e.enqueue(t)
+	d := e.dispatcher(webhook.Config{Concurrency: 4, AttemptTimeout: 100 * time.Millisecond, EndpointCooldown: time.Minute})
+
+	once(t, d, 4) // four requests to the hanging receiver, each timing out
+	once(t, d, 4) // the next four are deferred: no request
+	if n := len(hanging.requests()); n != 4 {
+		t.Fatalf("hanging receiver got %d requests, want 4 (the rest deferred)", n)
+	}
+	for _, s := range stuck[4:] {
+		got := e.delivery(t, s.ID)
+		if got.Status != store.DeliveryPending || got.Attempts != 0 || !got.ScheduledAt.After(e.clock.Now()) {
+			t.Errorf("deferred delivery = %s, attempts %d, scheduled %v; want pending, no attempt spent, later than now", got.Status, got.Attempts, got.ScheduledAt)
+		}
+	}
+	once(t, d, 1) // the healthy endpoint's delivery
+	if got := e.delivery(t, good.ID); got.Status != store.DeliverySucceeded || len(healthy.requests()) != 1 {
+		t.Errorf("healthy delivery = %s after %d requests, want succeeded after 1", got.Status, len(healthy.requests()))
+	}
+	// After the cooldown the hanging endpoint is tried again.
+	e.clock.Advance(2 * time.Minute)
+	once(t, d, 4)
+	if n := len(hanging.requests()); n != 8 {
+		t.Errorf("hanging receiver got %d requests after the cooldown, want 8", n)
+	}
+}
