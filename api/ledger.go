@@ -73,7 +73,8 @@ func (s *Server) UseLedger(ledger idempotency.Ledger, opts idempotency.Options) 
 }
 
 // probeLedger fails /readyz closed when the ledger's bounded, non-mutating
-// probe fails, and otherwise lets the store probe answer.
+// probe fails, and otherwise lets the store probe answer, within the same
+// deadline: the whole of /readyz answers within the readiness timeout.
 func (s *Server) probeLedger(c echo.Context, ledger idempotency.Ledger, next echo.HandlerFunc) error {
 	ctx, cancel := context.WithTimeout(c.Request().Context(), s.ready)
 	defer cancel()
@@ -81,5 +82,6 @@ func (s *Server) probeLedger(c echo.Context, ledger idempotency.Ledger, next ech
 		return &Error{Status: http.StatusServiceUnavailable, Kind: KindUnavailable,
 			Detail: "the idempotency ledger did not answer the readiness probe", Err: err}
 	}
+	c.SetRequest(c.Request().WithContext(ctx))
 	return next(c)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stipend-mcp/stipend/api"
 	"github.com/stipend-mcp/stipend/entitlement"
@@ -135,5 +136,41 @@ func TestUseLedger_RefundWithoutSignerReleases(t *testing.T) {
 	id := idempotency.HashKey("api-test", "POST /v1/payments/:id/refund", "r-1")
 	if _, err := l.Get(context.Background(), id); err == nil {
 		t.Errorf("a refused refund left its key in progress")
+	}
+}
+
+// deadlines records the deadline each readiness probe ran under.
+type deadlines struct{ ledger, store time.Time }
+
+type deadlineLedger struct {
+	*memledger.Ledger
+	d *deadlines
+}
+
+func (l deadlineLedger) Probe(ctx context.Context) error {
+	l.d.ledger, _ = ctx.Deadline()
+	return nil
+}
+
+type deadlineStore struct {
+	store.EntitlementStore
+	d *deadlines
+}
+
+func (s deadlineStore) Ping(ctx context.Context) error {
+	s.d.store, _ = ctx.Deadline()
+	return nil
+}
+
+// TestUseLedger_ReadyzOneDeadline: the ledger and store probes share one
+// deadline, so /readyz answers within the readiness timeout, not twice it.
+func TestUseLedger_ReadyzOneDeadline(t *testing.T) {
+	var d deadlines
+	e := newEnvWith(t, deadlineLedger{memledger.New("c"), &d}, func(c *api.Config) {
+		c.Store = deadlineStore{c.Store, &d}
+	})
+	e.must(http.StatusOK, req{Method: "GET", Path: "/readyz"})
+	if d.ledger.IsZero() || d.store.After(d.ledger) {
+		t.Errorf("store probe deadline %v, ledger probe deadline %v; want the store's no later than the ledger's", d.store, d.ledger)
 	}
 }

@@ -153,6 +153,8 @@ func (c Config) Validate() error {
 		return errors.New("--webhook-concurrency: must be between 0 and 256")
 	case c.Issuer == "":
 		return errors.New("--issuer: is required")
+	case c.DevKeysOut != "" && c.APIKeysFile != "":
+		return errors.New("--dev-keys-out: development keys are made only without --api-keys-file; with a key file there are none to write")
 	}
 	if c.Env == EnvProduction {
 		switch {

@@ -181,6 +181,7 @@ func TestParseConfig_Errors(t *testing.T) {
 		{"ProductionNeedsAPIKeys", []string{"--api-keys-file="}, production, "production needs an API key file"},
 		{"ProductionNeedsSigningKey", nil, merge(production, map[string]string{"STIPEND_SIGNING_KEY_FILE": " , "}), "production needs a receipt signing key"},
 		{"ProductionRefusesDevKeys", []string{"--dev-keys-out", "k.json"}, production, "--dev-keys-out"},
+		{"DevKeysOutWithKeyFile", []string{"--dev-keys-out", "k.json", "--api-keys-file", "keys.json"}, nil, "--dev-keys-out: development keys are made only without --api-keys-file"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -100,7 +100,7 @@ func parseLedgerFlags(sub string, args []string, env map[string]string) (ledgerF
 	updateTime := fs.String("update-time", "", "")
 	fs.BoolVar(&f.del, "delete", false, "")
 	fs.StringVar(&f.completeWith, "complete-with", "", "")
-	fs.DurationVar(&f.retention, "retention", idempotency.DefaultRetention, "")
+	fs.DurationVar(&f.retention, "retention", base.LedgerRetention, "") // the service's --ledger-retention
 	var positional []string
 	for len(args) > 0 {
 		if err := fs.Parse(args); err != nil {

@@ -79,6 +79,23 @@ func TestLedgerCmd_ProductionSettings(t *testing.T) {
 	}
 }
 
+// TestLedgerCmd_RetentionDefaultsToTheService: a row completed by hand
+// replays as long as the service's own answers do.
+func TestLedgerCmd_RetentionDefaultsToTheService(t *testing.T) {
+	ref := "firestore/idem_0123/" + idempotency.HashKey("ns", "r", "k")
+	env := map[string]string{"STIPEND_LEDGER_RETENTION": "bogus"}
+	// The service's setting is read (and a bad one refused, naming it) ...
+	if code, _, stderr := runLedger(env, "resolve", ref, "--delete", "--update-time", "2026-01-01T00:00:00Z"); code != 2 || !strings.Contains(stderr, "STIPEND_LEDGER_RETENTION") {
+		t.Errorf("resolve with a bad STIPEND_LEDGER_RETENTION: exit %d, stderr %s; want 2 naming the variable", code, stderr)
+	}
+	// ... and a zero one is refused too, whereas the flag's own default was
+	// 24h whatever the service said.
+	env["STIPEND_LEDGER_RETENTION"] = "0s"
+	if code, _, stderr := runLedger(env, "resolve", ref, "--delete", "--update-time", "2026-01-01T00:00:00Z"); code != 2 || !strings.Contains(stderr, "--retention must be positive") {
+		t.Errorf("resolve with STIPEND_LEDGER_RETENTION=0s: exit %d, stderr %s; want 2, --retention must be positive", code, stderr)
+	}
+}
+
 // TestLedgerCmd_InspectAndDelete reconciles a row whose write never
 // happened: inspect, a refused stale delete, the delete, and the key is free.
 func TestLedgerCmd_InspectAndDelete(t *testing.T) {

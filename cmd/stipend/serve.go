@@ -198,9 +198,13 @@ func (m *Main) Close() error {
 		// one still running after the deadline is left to another worker,
 		// which re-claims it once its claim expires.
 		select {
-		case <-m.dispatcherDone:
-		case <-time.After(time.Until(deadline)):
-			m.Logger.Warn("webhook attempts still running at shutdown; another worker retries them after their claim expires")
+		case <-m.dispatcherDone: // finished already: no warning, whatever the clock says
+		default:
+			select {
+			case <-m.dispatcherDone:
+			case <-time.After(time.Until(deadline)):
+				m.Logger.Warn("webhook attempts still running at shutdown; another worker retries them after their claim expires")
+			}
 		}
 		m.stopDispatch = nil
 	}
