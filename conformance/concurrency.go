@@ -71,6 +71,52 @@ func RunConcurrencyTests(t *testing.T, newStore NewStore, opts ConcurrencyOption
 		clock := NewClock()
 		hotQuota(t, newStore(t, clock.Now), clock, opts)
 	})
+	t.Run("RevokeDuringConsumes", func(t *testing.T) {
+		t.Parallel()
+		clock := NewClock()
+		revokeDuringConsumes(t, newStore(t, clock.Now), clock, opts)
+	})
+}
+
+// revokeDuringConsumes revokes an entitlement while callers charge it: the
+// revocation must neither undo nor lose a charge (initial − final balance
+// equals what the stored consumptions charged), and nothing is charged
+// after it.
+func revokeDuringConsumes(t *testing.T, s store.EntitlementStore, clock *Clock, opts ConcurrencyOptions) {
+	const initial = 1_000_000
+	agent := newAgent()
+	callers := max(minCallers, opts.MaxCallers/4)
+	e := createEntitlement(t, s, credits(agent, initial, clock.Now()))
+	var revokeErr error
+	together(callers+1, func(c int) {
+		if c == callers {
+			_, revokeErr = s.RevokeEntitlement(t.Context(), e.ID)
+			for try := 0; try < 3 && store.CodeOf(revokeErr) == store.CodeUnavailable; try++ {
+				_, revokeErr = s.RevokeEntitlement(t.Context(), e.ID) // contention: retrying is safe
+			}
+			return
+		}
+		for j := range callsPerCaller {
+			// Outcomes vary with the moment of the revocation; the stored
+			// state below is what is checked.
+			_, _ = s.CheckAndConsume(t.Context(), request(agent, fmt.Sprint("rv-", c, "-", j), 7))
+		}
+	})
+	if revokeErr != nil {
+		t.Fatalf("seed %d: RevokeEntitlement during consumes: %v", opts.Seed, revokeErr)
+	}
+	final := getEntitlement(t, s, e.ID)
+	var charged int64
+	for _, c := range listAllConsumptions(t, s, agent, time.Time{}) {
+		charged += c.Cost.Cents
+	}
+	if final.Status != entitlement.StatusRevoked || initial-final.Credits.Balance.Cents != charged {
+		t.Errorf("seed %d: after a revocation among consumes: status %s, balance %d of %d, stored consumptions charged %d; want revoked and initial − final = charged",
+			opts.Seed, final.Status, final.Credits.Balance.Cents, initial, charged)
+	}
+	if res := checkAndConsume(t, s, request(agent, "rv-after", 7)); res.Outcome != store.Denied {
+		t.Errorf("seed %d: consume after the revocation = %s, want %s", opts.Seed, res.Outcome, store.Denied)
+	}
 }
 
 // hotCredits: MaxCallers callers charge one credits entitlement holding
@@ -109,6 +155,9 @@ func hotCredits(t *testing.T, s store.EntitlementStore, clock *Clock, opts Concu
 	if got := getEntitlement(t, s, e.ID).Credits.Balance; got != usd(0) {
 		t.Errorf("seed %d: hot credits final balance = %v, want 0 USD (initial %d − charged %d)", opts.Seed, got, total, total)
 	}
+	if n := depletedEvents(t, s, e.ID); n != 1 {
+		t.Errorf("seed %d: hot credits wrote %d entitlement.depleted events, want exactly 1 (by the call that emptied it)", opts.Seed, n)
+	}
 	wantDenied(t, s, request(agent, "hot-over", 1), entitlement.Denial{EntitlementID: e.ID, Reason: entitlement.ReasonInsufficientBalance})
 }
 
@@ -133,5 +182,8 @@ func hotQuota(t *testing.T, s store.EntitlementStore, clock *Clock, opts Concurr
 	}
 	if got := getEntitlement(t, s, q.ID).Quota.Remaining; got != 0 {
 		t.Errorf("seed %d: hot quota remaining = %d, want 0", opts.Seed, got)
+	}
+	if n := depletedEvents(t, s, q.ID); n != 1 {
+		t.Errorf("seed %d: hot quota wrote %d entitlement.depleted events, want exactly 1 (by the call that used the last unit)", opts.Seed, n)
 	}
 }

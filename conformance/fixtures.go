@@ -139,6 +139,19 @@ func pendingEvents(t *testing.T, s store.EntitlementStore) []event.Event {
 	return evs
 }
 
+// depletedEvents counts the pending entitlement.depleted events of the
+// entitlement id.
+func depletedEvents(t *testing.T, s store.EntitlementStore, id string) int {
+	t.Helper()
+	n := 0
+	for _, e := range pendingEvents(t, s) {
+		if e.Type == event.EntitlementDepleted && eventData(t, e)["id"] == id {
+			n++
+		}
+	}
+	return n
+}
+
 // eventTypes returns the types of evs, in order.
 func eventTypes(evs []event.Event) []event.Type {
 	out := make([]event.Type, len(evs))

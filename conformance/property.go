@@ -183,6 +183,12 @@ func (p *property) checkResults() map[callKey]*call {
 	for k, cls := range byKey {
 		first := consumed[k]
 		for _, cl := range cls {
+			// Balances only fall during a round, so a call denied while the
+			// same call (same key and parameters) was charged means a paid
+			// call was refused: it must be a replay.
+			if cl.res.Outcome == store.Denied && first != nil && cl.req.Fingerprint() == first.req.Fingerprint() {
+				p.errorf("%s/%s denied %v although the same call was charged: want replay", k.agent, k.key, cl.res.Denials)
+			}
 			switch cl.res.Outcome {
 			case store.Replay:
 				switch {
@@ -223,6 +229,18 @@ func (p *property) checkConsumption(cl *call) {
 	if c.AgentID != req.AgentID || c.IdempotencyKey != req.IdempotencyKey || c.Service != req.Service || c.Tool != req.Tool ||
 		c.Units != req.Units || (req.EntitlementID != "" && c.EntitlementID != req.EntitlementID) {
 		p.errorf("consumption %+v does not match its request %+v", *c, req)
+	}
+	// The charged entitlement is the caller's own and was active.
+	for _, e := range p.ents {
+		if e.ID != c.EntitlementID {
+			continue
+		}
+		if e.AgentID != req.AgentID {
+			p.errorf("%s/%s charged entitlement %s of agent %s", req.AgentID, req.IdempotencyKey, e.ID, e.AgentID)
+		}
+		if e.Status == entitlement.StatusRevoked {
+			p.errorf("%s/%s charged the revoked entitlement %s", req.AgentID, req.IdempotencyKey, e.ID)
+		}
 	}
 	switch c.EntitlementType {
 	case entitlement.TypeCredits:
