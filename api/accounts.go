@@ -152,11 +152,7 @@ func (s *Server) grantEntitlement(c echo.Context) error {
 }
 
 func (s *Server) listEntitlements(c echo.Context) error {
-	agent, err := agentParam(c)
-	if err != nil {
-		return err
-	}
-	p, err := page(c)
+	agent, p, err := agentPage(c)
 	if err != nil {
 		return err
 	}
@@ -174,19 +170,11 @@ func (s *Server) listEntitlements(c echo.Context) error {
 		return Invalid("service", "must be 1–200 printable ASCII characters")
 	}
 	items, next, err := s.store.ListEntitlements(storeCtx(c), agent, f, p)
-	list, err := listOf(items, next, err)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, list)
+	return answerList(c, items, next, err)
 }
 
 func (s *Server) listConsumptions(c echo.Context) error {
-	agent, err := agentParam(c)
-	if err != nil {
-		return err
-	}
-	p, err := page(c)
+	agent, p, err := agentPage(c)
 	if err != nil {
 		return err
 	}
@@ -200,11 +188,7 @@ func (s *Server) listConsumptions(c echo.Context) error {
 		}
 	}
 	items, next, err := s.store.ListConsumptions(storeCtx(c), agent, since, p)
-	list, err := listOf(items, next, err)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, list)
+	return answerList(c, items, next, err)
 }
 
 func (s *Server) getEntitlement(c echo.Context) error {

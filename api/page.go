@@ -3,6 +3,7 @@ package api
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"strconv"
 
 	"github.com/labstack/echo/v4"
@@ -32,17 +33,29 @@ func page(c echo.Context) (store.Page, error) {
 	return p, nil
 }
 
-// listOf answers a list, turning a store's Invalid (a malformed cursor)
-// into a 400 naming the cursor.
-func listOf[T any](items []T, next string, err error) (List[T], error) {
+// answerList answers a page of a list (an empty page as []), turning a
+// store's Invalid (a cursor of another list, or malformed) into a 400
+// naming the cursor.
+func answerList[T any](c echo.Context, items []T, next string, err error) error {
 	if errors.Is(err, store.ErrInvalid) {
-		return List[T]{}, Invalid("cursor", "is not a cursor this service returned for this list")
+		return Invalid("cursor", "is not a cursor this service returned for this list")
 	}
 	if err != nil {
-		return List[T]{}, err
+		return err
 	}
 	if items == nil {
 		items = []T{}
 	}
-	return List[T]{Items: items, NextCursor: next}, nil
+	return c.JSON(http.StatusOK, List[T]{Items: items, NextCursor: next})
+}
+
+// agentPage reads the :agentId path parameter and the page of a list of
+// one agent's rows.
+func agentPage(c echo.Context) (string, store.Page, error) {
+	agent, err := agentParam(c)
+	if err != nil {
+		return "", store.Page{}, err
+	}
+	p, err := page(c)
+	return agent, p, err
 }

@@ -30,18 +30,10 @@ func (s *Server) getReceipt(c echo.Context) error {
 }
 
 func (s *Server) listReceipts(c echo.Context) error {
-	agent, err := agentParam(c)
-	if err != nil {
-		return err
-	}
-	p, err := page(c)
+	agent, p, err := agentPage(c)
 	if err != nil {
 		return err
 	}
 	items, next, err := s.store.ListReceipts(storeCtx(c), agent, p)
-	list, err := listOf(items, next, err)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, list)
+	return answerList(c, items, next, err)
 }

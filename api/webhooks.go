@@ -117,11 +117,7 @@ func (w *webhookRoutes) listEndpoints(c echo.Context) error {
 		return err
 	}
 	items, next, err := w.deliveries.ListEndpoints(storeCtx(c), p)
-	list, err := listOf(items, next, err)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, list)
+	return answerList(c, items, next, err)
 }
 
 func (w *webhookRoutes) getEndpoint(c echo.Context) error {
@@ -173,11 +169,7 @@ func (w *webhookRoutes) listDeliveries(c echo.Context) error {
 		return Invalid("eventType", "is not a known event type")
 	}
 	items, next, err := w.deliveries.ListDeliveries(storeCtx(c), f, p)
-	list, err := listOf(items, next, err)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, list)
+	return answerList(c, items, next, err)
 }
 
 func knownEventType(t event.Type) bool {
