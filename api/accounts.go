@@ -192,18 +192,7 @@ func (s *Server) listConsumptions(c echo.Context) error {
 }
 
 func (s *Server) getEntitlement(c echo.Context) error {
-	id, err := pathParam(c, "id")
-	if err != nil {
-		return err
-	}
-	e, err := s.store.GetEntitlement(storeCtx(c), id)
-	if err != nil {
-		return absentAs(err, "entitlement")
-	}
-	if err := ownedBy(c, e.AgentID, "entitlement"); err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, e)
+	return getOwned(c, "entitlement", s.store.GetEntitlement, func(e *entitlement.Entitlement) string { return e.AgentID })
 }
 
 func (s *Server) revokeEntitlement(c echo.Context) error {

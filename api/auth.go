@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"slices"
@@ -60,23 +61,23 @@ func PrincipalOf(c echo.Context) string {
 	return ""
 }
 
-// ownedBy answers 404 (as if absent) when a reader key asks for a document
-// of an agent it does not list, so readers learn nothing about other agents.
-func ownedBy(c echo.Context, agentID, what string) error {
-	if k, ok := keyOf(c); ok && !k.MayRead(agentID) {
-		return notFound(what)
+// getOwned answers GET of the document :id that get reads. A missing
+// document and, for a reader key, another agent's document (agentOf tells
+// whose it is) get the same 404, so readers learn nothing about other agents.
+func getOwned[T any](c echo.Context, what string, get func(context.Context, string) (T, error), agentOf func(*T) string) error {
+	id, err := pathParam(c, "id")
+	if err != nil {
+		return err
 	}
-	return nil
-}
-
-// notFound is the one answer for a document that does not exist and for
-// one the caller may not see (ownedBy): the two cannot be told apart.
-func notFound(what string) error { return NotFound(what + " not found") }
-
-// absentAs turns a store's not-found error into notFound(what).
-func absentAs(err error, what string) error {
+	doc, err := get(storeCtx(c), id)
 	if errors.Is(err, store.ErrNotFound) {
-		return notFound(what)
+		return NotFound(what + " not found")
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	if k, ok := keyOf(c); ok && !k.MayRead(agentOf(&doc)) {
+		return NotFound(what + " not found")
+	}
+	return c.JSON(http.StatusOK, doc)
 }

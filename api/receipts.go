@@ -1,11 +1,11 @@
 package api
 
 import (
-	"net/http"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/stipend-mcp/stipend/apikey"
+	"github.com/stipend-mcp/stipend/receipt"
 )
 
 func (s *Server) registerReceipts(g group) {
@@ -15,18 +15,7 @@ func (s *Server) registerReceipts(g group) {
 }
 
 func (s *Server) getReceipt(c echo.Context) error {
-	id, err := pathParam(c, "id")
-	if err != nil {
-		return err
-	}
-	r, err := s.store.GetReceipt(storeCtx(c), id)
-	if err != nil {
-		return absentAs(err, "receipt")
-	}
-	if err := ownedBy(c, r.AgentID, "receipt"); err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, r)
+	return getOwned(c, "receipt", s.store.GetReceipt, func(r *receipt.Signed) string { return r.AgentID })
 }
 
 func (s *Server) listReceipts(c echo.Context) error {
