@@ -1,7 +1,6 @@
 package api
 
 import (
-
 	"github.com/labstack/echo/v4"
 
 	"github.com/stipend-mcp/stipend/apikey"
