@@ -32,6 +32,32 @@ func (s Status) CanBecome(next Status) bool {
 	return false
 }
 
+// Move is what a request to move a payment to a status does.
+type Move int
+
+// The moves.
+const (
+	// Apply: the payment changes (CanBecome).
+	Apply Move = iota
+	// Replay: the payment is there already (or past it: a refunded payment
+	// did succeed), so the request answers the current state.
+	Replay
+	// Refuse: its status does not allow the change (a Conflict).
+	Refuse
+)
+
+// Toward says what a request to move a payment in s to target does. Both
+// stores take their payment transitions from it.
+func (s Status) Toward(target Status) Move {
+	switch {
+	case s == target, target == StatusSucceeded && s == StatusRefunded:
+		return Replay
+	case s.CanBecome(target):
+		return Apply
+	}
+	return Refuse
+}
+
 // Provider is who collected the money.
 type Provider string
 

@@ -9,6 +9,23 @@ import (
 	"github.com/stipend-mcp/stipend/payment"
 )
 
+func TestStatus_Toward(t *testing.T) {
+	P, S, F, R := payment.StatusPending, payment.StatusSucceeded, payment.StatusFailed, payment.StatusRefunded
+	for _, tt := range []struct {
+		from, to payment.Status
+		want     payment.Move
+	}{
+		{P, S, payment.Apply}, {P, F, payment.Apply}, {P, R, payment.Refuse},
+		{S, S, payment.Replay}, {S, F, payment.Refuse}, {S, R, payment.Apply},
+		{F, S, payment.Refuse}, {F, F, payment.Replay}, {F, R, payment.Refuse},
+		{R, S, payment.Replay}, {R, F, payment.Refuse}, {R, R, payment.Replay},
+	} {
+		if got := tt.from.Toward(tt.to); got != tt.want {
+			t.Errorf("%s.Toward(%s) = %d, want %d", tt.from, tt.to, got, tt.want)
+		}
+	}
+}
+
 func TestStatus_CanBecome(t *testing.T) {
 	allowed := map[[2]payment.Status]bool{
 		{payment.StatusPending, payment.StatusSucceeded}:  true,

@@ -3,6 +3,8 @@ package store
 import (
 	"errors"
 	"fmt"
+
+	"github.com/stipend-mcp/stipend/payment"
 )
 
 // Code classifies a store failure. Adapters translate their backend's errors
@@ -72,6 +74,12 @@ func Errorf(code Code, format string, args ...any) error {
 // Wrap returns an *Error with code around err.
 func Wrap(code Code, err error, format string, args ...any) error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...), Err: err}
+}
+
+// RefusedTransition is the Conflict of a payment change that the payment's
+// status does not allow (payment.Refuse).
+func RefusedTransition(id string, from, to payment.Status) error {
+	return Errorf(CodeConflict, "payment %q is %s: it cannot become %s", id, from, to)
 }
 
 // IsUncertain reports whether err is a store failure after which the change

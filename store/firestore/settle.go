@@ -129,14 +129,14 @@ func (s *Store) CompletePayment(ctx context.Context, id string, ch store.Payment
 			return err
 		}
 		p := c.p
-		if c.seen || p.Status == payment.StatusSucceeded || p.Status == payment.StatusRefunded {
+		if c.seen || p.Status.Toward(payment.StatusSucceeded) == payment.Replay {
 			if out, err = s.current(tx, p, p.ReceiptID, now); err != nil {
 				return err
 			}
 			return c.recordInbound(tx, &ch, now)
 		}
-		if p.Status != payment.StatusPending {
-			return store.Errorf(store.CodeConflict, "payment %q is %s", id, p.Status)
+		if p.Status.Toward(payment.StatusSucceeded) == payment.Refuse {
+			return store.RefusedTransition(id, p.Status, payment.StatusSucceeded)
 		}
 		createAccount, err := s.ensureAccount(tx, p.AgentID, now)
 		if err != nil {
@@ -186,11 +186,11 @@ func (s *Store) FailPayment(ctx context.Context, id string, ch store.PaymentChan
 			return err
 		}
 		out = c.p
-		if c.seen || out.Status == payment.StatusFailed {
+		if c.seen || out.Status.Toward(payment.StatusFailed) == payment.Replay {
 			return c.recordInbound(tx, &ch, now)
 		}
-		if out.Status != payment.StatusPending {
-			return store.Errorf(store.CodeConflict, "payment %q is %s", id, out.Status)
+		if out.Status.Toward(payment.StatusFailed) == payment.Refuse {
+			return store.RefusedTransition(id, out.Status, payment.StatusFailed)
 		}
 		out.Status, out.FailedAt, out.UpdatedAt, out.FailureReason = payment.StatusFailed, &now, now, ch.Reason
 		return all([]func() error{
@@ -212,7 +212,7 @@ func (s *Store) RefundPayment(ctx context.Context, id string, ch store.PaymentCh
 			return err
 		}
 		p := c.p
-		if c.seen || p.Status == payment.StatusRefunded {
+		if c.seen || p.Status.Toward(payment.StatusRefunded) == payment.Replay {
 			receiptID := p.ReceiptID
 			if p.Status == payment.StatusRefunded {
 				receiptID = p.RefundReceiptID
@@ -222,8 +222,8 @@ func (s *Store) RefundPayment(ctx context.Context, id string, ch store.PaymentCh
 			}
 			return c.recordInbound(tx, &ch, now)
 		}
-		if p.Status != payment.StatusSucceeded {
-			return store.Errorf(store.CodeConflict, "payment %q is %s", id, p.Status)
+		if p.Status.Toward(payment.StatusRefunded) == payment.Refuse {
+			return store.RefusedTransition(id, p.Status, payment.StatusRefunded)
 		}
 		es, err := s.txEntitlements(tx, p.EntitlementIDs)
 		if err != nil {

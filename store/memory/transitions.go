@@ -28,10 +28,10 @@ func (s *Store) CompletePayment(_ context.Context, id string, ch store.PaymentCh
 	}
 	inKey, seen := s.inboundSeen(ch.Inbound)
 	switch {
-	case seen, p.Status == payment.StatusSucceeded, p.Status == payment.StatusRefunded:
+	case seen, p.Status.Toward(payment.StatusSucceeded) == payment.Replay:
 		return s.completion(p, p.ReceiptID, true), nil
-	case p.Status != payment.StatusPending:
-		return store.Completion{}, store.Errorf(store.CodeConflict, "payment %q is %s: only a pending payment can succeed", id, p.Status)
+	case p.Status.Toward(payment.StatusSucceeded) == payment.Refuse:
+		return store.Completion{}, store.RefusedTransition(id, p.Status, payment.StatusSucceeded)
 	}
 	now := s.clock()
 	e := p.Grant.Entitlement(uuid.NewString(), p, now)
@@ -75,10 +75,10 @@ func (s *Store) FailPayment(_ context.Context, id string, ch store.PaymentChange
 	}
 	inKey, seen := s.inboundSeen(ch.Inbound)
 	switch {
-	case seen, p.Status == payment.StatusFailed:
+	case seen, p.Status.Toward(payment.StatusFailed) == payment.Replay:
 		return copyPayment(p), nil
-	case p.Status != payment.StatusPending:
-		return payment.Payment{}, store.Errorf(store.CodeConflict, "payment %q is %s: only a pending payment can fail", id, p.Status)
+	case p.Status.Toward(payment.StatusFailed) == payment.Refuse:
+		return payment.Payment{}, store.RefusedTransition(id, p.Status, payment.StatusFailed)
 	}
 	now := s.clock()
 	next := copyPayment(p)
@@ -105,10 +105,10 @@ func (s *Store) RefundPayment(_ context.Context, id string, ch store.PaymentChan
 	}
 	inKey, seen := s.inboundSeen(ch.Inbound)
 	switch {
-	case seen, p.Status == payment.StatusRefunded:
+	case seen, p.Status.Toward(payment.StatusRefunded) == payment.Replay:
 		return s.completion(p, p.RefundReceiptID, true), nil
-	case p.Status != payment.StatusSucceeded:
-		return store.Completion{}, store.Errorf(store.CodeConflict, "payment %q is %s: only a succeeded payment can be refunded", id, p.Status)
+	case p.Status.Toward(payment.StatusRefunded) == payment.Refuse:
+		return store.Completion{}, store.RefusedTransition(id, p.Status, payment.StatusRefunded)
 	}
 	now := s.clock()
 	r := receipt.Receipt{
