@@ -17,6 +17,7 @@ import (
 
 	"github.com/stipend-mcp/stipend/api"
 	"github.com/stipend-mcp/stipend/apikey"
+	"github.com/stipend-mcp/stipend/conformance"
 	"github.com/stipend-mcp/stipend/idempotency"
 	"github.com/stipend-mcp/stipend/idempotency/memledger"
 	"github.com/stipend-mcp/stipend/receipt"
@@ -69,24 +70,6 @@ func makeKeys(tb testing.TB) (testKeys, *apikey.Set) {
 	return keysRaw, keySet
 }
 
-// clock is a settable test clock.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 // env is a server on a fresh memory store.
 type env struct {
 	t      testing.TB
@@ -94,7 +77,7 @@ type env struct {
 	store  store.EntitlementStore
 	keys   testKeys
 	signer *receipt.Keyring
-	clock  *clock
+	clock  *conformance.Clock
 	reg    *prometheus.Registry
 	// noSpec turns off checking every response against openapi.json.
 	noSpec bool
@@ -126,7 +109,8 @@ func newEnv(tb testing.TB, opts ...option) *env {
 func newEnvWith(tb testing.TB, ledger idempotency.Ledger, opts ...option) *env {
 	tb.Helper()
 	keys, set := makeKeys(tb)
-	clk := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	clk := conformance.NewClock()
+	clk.Set(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	signer, err := receipt.NewEphemeralKeyring()
 	if err != nil {
 		tb.Fatal(err)

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/stipend-mcp/stipend/conformance"
 	"github.com/stipend-mcp/stipend/idempotency"
 	"github.com/stipend-mcp/stipend/idempotency/memledger"
 	"github.com/stipend-mcp/stipend/store"
@@ -27,28 +27,10 @@ import (
 type fixture struct {
 	e       *echo.Echo
 	ledger  idempotency.Ledger
-	clock   *testClock
+	clock   *conformance.Clock
 	calls   atomic.Int64
 	logs    *syncbuf.Buffer
 	handler func(c echo.Context, n int64) error
-}
-
-// testClock is a clock the test moves by hand.
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *testClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
 }
 
 // created answers 201 with a body naming the call number.
@@ -59,7 +41,8 @@ func created(c echo.Context, n int64) error {
 
 func newFixture(t *testing.T, ledger idempotency.Ledger, tweak func(*idempotency.Options)) *fixture {
 	t.Helper()
-	f := &fixture{e: echo.New(), clock: &testClock{now: time.Date(2026, 3, 14, 9, 0, 0, 0, time.UTC)}, logs: &syncbuf.Buffer{}, handler: created}
+	f := &fixture{e: echo.New(), clock: conformance.NewClock(), logs: &syncbuf.Buffer{}, handler: created}
+	f.clock.Set(time.Date(2026, 3, 14, 9, 0, 0, 0, time.UTC))
 	if ledger == nil {
 		ledger = memledger.New(idempotency.CollectionName("test"), memledger.WithClock(f.clock.Now))
 	}
