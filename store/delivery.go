@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/base64"
 	"net/url"
 	"strings"
 	"time"
@@ -287,27 +286,4 @@ func CheckNewDelivery(d *Delivery, now time.Time) error {
 	}
 	d.ScheduledAt = d.ScheduledAt.UTC()
 	return nil
-}
-
-// DeliveryCursor encodes the position after an item of a list ordered by
-// (createdAt, id), for ListEndpoints and ListDeliveries.
-func DeliveryCursor(createdAt time.Time, id string) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(createdAt.UTC().Format(time.RFC3339Nano) + "|" + id))
-}
-
-// ParseDeliveryCursor decodes a DeliveryCursor; a malformed one is Invalid.
-func ParseDeliveryCursor(c string) (createdAt time.Time, id string, err error) {
-	raw, err := base64.RawURLEncoding.DecodeString(c)
-	if err != nil {
-		return time.Time{}, "", Errorf(CodeInvalid, "cursor: malformed")
-	}
-	ts, id, ok := strings.Cut(string(raw), "|")
-	if !ok || id == "" {
-		return time.Time{}, "", Errorf(CodeInvalid, "cursor: malformed")
-	}
-	createdAt, err = time.Parse(time.RFC3339Nano, ts)
-	if err != nil {
-		return time.Time{}, "", Errorf(CodeInvalid, "cursor: malformed")
-	}
-	return createdAt, id, nil
 }

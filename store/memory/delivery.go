@@ -1,7 +1,6 @@
 package memory
 
 import (
-	"cmp"
 	"context"
 	"slices"
 	"time"
@@ -70,7 +69,7 @@ func (s *Store) ListEndpoints(_ context.Context, p store.Page) ([]store.Endpoint
 		all = append(all, copyEndpoint(e))
 	}
 	s.mu.Unlock()
-	return pageByCreation(all, p, func(e store.Endpoint) (time.Time, string) { return e.CreatedAt, e.ID })
+	return pageOf(all, p, listID("endpoints"), func(e store.Endpoint) position { return position{e.CreatedAt, e.ID} })
 }
 
 // DisableEndpoint implements store.DeliveryStore.
@@ -135,7 +134,8 @@ func (s *Store) ListDeliveries(_ context.Context, f store.DeliveryFilter, p stor
 		}
 	}
 	s.mu.Unlock()
-	return pageByCreation(all, p, func(d store.Delivery) (time.Time, string) { return d.CreatedAt, d.ID })
+	list := listID("deliveries", string(f.Status), string(f.EventType))
+	return pageOf(all, p, list, func(d store.Delivery) position { return position{d.CreatedAt, d.ID} })
 }
 
 // ClaimDueDeliveries implements store.DeliveryStore. Under the store's one
@@ -242,38 +242,6 @@ func (s *Store) RecordInboundEvent(_ context.Context, source, eventID string) (b
 	now := s.now().UTC()
 	s.inbound[key] = now
 	return true, now, nil
-}
-
-// pageByCreation sorts items by (time, id) and returns the page p asks for.
-func pageByCreation[T any](items []T, p store.Page, pos func(T) (time.Time, string)) ([]T, string, error) {
-	slices.SortFunc(items, func(a, b T) int {
-		ta, ia := pos(a)
-		tb, ib := pos(b)
-		if c := ta.Compare(tb); c != 0 {
-			return c
-		}
-		return cmp.Compare(ia, ib)
-	})
-	if p.Cursor != "" {
-		ct, cid, err := store.ParseDeliveryCursor(p.Cursor)
-		if err != nil {
-			return nil, "", err
-		}
-		i := 0
-		for ; i < len(items); i++ {
-			t, id := pos(items[i])
-			if t.After(ct) || (t.Equal(ct) && id > cid) {
-				break
-			}
-		}
-		items = items[i:]
-	}
-	size := p.Size()
-	if len(items) <= size {
-		return items, "", nil
-	}
-	t, id := pos(items[size-1])
-	return items[:size], store.DeliveryCursor(t, id), nil
 }
 
 func copyEndpoint(e store.Endpoint) store.Endpoint {

@@ -104,3 +104,18 @@ func insertSorted[T any](rows []T, r T, before func(a, b T) bool) []T {
 func byPosition[T any](key func(T) position) func(a, b T) bool {
 	return func(a, b T) bool { return key(a).before(key(b)) }
 }
+
+// pageOf sorts rows, gathered unordered, by their list position and returns
+// the page p of list.
+func pageOf[T any](rows []T, p store.Page, list string, pos func(T) position) ([]T, string, error) {
+	slices.SortFunc(rows, func(a, b T) int {
+		switch pa, pb := pos(a), pos(b); {
+		case pa.before(pb):
+			return -1
+		case pb.before(pa):
+			return 1
+		}
+		return 0
+	})
+	return paginate(rows, p, list, pos, nil, func(r T) T { return r })
+}
