@@ -20,6 +20,7 @@ import (
 	"github.com/stipend-mcp/stipend/conformance"
 	"github.com/stipend-mcp/stipend/idempotency"
 	"github.com/stipend-mcp/stipend/idempotency/memledger"
+	"github.com/stipend-mcp/stipend/problem"
 	"github.com/stipend-mcp/stipend/receipt"
 	"github.com/stipend-mcp/stipend/store"
 	"github.com/stipend-mcp/stipend/store/memory"
@@ -154,12 +155,12 @@ type response struct {
 }
 
 // problem decodes a problem+json answer.
-func (r response) problem(tb testing.TB) api.Problem {
+func (r response) problem(tb testing.TB) problem.Problem {
 	tb.Helper()
 	if ct := r.Header.Get("Content-Type"); ct != "application/problem+json" {
 		tb.Fatalf("Content-Type = %q, want application/problem+json (status %d, body %s)", ct, r.Status, r.Body)
 	}
-	var p api.Problem
+	var p problem.Problem
 	if err := json.Unmarshal(r.Body, &p); err != nil {
 		tb.Fatalf("problem body %s: %v", r.Body, err)
 	}

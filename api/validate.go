@@ -10,6 +10,7 @@ import (
 
 	"github.com/stipend-mcp/stipend/entitlement"
 	"github.com/stipend-mcp/stipend/money"
+	"github.com/stipend-mcp/stipend/problem"
 )
 
 // newValidator returns a validator that names fields by their JSON names.
@@ -33,9 +34,9 @@ func (s *Server) check(dst any) error {
 		if !errors.As(err, &ve) {
 			return Invalid("", err.Error())
 		}
-		out := &Error{Status: 400, Kind: KindInvalidRequest}
+		out := &Error{Status: 400, Kind: problem.InvalidRequest}
 		for _, fe := range ve {
-			out.Errors = append(out.Errors, FieldError{Field: fieldPath(fe.Namespace()), Detail: tagMessage(fe)})
+			out.Errors = append(out.Errors, problem.FieldError{Field: fieldPath(fe.Namespace()), Detail: tagMessage(fe)})
 		}
 		out.Detail = "the request is invalid: " + joinField(out.Errors[0].Field, out.Errors[0].Detail)
 		return out
