@@ -99,7 +99,7 @@ func (s *Server) getAccount(c echo.Context) error {
 type entitlementBody struct {
 	Type       entitlement.Type   `json:"type" validate:"required,oneof=credits quota subscription"`
 	Scope      scopeBody          `json:"scope" validate:"required"`
-	Limit      int64              `json:"limit" validate:"gte=0,lte=1099511627776"`
+	Limit      int64              `json:"limit" validate:"quotalimit"`
 	Period     entitlement.Period `json:"period" validate:"omitempty,oneof=hour day week month"`
 	ValidUntil *time.Time         `json:"validUntil"`
 	ExpiresAt  *time.Time         `json:"expiresAt"`

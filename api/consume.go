@@ -21,13 +21,13 @@ func (s *Server) registerConsume(g group) {
 
 // consumeBody is the body of POST /v1/consume and /v1/check.
 type consumeBody struct {
-	AgentID        string       `json:"agentId" validate:"required,max=200,printascii"`
-	Service        string       `json:"service" validate:"required,max=200,printascii"`
-	Tool           string       `json:"tool" validate:"required,max=200,printascii"`
-	IdempotencyKey string       `json:"idempotencyKey" validate:"required,max=255,printascii"`
+	AgentID        string       `json:"agentId" validate:"required,name"`
+	Service        string       `json:"service" validate:"required,name"`
+	Tool           string       `json:"tool" validate:"required,name"`
+	IdempotencyKey string       `json:"idempotencyKey" validate:"required,idempotencykey"`
 	Cost           *money.Money `json:"cost"`
-	Units          int64        `json:"units" validate:"gte=0,lte=1000000"`
-	EntitlementID  string       `json:"entitlementId" validate:"omitempty,max=200,printascii"`
+	Units          int64        `json:"units" validate:"units"`
+	EntitlementID  string       `json:"entitlementId" validate:"omitempty,name"`
 }
 
 func (b *consumeBody) request() entitlement.ConsumeRequest {

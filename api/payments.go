@@ -33,7 +33,7 @@ func (s *Server) registerPayments(g group) {
 
 // paymentBody is the body of POST /v1/payments.
 type paymentBody struct {
-	AgentID          string           `json:"agentId" validate:"required,max=200,printascii"`
+	AgentID          string           `json:"agentId" validate:"required,name"`
 	Amount           *money.Money     `json:"amount" validate:"required"`
 	Provider         payment.Provider `json:"provider" validate:"required,oneof=stripe manual"`
 	ProviderIntentID string           `json:"providerIntentId" validate:"omitempty,max=255,printascii"`
