@@ -62,7 +62,7 @@ type accountBody struct {
 }
 
 // Validate checks the metadata bounds.
-func (b *accountBody) Validate() error { return validMetadata("metadata", b.Metadata) }
+func (b *accountBody) Validate() error { return entitlement.ValidateMetadata("metadata", b.Metadata) }
 
 func (s *Server) putAccount(c echo.Context) error {
 	agent, err := agentParam(c)
@@ -125,7 +125,7 @@ func (b *entitlementBody) Validate() error {
 	case b.Balance != nil && b.Balance.Cents <= 0:
 		return Invalid("balance.cents", "must be positive")
 	}
-	return validMetadata("metadata", b.Metadata)
+	return entitlement.ValidateMetadata("metadata", b.Metadata)
 }
 
 func (s *Server) grantEntitlement(c echo.Context) error {

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"errors"
 	"time"
 
 	"github.com/stipend-mcp/stipend/entitlement"
@@ -76,14 +75,4 @@ func utc(t *time.Time) *time.Time {
 	}
 	u := t.UTC()
 	return &u
-}
-
-// validMetadata bounds metadata as entitlement.MaxMetadataEntries and
-// MaxMetadataBytes say.
-func validMetadata(field string, m map[string]string) error {
-	var fe *entitlement.FieldError
-	if err := entitlement.ValidateMetadata(field, m); errors.As(err, &fe) {
-		return Invalid(fe.Field, fe.Reason)
-	}
-	return nil
 }

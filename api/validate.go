@@ -9,7 +9,7 @@ import (
 	"github.com/go-playground/validator/v10"
 
 	"github.com/stipend-mcp/stipend/entitlement"
-	"github.com/stipend-mcp/stipend/money"
+	"github.com/stipend-mcp/stipend/field"
 	"github.com/stipend-mcp/stipend/problem"
 )
 
@@ -88,13 +88,9 @@ func fieldErrorOf(err error) error {
 	if err == nil {
 		return nil
 	}
-	var ee *entitlement.FieldError
-	if errors.As(err, &ee) {
-		return Invalid(ee.Field, ee.Reason)
-	}
-	var me *money.FieldError
-	if errors.As(err, &me) {
-		return Invalid(me.Field, me.Reason)
+	var fe *field.Error
+	if errors.As(err, &fe) {
+		return Invalid(fe.Field, fe.Reason)
 	}
 	var ae *Error
 	if errors.As(err, &ae) {
