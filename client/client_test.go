@@ -17,6 +17,7 @@ import (
 	"github.com/stipend-mcp/stipend/entitlement"
 	"github.com/stipend-mcp/stipend/money"
 	"github.com/stipend-mcp/stipend/payment"
+	"github.com/stipend-mcp/stipend/problem"
 )
 
 // recorder is a fake Stipend: it records every request and answers with the
@@ -251,13 +252,13 @@ func TestClient_Problem(t *testing.T) {
 
 	t.Run("FieldErrors", func(t *testing.T) {
 		rc := &recorder{answers: []func(http.ResponseWriter){problemAnswer(400,
-			`{"type":"t","status":400,"errors":[{"field":"cost.cents","detail":"must be a JSON integer"},{"field":"tool","reason":"is required"}]}`)}}
+			`{"type":"t","status":400,"errors":[{"field":"cost.cents","detail":"must be a JSON integer"},{"field":"tool","detail":"is required"}]}`)}}
 		_, err := newClient(t, rc).Consume(t.Context(), consumeRequest())
 		var p *client.Problem
 		if !errors.As(err, &p) || !client.IsInvalid(err) {
 			t.Fatalf("Consume error = %v, want a 400 *client.Problem", err)
 		}
-		want := []client.FieldError{{Field: "cost.cents", Detail: "must be a JSON integer"}, {Field: "tool", Detail: "is required"}}
+		want := []problem.FieldError{{Field: "cost.cents", Detail: "must be a JSON integer"}, {Field: "tool", Detail: "is required"}}
 		if diff := cmp.Diff(want, p.Errors); diff != "" {
 			t.Errorf("field errors (-want +got):\n%s", diff)
 		}
