@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -307,7 +308,7 @@ func keyOf(r *http.Request) (string, problem.Problem, bool) {
 	case key == "":
 		return invalid("empty")
 	case len(key) > MaxKeyLen:
-		return invalid("longer than 255 bytes")
+		return invalid(fmt.Sprintf("longer than %d bytes", MaxKeyLen))
 	}
 	for i := 0; i < len(key); i++ {
 		if key[i] < 0x20 || key[i] > 0x7e || key[i] == '"' || key[i] == '\\' {
