@@ -167,6 +167,18 @@ func (r response) problem(tb testing.TB) problem.Problem {
 	return p
 }
 
+// checkRequestID: every problem names the request ID its response carries.
+func checkRequestID(tb testing.TB, r response) {
+	tb.Helper()
+	var p problem.Problem
+	if r.Header.Get("Content-Type") != "application/problem+json" || json.Unmarshal(r.Body, &p) != nil {
+		return
+	}
+	if id := r.Header.Get(api.HeaderRequestID); p.RequestID == "" || p.RequestID != id {
+		tb.Errorf("problem %s: requestId %q, want the response's %s %q", p.Type, p.RequestID, api.HeaderRequestID, id)
+	}
+}
+
 // decode decodes a JSON answer into v.
 func (r response) decode(tb testing.TB, v any) {
 	tb.Helper()
@@ -221,6 +233,7 @@ func (e *env) do(r req) response {
 	e.srv.Handler().ServeHTTP(rec, hr)
 	res := rec.Result()
 	out := response{Status: res.StatusCode, Header: res.Header, Body: rec.Body.Bytes()}
+	checkRequestID(e.t, out)
 	if !e.noSpec {
 		hr.Body = io.NopCloser(bytes.NewReader(reqBody))
 		checkSpec(e.t, hr, res, out.Body, e.seen)
