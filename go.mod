@@ -1,9 +1,26 @@
+// What importing a package of this module pulls in (go list -deps):
+//   - client: github.com/google/uuid, and through receipt (client returns
+//     signed receipts) github.com/go-jose/go-jose/v4 and
+//     github.com/gowebpki/jcs; nothing of the server (echo, Firestore,
+//     Prometheus, Stripe).
+//   - mcpgate: client's, plus github.com/modelcontextprotocol/go-sdk and its
+//     own requirements (google/jsonschema-go, segmentio/asm and encoding,
+//     yosida95/uritemplate, golang.org/x/oauth2, sync, sys, time).
+//
+// The requirements marked "test only" are compiled by this module's own
+// tests and by no package: as a dependency of another module their code is
+// never built, Go reads only their go.mod files. Their indirect requirements
+// (lestrrat-go/*, valyala/fastjson for jwx; go-openapi/*,
+// santhosh-tekuri/jsonschema, go.yaml.in/yaml for kin-openapi) are test only
+// too.
+
 module github.com/stipend-mcp/stipend
 
 go 1.26.8
 
 require (
 	cloud.google.com/go/firestore v1.29.2
+	// test only: api/openapi_test.go checks every answer against openapi.json.
 	github.com/getkin/kin-openapi v0.153.0
 	github.com/go-jose/go-jose/v4 v4.1.9
 	github.com/go-playground/validator/v10 v10.30.6
@@ -11,9 +28,13 @@ require (
 	github.com/google/uuid v1.6.0
 	github.com/gowebpki/jcs v1.0.2
 	github.com/labstack/echo/v4 v4.16.0
+	// test only: receipt and cmd/stipend tests verify receipts and the JWKS
+	// with a second, independent JOSE implementation.
 	github.com/lestrrat-go/jwx/v3 v3.4.0
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/prometheus/client_golang v1.25.0
+	// test only: webhook tests verify signatures with the Standard Webhooks
+	// reference library.
 	github.com/standard-webhooks/standard-webhooks/libraries v0.0.1
 	github.com/stripe/stripe-go/v82 v82.5.1
 	golang.org/x/text v0.44.0

@@ -62,7 +62,7 @@ type accountBody struct {
 }
 
 // Validate checks the metadata bounds.
-func (b *accountBody) Validate() error { return validMetadata("metadata", b.Metadata) }
+func (b *accountBody) Validate() error { return entitlement.ValidateMetadata("metadata", b.Metadata) }
 
 func (s *Server) putAccount(c echo.Context) error {
 	agent, err := agentParam(c)
@@ -99,7 +99,7 @@ func (s *Server) getAccount(c echo.Context) error {
 type entitlementBody struct {
 	Type       entitlement.Type   `json:"type" validate:"required,oneof=credits quota subscription"`
 	Scope      scopeBody          `json:"scope" validate:"required"`
-	Limit      int64              `json:"limit" validate:"gte=0,lte=1099511627776"`
+	Limit      int64              `json:"limit" validate:"quotalimit"`
 	Period     entitlement.Period `json:"period" validate:"omitempty,oneof=hour day week month"`
 	ValidUntil *time.Time         `json:"validUntil"`
 	ExpiresAt  *time.Time         `json:"expiresAt"`
@@ -125,7 +125,7 @@ func (b *entitlementBody) Validate() error {
 	case b.Balance != nil && b.Balance.Cents <= 0:
 		return Invalid("balance.cents", "must be positive")
 	}
-	return validMetadata("metadata", b.Metadata)
+	return entitlement.ValidateMetadata("metadata", b.Metadata)
 }
 
 func (s *Server) grantEntitlement(c echo.Context) error {

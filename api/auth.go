@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/stipend-mcp/stipend/apikey"
+	"github.com/stipend-mcp/stipend/problem"
 	"github.com/stipend-mcp/stipend/store"
 )
 
@@ -23,20 +24,20 @@ func (s *Server) auth(roles ...apikey.Role) echo.MiddlewareFunc {
 		return func(c echo.Context) error {
 			raw, ok := apikey.FromBearer(c.Request().Header.Get(echo.HeaderAuthorization))
 			if !ok {
-				return &Error{Status: http.StatusUnauthorized, Kind: KindUnauthorized,
+				return &Error{Status: http.StatusUnauthorized, Kind: problem.Unauthorized,
 					Detail: "send an API key as Authorization: Bearer <key>"}
 			}
 			k, ok := s.keys.Lookup(raw)
 			if !ok {
-				return &Error{Status: http.StatusUnauthorized, Kind: KindUnauthorized, Detail: "unknown API key"}
+				return &Error{Status: http.StatusUnauthorized, Kind: problem.Unauthorized, Detail: "unknown API key"}
 			}
 			if k.Role != apikey.RoleAdmin && !slices.Contains(roles, k.Role) {
-				return &Error{Status: http.StatusForbidden, Kind: KindForbidden,
+				return &Error{Status: http.StatusForbidden, Kind: problem.Forbidden,
 					Detail: "the " + string(k.Role) + " role may not use this route"}
 			}
 			c.Set(ctxKey, &k)
 			if agent, err := paramValue(c, "agentId"); err != nil || (agent != "" && !k.MayRead(agent)) {
-				return &Error{Status: http.StatusForbidden, Kind: KindForbidden,
+				return &Error{Status: http.StatusForbidden, Kind: problem.Forbidden,
 					Detail: "this key may not read that agent"}
 			}
 			return s.afterAuth(c, next)

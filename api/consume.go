@@ -9,6 +9,7 @@ import (
 	"github.com/stipend-mcp/stipend/apikey"
 	"github.com/stipend-mcp/stipend/entitlement"
 	"github.com/stipend-mcp/stipend/money"
+	"github.com/stipend-mcp/stipend/problem"
 	"github.com/stipend-mcp/stipend/store"
 )
 
@@ -20,13 +21,13 @@ func (s *Server) registerConsume(g group) {
 
 // consumeBody is the body of POST /v1/consume and /v1/check.
 type consumeBody struct {
-	AgentID        string       `json:"agentId" validate:"required,max=200,printascii"`
-	Service        string       `json:"service" validate:"required,max=200,printascii"`
-	Tool           string       `json:"tool" validate:"required,max=200,printascii"`
-	IdempotencyKey string       `json:"idempotencyKey" validate:"required,max=255,printascii"`
+	AgentID        string       `json:"agentId" validate:"required,name"`
+	Service        string       `json:"service" validate:"required,name"`
+	Tool           string       `json:"tool" validate:"required,name"`
+	IdempotencyKey string       `json:"idempotencyKey" validate:"required,idempotencykey"`
 	Cost           *money.Money `json:"cost"`
-	Units          int64        `json:"units" validate:"gte=0,lte=1000000"`
-	EntitlementID  string       `json:"entitlementId" validate:"omitempty,max=200,printascii"`
+	Units          int64        `json:"units" validate:"units"`
+	EntitlementID  string       `json:"entitlementId" validate:"omitempty,name"`
 }
 
 func (b *consumeBody) request() entitlement.ConsumeRequest {
@@ -88,13 +89,13 @@ func (s *Server) answerConsume(c echo.Context, route string, res store.ConsumeRe
 	case store.Allowed:
 		return c.JSON(http.StatusOK, consumeAnswer{Result: res.Outcome, Entitlement: &res.Entitlement})
 	case store.Conflict:
-		return &Error{Status: http.StatusUnprocessableEntity, Kind: KindIdempotencyConflict,
+		return &Error{Status: http.StatusUnprocessableEntity, Kind: problem.IdempotencyKeyReused,
 			Detail: "this idempotency key was already used for a call with different parameters; nothing was charged"}
 	case store.Denied:
-		return &Error{Status: http.StatusPaymentRequired, Kind: KindPaymentRequired,
+		return &Error{Status: http.StatusPaymentRequired, Kind: problem.PaymentRequired,
 			Detail: "no entitlement of the agent covers this call (" + reason + ")", Reasons: res.Denials}
 	}
-	return &Error{Status: http.StatusInternalServerError, Kind: KindInternal, Detail: "internal error",
+	return &Error{Status: http.StatusInternalServerError, Kind: problem.Internal, Detail: "internal error",
 		Err: store.Errorf(store.CodeInternal, "unknown consume outcome %q", res.Outcome)}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stipend-mcp/stipend/api"
 	"github.com/stipend-mcp/stipend/entitlement"
+	"github.com/stipend-mcp/stipend/problem"
 )
 
 func TestConsume(t *testing.T) {
@@ -43,7 +44,7 @@ func TestConsume(t *testing.T) {
 
 	t.Run("ConflictIs422", func(t *testing.T) {
 		p := e.must(http.StatusUnprocessableEntity, req{Method: "POST", Path: "/v1/consume", Key: e.keys.Host, Body: consumeBody(agentA, "k1", 31)}).problem(t)
-		if p.Type != api.ProblemTypeBase+"idempotency-key-reused" {
+		if p.Type != problem.IdempotencyKeyReused.URI() {
 			t.Errorf("type = %q", p.Type)
 		}
 		if got := e.balance(id); got != 70 {
@@ -119,7 +120,7 @@ func TestConsume_BadInput(t *testing.T) {
 			if len(p.Errors) == 0 || p.Errors[0].Field != tt.field {
 				t.Errorf("errors = %+v, want first field %q", p.Errors, tt.field)
 			}
-			if p.Type != api.ProblemTypeBase+"invalid-request" {
+			if p.Type != problem.InvalidRequest.URI() {
 				t.Errorf("type = %q", p.Type)
 			}
 		})

@@ -1,21 +1,20 @@
 package api
 
 import (
-	"errors"
 	"time"
 
 	"github.com/stipend-mcp/stipend/entitlement"
 	"github.com/stipend-mcp/stipend/payment"
 )
 
-// MaxQuotaLimit bounds a quota's calls per period (2^40; the validate tags
-// below spell it out because tags cannot name constants).
+// MaxQuotaLimit bounds a quota's calls per period (2^40); the quotalimit
+// validator tag refers to it.
 const MaxQuotaLimit = 1 << 40
 
 // scopeBody is an entitlement scope in a request.
 type scopeBody struct {
-	Service string   `json:"service" validate:"required,max=200,printascii"`
-	Tools   []string `json:"tools" validate:"max=100,dive,required,max=200,printascii"`
+	Service string   `json:"service" validate:"required,name"`
+	Tools   []string `json:"tools" validate:"max=100,dive,required,name"`
 }
 
 // grantBody is the template of an entitlement: the "grant" of a payment,
@@ -23,7 +22,7 @@ type scopeBody struct {
 type grantBody struct {
 	Type       entitlement.Type   `json:"type" validate:"required,oneof=credits quota subscription"`
 	Scope      scopeBody          `json:"scope" validate:"required"`
-	Limit      int64              `json:"limit" validate:"gte=0,lte=1099511627776"`
+	Limit      int64              `json:"limit" validate:"quotalimit"`
 	Period     entitlement.Period `json:"period" validate:"omitempty,oneof=hour day week month"`
 	ValidUntil *time.Time         `json:"validUntil"`
 	ExpiresAt  *time.Time         `json:"expiresAt"`
@@ -76,14 +75,4 @@ func utc(t *time.Time) *time.Time {
 	}
 	u := t.UTC()
 	return &u
-}
-
-// validMetadata bounds metadata as entitlement.MaxMetadataEntries and
-// MaxMetadataBytes say.
-func validMetadata(field string, m map[string]string) error {
-	var fe *entitlement.FieldError
-	if err := entitlement.ValidateMetadata(field, m); errors.As(err, &fe) {
-		return Invalid(fe.Field, fe.Reason)
-	}
-	return nil
 }

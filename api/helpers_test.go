@@ -20,6 +20,7 @@ import (
 	"github.com/stipend-mcp/stipend/conformance"
 	"github.com/stipend-mcp/stipend/idempotency"
 	"github.com/stipend-mcp/stipend/idempotency/memledger"
+	"github.com/stipend-mcp/stipend/problem"
 	"github.com/stipend-mcp/stipend/receipt"
 	"github.com/stipend-mcp/stipend/store"
 	"github.com/stipend-mcp/stipend/store/memory"
@@ -154,16 +155,28 @@ type response struct {
 }
 
 // problem decodes a problem+json answer.
-func (r response) problem(tb testing.TB) api.Problem {
+func (r response) problem(tb testing.TB) problem.Problem {
 	tb.Helper()
 	if ct := r.Header.Get("Content-Type"); ct != "application/problem+json" {
 		tb.Fatalf("Content-Type = %q, want application/problem+json (status %d, body %s)", ct, r.Status, r.Body)
 	}
-	var p api.Problem
+	var p problem.Problem
 	if err := json.Unmarshal(r.Body, &p); err != nil {
 		tb.Fatalf("problem body %s: %v", r.Body, err)
 	}
 	return p
+}
+
+// checkRequestID: every problem names the request ID its response carries.
+func checkRequestID(tb testing.TB, r response) {
+	tb.Helper()
+	var p problem.Problem
+	if r.Header.Get("Content-Type") != "application/problem+json" || json.Unmarshal(r.Body, &p) != nil {
+		return
+	}
+	if id := r.Header.Get(api.HeaderRequestID); p.RequestID == "" || p.RequestID != id {
+		tb.Errorf("problem %s: requestId %q, want the response's %s %q", p.Type, p.RequestID, api.HeaderRequestID, id)
+	}
 }
 
 // decode decodes a JSON answer into v.
@@ -220,6 +233,7 @@ func (e *env) do(r req) response {
 	e.srv.Handler().ServeHTTP(rec, hr)
 	res := rec.Result()
 	out := response{Status: res.StatusCode, Header: res.Header, Body: rec.Body.Bytes()}
+	checkRequestID(e.t, out)
 	if !e.noSpec {
 		hr.Body = io.NopCloser(bytes.NewReader(reqBody))
 		checkSpec(e.t, hr, res, out.Body, e.seen)

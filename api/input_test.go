@@ -2,8 +2,12 @@ package api_test
 
 import (
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/stipend-mcp/stipend/api"
+	"github.com/stipend-mcp/stipend/entitlement"
 )
 
 // wantField checks a 400 problem that names field.
@@ -89,4 +93,41 @@ func TestMetrics_MethodLabelIsBounded(t *testing.T) {
 	if !strings.Contains(body, `method="other"`) {
 		t.Errorf(`/metrics lacks method="other"`)
 	}
+}
+
+// TestInput_Limits: the limits the validator tags refer to hold at their
+// bound and refuse one past it, naming the field and the bound.
+func TestInput_Limits(t *testing.T) {
+	e := newEnv(t)
+	tests := []struct {
+		name, field string
+		at, over    any
+		bound       int64
+	}{
+		{"AgentID", "agentId", strings.Repeat("a", entitlement.MaxNameLen), strings.Repeat("a", entitlement.MaxNameLen+1), entitlement.MaxNameLen},
+		{"Tool", "tool", strings.Repeat("t", entitlement.MaxNameLen), strings.Repeat("t", entitlement.MaxNameLen+1), entitlement.MaxNameLen},
+		{"IdempotencyKey", "idempotencyKey", strings.Repeat("k", entitlement.MaxKeyLength), strings.Repeat("k", entitlement.MaxKeyLength+1), entitlement.MaxKeyLength},
+		{"Units", "units", entitlement.MaxUnits, entitlement.MaxUnits + 1, entitlement.MaxUnits},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			body := consumeBody(agentA, "k-limits", 1)
+			body[tt.field] = tt.at
+			e.must(http.StatusPaymentRequired, req{Method: "POST", Path: "/v1/check", Key: e.keys.Host, Body: body})
+			body[tt.field] = tt.over
+			res := e.must(http.StatusBadRequest, req{Method: "POST", Path: "/v1/check", Key: e.keys.Host, Body: body})
+			wantField(t, res, tt.field)
+			if p := res.problem(t); len(p.Errors) > 0 && !strings.Contains(p.Errors[0].Detail, strconv.FormatInt(tt.bound, 10)) {
+				t.Errorf("%s past its bound: detail %q, want it to name %d", tt.field, p.Errors[0].Detail, tt.bound)
+			}
+		})
+	}
+	t.Run("QuotaLimit", func(t *testing.T) {
+		quota := func(limit int64) map[string]any {
+			return map[string]any{"type": "quota", "scope": map[string]any{"service": "s"}, "limit": limit, "period": "day"}
+		}
+		path := "/v1/accounts/" + agentA + "/entitlements"
+		e.must(http.StatusCreated, req{Method: "POST", Path: path, Key: e.keys.Admin, Body: quota(api.MaxQuotaLimit)})
+		wantField(t, e.must(http.StatusBadRequest, req{Method: "POST", Path: path, Key: e.keys.Admin, Body: quota(api.MaxQuotaLimit + 1)}), "limit")
+	})
 }

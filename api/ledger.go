@@ -7,6 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/stipend-mcp/stipend/idempotency"
+	"github.com/stipend-mcp/stipend/problem"
 )
 
 // LedgerRoutes are the routes that require an Idempotency-Key and go
@@ -79,7 +80,7 @@ func (s *Server) probeLedger(c echo.Context, ledger idempotency.Ledger, next ech
 	ctx, cancel := context.WithTimeout(c.Request().Context(), s.ready)
 	defer cancel()
 	if err := ledger.Probe(ctx); err != nil {
-		return &Error{Status: http.StatusServiceUnavailable, Kind: KindUnavailable,
+		return &Error{Status: http.StatusServiceUnavailable, Kind: problem.Unavailable,
 			Detail: "the idempotency ledger did not answer the readiness probe", Err: err}
 	}
 	c.SetRequest(c.Request().WithContext(ctx))

@@ -11,6 +11,7 @@ import (
 	"github.com/stipend-mcp/stipend/entitlement"
 	"github.com/stipend-mcp/stipend/idempotency"
 	"github.com/stipend-mcp/stipend/idempotency/memledger"
+	"github.com/stipend-mcp/stipend/problem"
 	"github.com/stipend-mcp/stipend/store"
 )
 
@@ -28,9 +29,13 @@ func grantBody(cents int) map[string]any {
 func TestUseLedger_GrantNeedsKeyAndReplays(t *testing.T) {
 	e := ledgerEnv(t, memledger.New("c"))
 	path := "/v1/accounts/" + agentA + "/entitlements"
-	p := e.must(http.StatusBadRequest, req{Method: "POST", Path: path, Key: e.keys.Admin, Body: grantBody(5)}).problem(t)
-	if p.Type != idempotency.ProblemTypeBase+idempotency.ProblemKeyMissing {
-		t.Errorf("grant without a key: type %q, want %s", p.Type, idempotency.ProblemKeyMissing)
+	missing := e.must(http.StatusBadRequest, req{Method: "POST", Path: path, Key: e.keys.Admin, Body: grantBody(5)})
+	p := missing.problem(t)
+	if p.Type != problem.IdempotencyKeyMissing.URI() {
+		t.Errorf("grant without a key: type %q, want %s", p.Type, problem.IdempotencyKeyMissing.URI())
+	}
+	if id := missing.Header.Get(api.HeaderRequestID); p.RequestID == "" || p.RequestID != id {
+		t.Errorf("grant without a key: problem requestId %q, want the response's %s %q", p.RequestID, api.HeaderRequestID, id)
 	}
 	hdr := map[string]string{idempotency.HeaderKey: "g-1"}
 	first := e.must(http.StatusCreated, req{Method: "POST", Path: path, Key: e.keys.Admin, Body: grantBody(5), Header: hdr})

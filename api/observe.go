@@ -15,6 +15,8 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/stipend-mcp/stipend/problem"
 )
 
 // HeaderRequestID carries the request ID, in requests (kept if well formed)
@@ -180,7 +182,7 @@ func recoverPanic(next echo.HandlerFunc) echo.HandlerFunc {
 				if r == http.ErrAbortHandler {
 					panic(r)
 				}
-				err = &Error{Status: http.StatusInternalServerError, Kind: KindInternal, Detail: "internal error",
+				err = &Error{Status: http.StatusInternalServerError, Kind: problem.Internal, Detail: "internal error",
 					Err: fmt.Errorf("panic: %v\n%s", r, debug.Stack())}
 			}
 		}()

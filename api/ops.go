@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/stipend-mcp/stipend/problem"
 	"github.com/stipend-mcp/stipend/receipt"
 )
 
@@ -40,7 +41,7 @@ func (s *Server) readyz(c echo.Context) error {
 	ctx, cancel := context.WithTimeout(c.Request().Context(), s.ready)
 	defer cancel()
 	if err := s.store.Ping(ctx); err != nil {
-		return &Error{Status: http.StatusServiceUnavailable, Kind: KindUnavailable,
+		return &Error{Status: http.StatusServiceUnavailable, Kind: problem.Unavailable,
 			Detail: "the store did not answer the readiness probe", Err: err}
 	}
 	return c.JSON(http.StatusOK, statusBody{Status: "ready"})

@@ -18,6 +18,7 @@ import (
 	"github.com/stipend-mcp/stipend/api"
 	"github.com/stipend-mcp/stipend/entitlement"
 	"github.com/stipend-mcp/stipend/payment"
+	"github.com/stipend-mcp/stipend/problem"
 	"github.com/stipend-mcp/stipend/store"
 )
 
@@ -28,7 +29,7 @@ func TestHealthAndReadiness(t *testing.T) {
 
 	down := newEnv(t, func(c *api.Config) { c.Store = downStore{c.Store} })
 	p := down.must(503, req{Method: "GET", Path: "/readyz"}).problem(t)
-	if p.Type != api.ProblemTypeBase+"unavailable" {
+	if p.Type != problem.Unavailable.URI() {
 		t.Errorf("readyz type = %q", p.Type)
 	}
 
@@ -157,7 +158,7 @@ func TestCORS(t *testing.T) {
 func TestUnknownRoute(t *testing.T) {
 	e := newEnv(t)
 	p := e.must(404, req{Method: "GET", Path: "/v1/nothing"}).problem(t)
-	if p.Type != api.ProblemTypeBase+"not-found" {
+	if p.Type != problem.NotFound.URI() {
 		t.Errorf("type = %q", p.Type)
 	}
 	e.must(405, req{Method: "DELETE", Path: "/v1/consume"}).problem(t)
@@ -212,7 +213,7 @@ func (unavailableStore) CheckAndConsume(context.Context, entitlement.ConsumeRequ
 func TestConsume_StoreUnavailableIs503(t *testing.T) {
 	e := newEnv(t, func(c *api.Config) { c.Store = unavailableStore{c.Store} })
 	p := e.must(http.StatusServiceUnavailable, req{Method: "POST", Path: "/v1/consume", Key: e.keys.Host, Body: consumeBody(agentA, "k", 1)}).problem(t)
-	if p.Type != api.ProblemTypeBase+"unavailable" || !strings.Contains(p.Detail, "same idempotency key") {
+	if p.Type != problem.Unavailable.URI() || !strings.Contains(p.Detail, "same idempotency key") {
 		t.Errorf("problem = %+v, want unavailable saying a retry with the same key is safe", p)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/stipend-mcp/stipend/entitlement"
 	"github.com/stipend-mcp/stipend/money"
 	"github.com/stipend-mcp/stipend/payment"
+	"github.com/stipend-mcp/stipend/problem"
 	"github.com/stipend-mcp/stipend/receipt"
 	"github.com/stipend-mcp/stipend/store"
 )
@@ -32,7 +33,7 @@ func (s *Server) registerPayments(g group) {
 
 // paymentBody is the body of POST /v1/payments.
 type paymentBody struct {
-	AgentID          string           `json:"agentId" validate:"required,max=200,printascii"`
+	AgentID          string           `json:"agentId" validate:"required,name"`
 	Amount           *money.Money     `json:"amount" validate:"required"`
 	Provider         payment.Provider `json:"provider" validate:"required,oneof=stripe manual"`
 	ProviderIntentID string           `json:"providerIntentId" validate:"omitempty,max=255,printascii"`
@@ -104,7 +105,7 @@ func (s *Server) createPayment(c echo.Context) error {
 		// Either the key was used with other parameters (422) or the
 		// payment clashes with another one, e.g. its providerIntentId (409).
 		if _, ferr := s.store.FindPaymentByIdempotencyKey(storeCtx(c), key); ferr == nil {
-			return &Error{Status: http.StatusUnprocessableEntity, Kind: KindIdempotencyConflict,
+			return &Error{Status: http.StatusUnprocessableEntity, Kind: problem.IdempotencyKeyReused,
 				Detail: "this Idempotency-Key was already used for a payment with different parameters"}
 		}
 	}
@@ -160,7 +161,7 @@ func (s *Server) change(c echo.Context) (string, store.PaymentChange, error) {
 		return "", store.PaymentChange{}, err
 	}
 	if s.signer == nil {
-		return "", store.PaymentChange{}, &Error{Status: http.StatusServiceUnavailable, Kind: KindUnavailable,
+		return "", store.PaymentChange{}, &Error{Status: http.StatusServiceUnavailable, Kind: problem.Unavailable,
 			Detail: "receipt signing is not configured (no signing key)"}
 	}
 	var b emptyBody
@@ -214,7 +215,7 @@ func (s *Server) failPayment(c echo.Context) error {
 func paymentStateError(err error, verb string) error {
 	var se *store.Error
 	if errors.As(err, &se) && se.Code == store.CodeConflict {
-		return &Error{Status: http.StatusConflict, Kind: KindConflict,
+		return &Error{Status: http.StatusConflict, Kind: problem.Conflict,
 			Detail: "cannot " + verb + " this payment in its current state: " + se.Message}
 	}
 	return err

@@ -6,9 +6,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/stipend-mcp/stipend/api"
 	"github.com/stipend-mcp/stipend/entitlement"
 	"github.com/stipend-mcp/stipend/payment"
+	"github.com/stipend-mcp/stipend/problem"
 	"github.com/stipend-mcp/stipend/receipt"
 )
 
@@ -55,7 +55,7 @@ func TestPayments(t *testing.T) {
 	})
 	t.Run("SameKeyOtherBodyIs422", func(t *testing.T) {
 		res := e.createPayment("pay-1", paymentBody(agentA, 501))
-		if res.Status != http.StatusUnprocessableEntity || res.problem(t).Type != api.ProblemTypeBase+"idempotency-key-reused" {
+		if res.Status != http.StatusUnprocessableEntity || res.problem(t).Type != problem.IdempotencyKeyReused.URI() {
 			t.Errorf("reuse: status %d body %s, want 422", res.Status, res.Body)
 		}
 	})
@@ -131,7 +131,7 @@ func TestPayments(t *testing.T) {
 	})
 	t.Run("FailAfterSucceedIs409", func(t *testing.T) {
 		p := e.must(http.StatusConflict, req{Method: "POST", Path: "/v1/payments/" + p.ID + "/fail", Key: e.keys.Billing}).problem(t)
-		if p.Type != api.ProblemTypeBase+"conflict" {
+		if p.Type != problem.Conflict.URI() {
 			t.Errorf("type = %q", p.Type)
 		}
 	})

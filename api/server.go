@@ -236,10 +236,6 @@ func (s *Server) handleError(err error, c echo.Context) {
 			p.Detail = "internal error (request " + p.RequestID + ")"
 		}
 	}
-	if c.Request().Method == http.MethodHead {
-		_ = c.NoContent(p.Status)
-		return
-	}
 	if werr := writeProblem(c, p); werr != nil {
 		s.log.Error("writing problem", "error", werr)
 	}

@@ -9,10 +9,41 @@ import (
 	"github.com/go-playground/validator/v10"
 
 	"github.com/stipend-mcp/stipend/entitlement"
-	"github.com/stipend-mcp/stipend/money"
+	"github.com/stipend-mcp/stipend/field"
+	"github.com/stipend-mcp/stipend/problem"
 )
 
-// newValidator returns a validator that names fields by their JSON names.
+// limitTags are the validator tags of limits that their own packages
+// define, so that a tag refers to the limit instead of writing its number
+// again: `validate:"required,name"`.
+var limitTags = map[string]struct {
+	valid   func(reflect.Value) bool
+	message string
+}{
+	// name is an agent, service, tool or entitlement ID.
+	"name": {
+		func(v reflect.Value) bool { return entitlement.ValidName(v.String()) },
+		fmt.Sprintf("must be 1–%d printable ASCII characters", entitlement.MaxNameLen),
+	},
+	// idempotencykey is a consume request's idempotency key.
+	"idempotencykey": {
+		func(v reflect.Value) bool { return entitlement.ValidIdempotencyKey(v.String()) },
+		fmt.Sprintf("must be 1–%d printable ASCII characters", entitlement.MaxKeyLength),
+	},
+	// units is a consume request's units; 0 stands for 1.
+	"units": {
+		func(v reflect.Value) bool { return v.Int() >= 0 && v.Int() <= entitlement.MaxUnits },
+		fmt.Sprintf("must be between 1 and %d", entitlement.MaxUnits),
+	},
+	// quotalimit is a grant's limit; 0 stands for none.
+	"quotalimit": {
+		func(v reflect.Value) bool { return v.Int() >= 0 && v.Int() <= MaxQuotaLimit },
+		fmt.Sprintf("must be between 0 and %d", MaxQuotaLimit),
+	},
+}
+
+// newValidator returns a validator that names fields by their JSON names
+// and knows limitTags.
 func newValidator() *validator.Validate {
 	v := validator.New(validator.WithRequiredStructEnabled())
 	v.RegisterTagNameFunc(func(f reflect.StructField) string {
@@ -22,6 +53,12 @@ func newValidator() *validator.Validate {
 		}
 		return name
 	})
+	for tag, t := range limitTags {
+		valid := t.valid
+		if err := v.RegisterValidation(tag, func(fl validator.FieldLevel) bool { return valid(fl.Field()) }); err != nil {
+			panic("api: registering validator tag " + tag + ": " + err.Error())
+		}
+	}
 	return v
 }
 
@@ -33,9 +70,9 @@ func (s *Server) check(dst any) error {
 		if !errors.As(err, &ve) {
 			return Invalid("", err.Error())
 		}
-		out := &Error{Status: 400, Kind: KindInvalidRequest}
+		out := &Error{Status: 400, Kind: problem.InvalidRequest}
 		for _, fe := range ve {
-			out.Errors = append(out.Errors, FieldError{Field: fieldPath(fe.Namespace()), Detail: tagMessage(fe)})
+			out.Errors = append(out.Errors, problem.FieldError{Field: fieldPath(fe.Namespace()), Detail: tagMessage(fe)})
 		}
 		out.Detail = "the request is invalid: " + joinField(out.Errors[0].Field, out.Errors[0].Detail)
 		return out
@@ -51,13 +88,9 @@ func fieldErrorOf(err error) error {
 	if err == nil {
 		return nil
 	}
-	var ee *entitlement.FieldError
-	if errors.As(err, &ee) {
-		return Invalid(ee.Field, ee.Reason)
-	}
-	var me *money.FieldError
-	if errors.As(err, &me) {
-		return Invalid(me.Field, me.Reason)
+	var fe *field.Error
+	if errors.As(err, &fe) {
+		return Invalid(fe.Field, fe.Reason)
 	}
 	var ae *Error
 	if errors.As(err, &ae) {
@@ -76,6 +109,9 @@ func fieldPath(ns string) string {
 }
 
 func tagMessage(fe validator.FieldError) string {
+	if t, ok := limitTags[fe.Tag()]; ok {
+		return t.message
+	}
 	switch fe.Tag() {
 	case "required":
 		return "is required"

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stipend-mcp/stipend/apikey"
 	"github.com/stipend-mcp/stipend/event"
+	"github.com/stipend-mcp/stipend/problem"
 	"github.com/stipend-mcp/stipend/store"
 	"github.com/stipend-mcp/stipend/webhook"
 )
@@ -204,7 +205,7 @@ func (w *webhookRoutes) retryDelivery(c echo.Context) error {
 	}
 	d, err := webhook.Retry(storeCtx(c), w.deliveries, id)
 	if errors.Is(err, store.ErrConflict) {
-		return &Error{Status: http.StatusConflict, Kind: KindConflict,
+		return &Error{Status: http.StatusConflict, Kind: problem.Conflict,
 			Detail: "only a failed or dead delivery can be retried", Err: err}
 	}
 	if err != nil {
@@ -214,10 +215,10 @@ func (w *webhookRoutes) retryDelivery(c echo.Context) error {
 }
 
 // stripeKinds maps the statuses webhook.Stripe answers to problem kinds.
-var stripeKinds = map[int]Kind{
-	http.StatusBadRequest:         KindInvalidRequest,
-	http.StatusConflict:           KindConflict,
-	http.StatusServiceUnavailable: KindUnavailable,
+var stripeKinds = map[int]problem.Kind{
+	http.StatusBadRequest:         problem.InvalidRequest,
+	http.StatusConflict:           problem.Conflict,
+	http.StatusServiceUnavailable: problem.Unavailable,
 }
 
 // receiveStripe is POST /v1/webhooks/stripe: authenticated by its
@@ -231,7 +232,7 @@ func (w *webhookRoutes) receiveStripe(c echo.Context) error {
 		return tooLarge(maxStripeBody)
 	}
 	if w.stripe.Sign == nil && w.stripe.Secret != "" {
-		return &Error{Status: http.StatusServiceUnavailable, Kind: KindUnavailable,
+		return &Error{Status: http.StatusServiceUnavailable, Kind: problem.Unavailable,
 			Detail: "receipt signing is not configured (no signing key)"}
 	}
 	status, err := w.stripe.Handle(storeCtx(c), body, c.Request().Header.Get("Stripe-Signature"))
@@ -240,7 +241,7 @@ func (w *webhookRoutes) receiveStripe(c echo.Context) error {
 	}
 	kind, ok := stripeKinds[status]
 	if !ok {
-		return &Error{Status: http.StatusInternalServerError, Kind: KindInternal, Detail: "internal error", Err: err}
+		return &Error{Status: http.StatusInternalServerError, Kind: problem.Internal, Detail: "internal error", Err: err}
 	}
 	detail := "the Stripe event was not applied"
 	if status == http.StatusBadRequest || status == http.StatusServiceUnavailable {

@@ -8,6 +8,12 @@
 // time, so a retry is never charged twice. Error answers are *Problem values
 // (RFC 9457 problem+json); classify them with IsPaymentRequired, IsConflict,
 // IsNotFound and IsUnavailable.
+//
+// The package stays light: beyond the standard library and Stipend's domain
+// packages it imports github.com/google/uuid and, through package receipt
+// (for signed receipts), github.com/go-jose/go-jose/v4 and
+// github.com/gowebpki/jcs; none of the server's dependencies. go.mod says
+// which of the module's requirements only its tests use.
 package client
 
 import (

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -17,6 +18,7 @@ import (
 	"github.com/stipend-mcp/stipend/entitlement"
 	"github.com/stipend-mcp/stipend/money"
 	"github.com/stipend-mcp/stipend/payment"
+	"github.com/stipend-mcp/stipend/problem"
 )
 
 // recorder is a fake Stipend: it records every request and answers with the
@@ -61,6 +63,17 @@ func problemAnswer(status int, body string) func(http.ResponseWriter) {
 		w.WriteHeader(status)
 		io.WriteString(w, body)
 	}
+}
+
+// inProcess serves each request with its handler in the calling goroutine,
+// without a network: a synctest bubble's clock only moves while every
+// goroutine in it waits, which one blocked reading a socket does not.
+type inProcess struct{ h http.Handler }
+
+func (p inProcess) RoundTrip(r *http.Request) (*http.Response, error) {
+	rec := httptest.NewRecorder()
+	p.h.ServeHTTP(rec, r)
+	return rec.Result(), nil
 }
 
 // dropConnection answers nothing: the connection is closed mid-request.
@@ -187,18 +200,26 @@ func TestClient_RetryAfter(t *testing.T) {
 		}
 	}
 	t.Run("TooManyRequestsWaitsItOut", func(t *testing.T) {
-		rc := &recorder{answers: []func(http.ResponseWriter){withRetryAfter(429, "1"), jsonAnswer(200, consumedJSON)}}
-		c := newClient(t, rc) // backoff at most 5 ms
-		start := time.Now()
-		if _, err := c.Consume(t.Context(), consumeRequest()); err != nil {
-			t.Fatalf("Consume after a 429: %v", err)
-		}
-		if waited := time.Since(start); waited < time.Second {
-			t.Errorf("retried after %v, want no sooner than the Retry-After of 1 s", waited)
-		}
-		if got := len(rc.got()); got != 2 {
-			t.Errorf("got %d attempts, want 2", got)
-		}
+		// In a synctest bubble the client's wait runs on the bubble's clock,
+		// which jumps ahead once every goroutine waits: no real second passes.
+		synctest.Test(t, func(t *testing.T) {
+			rc := &recorder{answers: []func(http.ResponseWriter){withRetryAfter(429, "1"), jsonAnswer(200, consumedJSON)}}
+			c, err := client.New("http://stipend.test", "key-1", client.WithRetry(4, time.Millisecond, 5*time.Millisecond),
+				client.WithHTTPClient(&http.Client{Transport: inProcess{rc}}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			if _, err := c.Consume(t.Context(), consumeRequest()); err != nil {
+				t.Fatalf("Consume after a 429: %v", err)
+			}
+			if waited := time.Since(start); waited < time.Second {
+				t.Errorf("retried after %v, want no sooner than the Retry-After of 1 s", waited)
+			}
+			if got := len(rc.got()); got != 2 {
+				t.Errorf("got %d attempts, want 2", got)
+			}
+		})
 	})
 	t.Run("LongRetryAfterIsTheCallersToWait", func(t *testing.T) {
 		rc := &recorder{answers: []func(http.ResponseWriter){withRetryAfter(503, "3600")}}
@@ -251,13 +272,13 @@ func TestClient_Problem(t *testing.T) {
 
 	t.Run("FieldErrors", func(t *testing.T) {
 		rc := &recorder{answers: []func(http.ResponseWriter){problemAnswer(400,
-			`{"type":"t","status":400,"errors":[{"field":"cost.cents","detail":"must be a JSON integer"},{"field":"tool","reason":"is required"}]}`)}}
+			`{"type":"t","status":400,"errors":[{"field":"cost.cents","detail":"must be a JSON integer"},{"field":"tool","detail":"is required"}]}`)}}
 		_, err := newClient(t, rc).Consume(t.Context(), consumeRequest())
 		var p *client.Problem
 		if !errors.As(err, &p) || !client.IsInvalid(err) {
 			t.Fatalf("Consume error = %v, want a 400 *client.Problem", err)
 		}
-		want := []client.FieldError{{Field: "cost.cents", Detail: "must be a JSON integer"}, {Field: "tool", Detail: "is required"}}
+		want := []problem.FieldError{{Field: "cost.cents", Detail: "must be a JSON integer"}, {Field: "tool", Detail: "is required"}}
 		if diff := cmp.Diff(want, p.Errors); diff != "" {
 			t.Errorf("field errors (-want +got):\n%s", diff)
 		}

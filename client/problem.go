@@ -10,9 +10,11 @@ import (
 	"time"
 
 	"github.com/stipend-mcp/stipend/entitlement"
+	"github.com/stipend-mcp/stipend/problem"
 )
 
-// Problem is an error answer of the API: an RFC 9457 problem document, or a
+// Problem is an error answer of the API: the server's RFC 9457 problem
+// document (problem.Problem; Type is one of the problem.Kind URIs), or a
 // stand-in built from the status line when the body is not one.
 type Problem struct {
 	Type     string `json:"type"`
@@ -21,32 +23,13 @@ type Problem struct {
 	Detail   string `json:"detail"`
 	Instance string `json:"instance,omitempty"`
 	// Errors lists the request fields that failed validation.
-	Errors []FieldError `json:"errors,omitempty"`
+	Errors []problem.FieldError `json:"errors,omitempty"`
 	// Reasons says, for a 402, why each entitlement could not pay.
 	Reasons []entitlement.Denial `json:"reasons,omitempty"`
 	// RequestID is the server's id for the request, for its logs.
 	RequestID string `json:"requestId,omitempty"`
 	// RetryAfter is the server's Retry-After header, if any (seconds only).
 	RetryAfter time.Duration `json:"-"`
-}
-
-// FieldError is one invalid field of a request.
-type FieldError struct {
-	Field  string `json:"field"`
-	Detail string `json:"detail"`
-}
-
-// UnmarshalJSON accepts the field's explanation as "detail", "reason" or "message".
-func (f *FieldError) UnmarshalJSON(data []byte) error {
-	var raw struct {
-		Field, Detail, Reason, Message string
-	}
-	if err := json.Unmarshal(data, &raw); err != nil {
-		return err
-	}
-	f.Field = raw.Field
-	f.Detail = cmpOr(raw.Detail, raw.Reason, raw.Message)
-	return nil
 }
 
 func (p *Problem) Error() string {

@@ -4,11 +4,11 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
 
+	"github.com/stipend-mcp/stipend/field"
 	"github.com/stipend-mcp/stipend/money"
 )
 
@@ -35,15 +35,7 @@ type ConsumeRequest struct {
 	EntitlementID string
 }
 
-// FieldError names the request field a validation failure is about.
-type FieldError struct {
-	Field  string
-	Reason string
-}
-
-func (e *FieldError) Error() string { return e.Field + ": " + e.Reason }
-
-// Normalize fills defaults (Units 1) and validates r. Errors are *FieldError
+// Normalize fills defaults (Units 1) and validates r. Errors are *field.Error
 // values naming the JSON field.
 func (r *ConsumeRequest) Normalize() error {
 	if r.Units == 0 {
@@ -51,28 +43,24 @@ func (r *ConsumeRequest) Normalize() error {
 	}
 	switch {
 	case !ValidName(r.AgentID):
-		return &FieldError{"agentId", fmt.Sprintf("must be 1–%d printable ASCII characters", MaxNameLen)}
+		return &field.Error{Field: "agentId", Reason: fmt.Sprintf("must be 1–%d printable ASCII characters", MaxNameLen)}
 	case !ValidName(r.Service) || r.Service == AnyService:
-		return &FieldError{"service", fmt.Sprintf("must be 1–%d printable ASCII characters and not %q", MaxNameLen, AnyService)}
+		return &field.Error{Field: "service", Reason: fmt.Sprintf("must be 1–%d printable ASCII characters and not %q", MaxNameLen, AnyService)}
 	case !ValidName(r.Tool):
-		return &FieldError{"tool", fmt.Sprintf("must be 1–%d printable ASCII characters", MaxNameLen)}
+		return &field.Error{Field: "tool", Reason: fmt.Sprintf("must be 1–%d printable ASCII characters", MaxNameLen)}
 	case !ValidIdempotencyKey(r.IdempotencyKey):
-		return &FieldError{"idempotencyKey", fmt.Sprintf("must be 1–%d printable ASCII characters", MaxKeyLength)}
+		return &field.Error{Field: "idempotencyKey", Reason: fmt.Sprintf("must be 1–%d printable ASCII characters", MaxKeyLength)}
 	case r.Units < 1 || r.Units > MaxUnits:
-		return &FieldError{"units", fmt.Sprintf("must be between 1 and %d", MaxUnits)}
+		return &field.Error{Field: "units", Reason: fmt.Sprintf("must be between 1 and %d", MaxUnits)}
 	case r.EntitlementID != "" && !ValidName(r.EntitlementID):
-		return &FieldError{"entitlementId", "must be an entitlement ID"}
+		return &field.Error{Field: "entitlementId", Reason: "must be an entitlement ID"}
 	}
 	if r.Cost != nil {
 		if err := r.Cost.Validate(); err != nil {
-			var fe *money.FieldError
-			if errors.As(err, &fe) {
-				return &FieldError{"cost." + fe.Field, fe.Reason}
-			}
-			return &FieldError{"cost", err.Error()}
+			return field.Within("cost", err)
 		}
 		if r.Cost.Cents < 0 {
-			return &FieldError{"cost.cents", "must not be negative"}
+			return &field.Error{Field: "cost.cents", Reason: "must not be negative"}
 		}
 	}
 	return nil

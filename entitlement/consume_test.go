@@ -1,6 +1,7 @@
 package entitlement_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/stipend-mcp/stipend/entitlement"
+	"github.com/stipend-mcp/stipend/field"
 	"github.com/stipend-mcp/stipend/money"
 )
 
@@ -169,9 +171,9 @@ func TestConsumeRequest_Normalize(t *testing.T) {
 				}
 				return
 			}
-			fe, ok := err.(*entitlement.FieldError)
-			if !ok || fe.Field != tt.wantField {
-				t.Fatalf("Normalize() = %v, want a FieldError on %q", err, tt.wantField)
+			var fe *field.Error
+			if !errors.As(err, &fe) || fe.Field != tt.wantField {
+				t.Fatalf("Normalize() = %v, want a *field.Error on %q", err, tt.wantField)
 			}
 		})
 	}

@@ -1,11 +1,11 @@
 package entitlement
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/stipend-mcp/stipend/field"
 	"github.com/stipend-mcp/stipend/money"
 )
 
@@ -24,51 +24,51 @@ func ValidInstant(t time.Time) bool {
 // ValidateMetadata checks metadata as every store can keep it: at most
 // MaxMetadataEntries entries and MaxMetadataBytes of keys and values; keys
 // of 1–MaxMetadataKeyLen bytes, not of the form "__name__" (Firestore
-// reserves those). Errors are *FieldError values naming field.
-func ValidateMetadata(field string, m map[string]string) error {
+// reserves those). Errors are *field.Error values naming path.
+func ValidateMetadata(path string, m map[string]string) error {
 	if len(m) > MaxMetadataEntries {
-		return &FieldError{field, fmt.Sprintf("must have at most %d entries", MaxMetadataEntries)}
+		return &field.Error{Field: path, Reason: fmt.Sprintf("must have at most %d entries", MaxMetadataEntries)}
 	}
 	n := 0
 	for k, v := range m {
 		switch {
 		case k == "":
-			return &FieldError{field, "keys must not be empty"}
+			return &field.Error{Field: path, Reason: "keys must not be empty"}
 		case len(k) > MaxMetadataKeyLen:
-			return &FieldError{field, fmt.Sprintf("keys must be at most %d bytes", MaxMetadataKeyLen)}
+			return &field.Error{Field: path, Reason: fmt.Sprintf("keys must be at most %d bytes", MaxMetadataKeyLen)}
 		case len(k) >= 4 && strings.HasPrefix(k, "__") && strings.HasSuffix(k, "__"):
-			return &FieldError{field, fmt.Sprintf("key %q: keys of the form __name__ are reserved", k)}
+			return &field.Error{Field: path, Reason: fmt.Sprintf("key %q: keys of the form __name__ are reserved", k)}
 		}
 		n += len(k) + len(v)
 	}
 	if n > MaxMetadataBytes {
-		return &FieldError{field, fmt.Sprintf("must hold at most %d bytes of keys and values", MaxMetadataBytes)}
+		return &field.Error{Field: path, Reason: fmt.Sprintf("must hold at most %d bytes of keys and values", MaxMetadataBytes)}
 	}
 	return nil
 }
 
 // instantField checks an optional instant.
-func instantField(field string, t *time.Time) error {
+func instantField(path string, t *time.Time) error {
 	if t != nil && !ValidInstant(*t) {
-		return &FieldError{field, "must be within the years 0001–9999 in UTC"}
+		return &field.Error{Field: path, Reason: "must be within the years 0001–9999 in UTC"}
 	}
 	return nil
 }
 
 // Validate checks what every store relies on before it stores e. Errors are
-// *FieldError values naming the field.
+// *field.Error values naming the field.
 func (e *Entitlement) Validate() error {
 	switch {
 	case e.ID == "":
-		return &FieldError{"id", "is required"}
+		return &field.Error{Field: "id", Reason: "is required"}
 	case e.AgentID == "":
-		return &FieldError{"agentId", "is required"}
+		return &field.Error{Field: "agentId", Reason: "is required"}
 	case !e.Type.Valid():
-		return &FieldError{"type", fmt.Sprintf("%q is not an entitlement type", e.Type)}
+		return &field.Error{Field: "type", Reason: fmt.Sprintf("%q is not an entitlement type", e.Type)}
 	case e.Status != "" && !e.Status.Valid():
-		return &FieldError{"status", fmt.Sprintf("%q is not an entitlement status", e.Status)}
+		return &field.Error{Field: "status", Reason: fmt.Sprintf("%q is not an entitlement status", e.Status)}
 	case e.Scope.Service == "":
-		return &FieldError{"scope.service", "is required"}
+		return &field.Error{Field: "scope.service", Reason: "is required"}
 	}
 	if err := ValidateMetadata("metadata", e.Metadata); err != nil {
 		return err
@@ -90,25 +90,18 @@ func (e *Entitlement) Validate() error {
 			return err
 		}
 		if e.Credits.Balance.Cents < 0 {
-			return &FieldError{"credits.balance.cents", "must not be negative"}
+			return &field.Error{Field: "credits.balance.cents", Reason: "must not be negative"}
 		}
 		if !e.Credits.Granted.IsZero() {
 			return moneyField("credits.granted", e.Credits.Granted)
 		}
 	case TypeQuota:
 		if e.Quota.Limit < 0 || e.Quota.Remaining < 0 || !e.Quota.Period.Valid() {
-			return &FieldError{"quota", "needs a valid period and non-negative limit and remaining"}
+			return &field.Error{Field: "quota", Reason: "needs a valid period and non-negative limit and remaining"}
 		}
 	}
 	return nil
 }
 
 // moneyField validates m and names its field under path.
-func moneyField(path string, m money.Money) error {
-	err := m.Validate()
-	var fe *money.FieldError
-	if errors.As(err, &fe) {
-		return &FieldError{path + "." + fe.Field, fe.Reason}
-	}
-	return err
-}
+func moneyField(path string, m money.Money) error { return field.Within(path, m.Validate()) }

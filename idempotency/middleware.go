@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"github.com/stipend-mcp/stipend/problem"
 	"github.com/stipend-mcp/stipend/store"
 )
 
@@ -146,7 +148,7 @@ func Middleware(ledger Ledger, opts Options) echo.MiddlewareFunc {
 
 func serve(c echo.Context, next echo.HandlerFunc, ledger Ledger, opts *Options) error {
 	if !opts.Development && !ledger.Durable() {
-		return writeProblem(c, newProblem(http.StatusServiceUnavailable, ProblemNotDurable, "Idempotency ledger not durable",
+		return writeProblem(c, problem.New(http.StatusServiceUnavailable, problem.IdempotencyLedgerNotDurable,
 			"this route requires a durable idempotency ledger outside development"))
 	}
 	key, p, ok := keyOf(c.Request())
@@ -184,13 +186,12 @@ func serve(c echo.Context, next echo.HandlerFunc, ledger Ledger, opts *Options) 
 	case Replay:
 		return replay(c, *res.Record.Response)
 	case InProgress:
-		p := newProblem(http.StatusConflict, ProblemInProgress, "Request in progress",
+		p := problem.New(http.StatusConflict, problem.IdempotencyKeyInProgress,
 			"a request with this Idempotency-Key is in progress or its outcome is unknown: retry later; if it persists, an operator must reconcile the reference")
 		p.Reference, p.OperationID, p.TraceID = ledger.Reference(res.Record.ID), res.Record.OperationID, res.Record.TraceID
 		return writeProblem(c, p)
 	default: // Mismatch
-		return writeProblem(c, newProblem(http.StatusUnprocessableEntity, ProblemKeyReused,
-			"Idempotency key reused with different parameters",
+		return writeProblem(c, problem.New(http.StatusUnprocessableEntity, problem.IdempotencyKeyReused,
 			"this Idempotency-Key was used for a different request (method, path, body or caller)"))
 	}
 }
@@ -278,28 +279,28 @@ func replay(c echo.Context, resp Response) error {
 func ledgerFailure(c echo.Context, opts *Options, err error, op, ref string) error {
 	if store.CodeOf(err) == store.CodeUnavailable {
 		opts.Logger.Warn("idempotency: ledger unavailable", slog.String("op", op), slog.String("reference", ref), slog.String("error", err.Error()))
-		return writeProblem(c, newProblem(http.StatusServiceUnavailable, ProblemUnavailable, "Service unavailable",
+		return writeProblem(c, problem.New(http.StatusServiceUnavailable, problem.Unavailable,
 			"the idempotency ledger is unavailable; the request was not run; retry with the same Idempotency-Key"))
 	}
 	opts.Logger.Error("idempotency: ledger failed", slog.String("op", op), slog.String("reference", ref), slog.String("error", err.Error()))
-	return writeProblem(c, newProblem(http.StatusInternalServerError, ProblemInternalError, "Internal error",
+	return writeProblem(c, problem.New(http.StatusInternalServerError, problem.Internal,
 		"internal error in the idempotency ledger; the request was not run"))
 }
 
 // keyOf reads the Idempotency-Key header. The draft makes it a structured
 // field string ("…"); a bare token is accepted too.
-func keyOf(r *http.Request) (string, Problem, bool) {
+func keyOf(r *http.Request) (string, problem.Problem, bool) {
 	values := r.Header.Values(HeaderKey)
 	if len(values) == 0 {
-		return "", newProblem(http.StatusBadRequest, ProblemKeyMissing, "Idempotency-Key required",
+		return "", problem.New(http.StatusBadRequest, problem.IdempotencyKeyMissing,
 			"this route requires an Idempotency-Key header"), false
 	}
 	key := strings.TrimSpace(values[0])
 	if len(key) >= 2 && key[0] == '"' && key[len(key)-1] == '"' {
 		key = key[1 : len(key)-1]
 	}
-	invalid := func(detail string) (string, Problem, bool) {
-		return "", newProblem(http.StatusBadRequest, ProblemKeyInvalid, "Invalid Idempotency-Key", HeaderKey+": "+detail), false
+	invalid := func(detail string) (string, problem.Problem, bool) {
+		return "", problem.New(http.StatusBadRequest, problem.IdempotencyKeyInvalid, HeaderKey+": "+detail), false
 	}
 	switch {
 	case len(values) > 1:
@@ -307,32 +308,32 @@ func keyOf(r *http.Request) (string, Problem, bool) {
 	case key == "":
 		return invalid("empty")
 	case len(key) > MaxKeyLen:
-		return invalid("longer than 255 bytes")
+		return invalid(fmt.Sprintf("longer than %d bytes", MaxKeyLen))
 	}
 	for i := 0; i < len(key); i++ {
 		if key[i] < 0x20 || key[i] > 0x7e || key[i] == '"' || key[i] == '\\' {
 			return invalid("only printable ASCII without quotes or backslashes")
 		}
 	}
-	return key, Problem{}, true
+	return key, problem.Problem{}, true
 }
 
 // readBody reads the whole request body (bounded) and puts it back for the
 // handler.
-func readBody(r *http.Request, limit int64) ([]byte, Problem, bool) {
+func readBody(r *http.Request, limit int64) ([]byte, problem.Problem, bool) {
 	if r.Body == nil {
-		return nil, Problem{}, true
+		return nil, problem.Problem{}, true
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	if err != nil {
-		return nil, newProblem(http.StatusBadRequest, "invalid-request", "Invalid request", "reading the request body failed"), false
+		return nil, problem.New(http.StatusBadRequest, problem.InvalidRequest, "reading the request body failed"), false
 	}
 	if int64(len(body)) > limit {
-		return nil, newProblem(http.StatusRequestEntityTooLarge, ProblemBodyTooLarge, "Request body too large",
+		return nil, problem.New(http.StatusRequestEntityTooLarge, problem.BodyTooLarge,
 			"the request body exceeds the limit"), false
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	return body, Problem{}, true
+	return body, problem.Problem{}, true
 }
 
 func defaultOperationID(c echo.Context) string {

@@ -19,6 +19,7 @@ import (
 	"github.com/stipend-mcp/stipend/conformance"
 	"github.com/stipend-mcp/stipend/idempotency"
 	"github.com/stipend-mcp/stipend/idempotency/memledger"
+	"github.com/stipend-mcp/stipend/problem"
 	"github.com/stipend-mcp/stipend/store"
 )
 
@@ -87,17 +88,17 @@ func wantStatus(t *testing.T, call string, rec *httptest.ResponseRecorder, want 
 }
 
 // wantProblem checks a problem+json answer and returns it.
-func wantProblem(t *testing.T, call string, rec *httptest.ResponseRecorder, status int, kind string) idempotency.Problem {
+func wantProblem(t *testing.T, call string, rec *httptest.ResponseRecorder, status int, kind problem.Kind) problem.Problem {
 	t.Helper()
 	wantStatus(t, call, rec, status)
 	if got := rec.Header().Get(echo.HeaderContentType); got != "application/problem+json" {
 		t.Errorf("%s: Content-Type %q, want application/problem+json", call, got)
 	}
-	var p idempotency.Problem
+	var p problem.Problem
 	if err := json.Unmarshal(rec.Body.Bytes(), &p); err != nil {
 		t.Fatalf("%s: problem body %q: %v", call, rec.Body, err)
 	}
-	if got, want := p.Type, idempotency.ProblemTypeBase+kind; got != want || p.Status != status || p.Title == "" || p.Detail == "" {
+	if got, want := p.Type, kind.URI(); got != want || p.Status != status || p.Title == "" || p.Detail == "" {
 		t.Errorf("%s: problem %+v, want type %q, status %d, a title and a detail", call, p, want, status)
 	}
 	return p

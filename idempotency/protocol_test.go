@@ -9,15 +9,17 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
 
 	"github.com/stipend-mcp/stipend/idempotency"
 	"github.com/stipend-mcp/stipend/idempotency/memledger"
+	"github.com/stipend-mcp/stipend/problem"
 	"github.com/stipend-mcp/stipend/store"
 )
 
 func TestMiddleware_MissingKey(t *testing.T) {
 	f := newFixture(t, nil, nil)
-	wantProblem(t, "POST without key", f.do(t, "/things/a", "", `{}`), http.StatusBadRequest, idempotency.ProblemKeyMissing)
+	wantProblem(t, "POST without key", f.do(t, "/things/a", "", `{}`), http.StatusBadRequest, problem.IdempotencyKeyMissing)
 	f.wantCalls(t, 0)
 }
 
@@ -29,11 +31,39 @@ func TestMiddleware_InvalidKey(t *testing.T) {
 		"control char": "k\x01",
 		"non-ASCII":    "clé",
 	} {
-		wantProblem(t, "POST with key "+name, f.do(t, "/things/a", key, `{}`), http.StatusBadRequest, idempotency.ProblemKeyInvalid)
+		wantProblem(t, "POST with key "+name, f.do(t, "/things/a", key, `{}`), http.StatusBadRequest, problem.IdempotencyKeyInvalid)
 	}
 	rec := f.do(t, "/things/a", "k1", `{}`, idempotency.HeaderKey, "k2")
-	wantProblem(t, "POST with two keys", rec, http.StatusBadRequest, idempotency.ProblemKeyInvalid)
+	wantProblem(t, "POST with two keys", rec, http.StatusBadRequest, problem.IdempotencyKeyInvalid)
 	f.wantCalls(t, 0)
+}
+
+// TestMiddleware_ProblemsCarryRequestID: behind echo's request-ID
+// middleware, every problem the middleware answers names the request's
+// X-Request-Id, as the API's own problems do.
+func TestMiddleware_ProblemsCarryRequestID(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	f.e.Pre(middleware.RequestID())
+	wantStatus(t, "first POST", f.do(t, "/things/a", "k1", `{"x":1}`), http.StatusCreated)
+	tests := []struct {
+		name      string
+		key, body string
+		status    int
+		kind      problem.Kind
+	}{
+		{"MissingKey", "", `{}`, http.StatusBadRequest, problem.IdempotencyKeyMissing},
+		{"InvalidKey", "k\x01", `{}`, http.StatusBadRequest, problem.IdempotencyKeyInvalid},
+		{"ReusedKey", "k1", `{"x":2}`, http.StatusUnprocessableEntity, problem.IdempotencyKeyReused},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := f.do(t, "/things/a", tt.key, tt.body, echo.HeaderXRequestID, "req-"+tt.name)
+			p := wantProblem(t, "POST", rec, tt.status, tt.kind)
+			if got, want := p.RequestID, "req-"+tt.name; got != want || rec.Header().Get(echo.HeaderXRequestID) != want {
+				t.Errorf("problem requestId %q, X-Request-Id %q; want both %q", got, rec.Header().Get(echo.HeaderXRequestID), want)
+			}
+		})
+	}
 }
 
 func TestMiddleware_FirstRequestRunsThenReplays(t *testing.T) {
@@ -71,7 +101,7 @@ func TestMiddleware_DifferentRequestSameKeyIs422(t *testing.T) {
 			f := newFixture(t, nil, nil)
 			wantStatus(t, "first POST", f.do(t, "/things/a", "k1", `{"x":1}`, "X-Test-Principal", "alice"), http.StatusCreated)
 			rec := f.do(t, tc.path, "k1", tc.body, "X-Test-Principal", tc.principal)
-			wantProblem(t, "POST with a different "+tc.name, rec, http.StatusUnprocessableEntity, idempotency.ProblemKeyReused)
+			wantProblem(t, "POST with a different "+tc.name, rec, http.StatusUnprocessableEntity, problem.IdempotencyKeyReused)
 			f.wantCalls(t, 1)
 		})
 	}
@@ -91,7 +121,7 @@ func TestMiddleware_ConcurrentRequestIs409WithSanitizedReference(t *testing.T) {
 	go func() { done <- f.do(t, "/things/a", "secret-key-1", `{}`).Code }()
 	<-entered
 	rec := f.do(t, "/things/a", "secret-key-1", `{}`)
-	p := wantProblem(t, "POST while the first is in progress", rec, http.StatusConflict, idempotency.ProblemInProgress)
+	p := wantProblem(t, "POST while the first is in progress", rec, http.StatusConflict, problem.IdempotencyKeyInProgress)
 	if want := "memory/" + idempotency.CollectionName("test") + "/" + ledgerID("secret-key-1"); p.Reference != want {
 		t.Errorf("409 reference = %q, want %q", p.Reference, want)
 	}
@@ -137,7 +167,7 @@ func TestMiddleware_ServerErrorStaysInProgressUntilResolved(t *testing.T) {
 		return created(c, n)
 	}
 	wantStatus(t, "failing POST", f.do(t, "/things/a", "k1", `{}`), http.StatusInternalServerError)
-	p := wantProblem(t, "retry after a 5xx", f.do(t, "/things/a", "k1", `{}`), http.StatusConflict, idempotency.ProblemInProgress)
+	p := wantProblem(t, "retry after a 5xx", f.do(t, "/things/a", "k1", `{}`), http.StatusConflict, problem.IdempotencyKeyInProgress)
 	// The operator proves the write never happened and deletes the row.
 	ctx := context.Background()
 	rec, err := f.ledger.Inspect(ctx, p.Reference)
@@ -228,7 +258,7 @@ func TestMiddleware_OversizeResponseStaysInProgress(t *testing.T) {
 	if rec.Body.Len() != len(big) {
 		t.Errorf("client got %d bytes, want the whole %d", rec.Body.Len(), len(big))
 	}
-	wantProblem(t, "retry", f.do(t, "/things/a", "k1", `{}`), http.StatusConflict, idempotency.ProblemInProgress)
+	wantProblem(t, "retry", f.do(t, "/things/a", "k1", `{}`), http.StatusConflict, problem.IdempotencyKeyInProgress)
 	f.wantCalls(t, 1)
 }
 
@@ -246,7 +276,7 @@ func TestMiddleware_ExpiredResultRunsAgain(t *testing.T) {
 
 func TestMiddleware_ProductionRefusesNonDurableLedger(t *testing.T) {
 	f := newFixture(t, nil, func(o *idempotency.Options) { o.Development = false })
-	wantProblem(t, "POST on the memory ledger in production", f.do(t, "/things/a", "k1", `{}`), http.StatusServiceUnavailable, idempotency.ProblemNotDurable)
+	wantProblem(t, "POST on the memory ledger in production", f.do(t, "/things/a", "k1", `{}`), http.StatusServiceUnavailable, problem.IdempotencyLedgerNotDurable)
 	f.wantCalls(t, 0)
 
 	d := newFixture(t, durable{memledger.New("c")}, func(o *idempotency.Options) { o.Development = false })
@@ -255,7 +285,7 @@ func TestMiddleware_ProductionRefusesNonDurableLedger(t *testing.T) {
 
 func TestMiddleware_LedgerUnavailableIs503(t *testing.T) {
 	f := newFixture(t, unavailable{memledger.New("c")}, func(o *idempotency.Options) { o.Development = false })
-	wantProblem(t, "POST with the ledger down", f.do(t, "/things/a", "k1", `{}`), http.StatusServiceUnavailable, idempotency.ProblemUnavailable)
+	wantProblem(t, "POST with the ledger down", f.do(t, "/things/a", "k1", `{}`), http.StatusServiceUnavailable, problem.Unavailable)
 	f.wantCalls(t, 0)
 }
 
@@ -277,13 +307,13 @@ func TestMiddleware_UnreachableLedgerAnswersInTime(t *testing.T) {
 		o.Development, o.ReserveTimeout = false, 50*time.Millisecond
 	})
 	// Without the bound this request would never be answered.
-	wantProblem(t, "POST with the ledger not answering", f.do(t, "/things/a", "k1", `{}`), http.StatusServiceUnavailable, idempotency.ProblemUnavailable)
+	wantProblem(t, "POST with the ledger not answering", f.do(t, "/things/a", "k1", `{}`), http.StatusServiceUnavailable, problem.Unavailable)
 	f.wantCalls(t, 0)
 }
 
 func TestMiddleware_BodyTooLarge(t *testing.T) {
 	f := newFixture(t, nil, func(o *idempotency.Options) { o.MaxBodyBytes = 10 })
-	wantProblem(t, "POST with an 11-byte body", f.do(t, "/things/a", "k1", `{"x":"abc"}`), http.StatusRequestEntityTooLarge, idempotency.ProblemBodyTooLarge)
+	wantProblem(t, "POST with an 11-byte body", f.do(t, "/things/a", "k1", `{"x":"abc"}`), http.StatusRequestEntityTooLarge, problem.BodyTooLarge)
 	f.wantCalls(t, 0)
 }
 

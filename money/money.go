@@ -10,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/stipend-mcp/stipend/field"
 )
 
 // MaxCents is the largest magnitude an amount may have: 2^53−1 (JavaScript's
@@ -38,13 +40,13 @@ func New(cents int64, currency string) (Money, error) {
 }
 
 // Validate reports whether m is within range and names a known currency.
-// Its errors are *FieldError values naming "cents" or "currency".
+// Its errors are *field.Error values naming "cents" or "currency".
 func (m Money) Validate() error {
 	if m.Cents > MaxCents || m.Cents < -MaxCents {
-		return &FieldError{Field: "cents", Reason: fmt.Sprintf("must be between %d and %d", -MaxCents, MaxCents), Err: ErrOutOfRange}
+		return &field.Error{Field: "cents", Reason: fmt.Sprintf("must be between %d and %d", -MaxCents, MaxCents), Err: ErrOutOfRange}
 	}
 	if !IsCurrency(m.Currency) {
-		return &FieldError{Field: "currency", Reason: "must be a three-letter upper-case ISO 4217 code", Err: ErrInvalidCurrency}
+		return &field.Error{Field: "currency", Reason: "must be a three-letter upper-case ISO 4217 code", Err: ErrInvalidCurrency}
 	}
 	return nil
 }
@@ -119,16 +121,8 @@ func IsCurrency(code string) bool {
 	return true
 }
 
-// FieldError is a validation failure of one field of an amount. Field is
-// relative to the amount ("cents", "currency"); callers decoding a larger
-// document prefix it with the amount's own path.
-type FieldError struct {
-	Field  string
-	Reason string
-	Err    error
-}
-
-func (e *FieldError) Error() string { return e.Field + ": " + e.Reason }
-
-// Unwrap returns the sentinel behind the failure, if any.
-func (e *FieldError) Unwrap() error { return e.Err }
+// FieldError is the domain's field error (field.Error), under the name
+// money's decoder uses. Field is relative to the amount ("cents",
+// "currency"); callers checking a larger document put it under the amount's
+// own path with field.Within.
+type FieldError = field.Error

@@ -2,11 +2,11 @@ package receipt
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/gowebpki/jcs"
 
+	"github.com/stipend-mcp/stipend/field"
 	"github.com/stipend-mcp/stipend/money"
 )
 
@@ -32,7 +32,8 @@ func Canonical(r Receipt) ([]byte, error) {
 // Validate reports whether r can be signed: a known kind and version, the
 // identifying fields present, every amount valid and within ±money.MaxCents,
 // every integer within the range RFC 8785 represents exactly. Errors wrap
-// ErrInvalid and name the field, such as "grants[0].balance.cents".
+// ErrInvalid and a *field.Error naming the field, such as
+// "grants[0].balance.cents".
 func Validate(r Receipt) error {
 	switch {
 	case r.ID == "":
@@ -69,31 +70,14 @@ func Validate(r Receipt) error {
 }
 
 func validateMoney(path string, m money.Money) error {
-	err := m.Validate()
-	var fe *money.FieldError
-	if errors.As(err, &fe) {
-		return &FieldError{Field: path + "." + fe.Field, Reason: fe.Reason, Err: err}
-	}
-	if err != nil {
-		return &FieldError{Field: path, Reason: err.Error(), Err: err}
+	if err := m.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, field.Within(path, err))
 	}
 	return nil
 }
 
-func invalid(field, reason string) error { return &FieldError{Field: field, Reason: reason} }
-
-// FieldError is a receipt field that cannot be signed. It matches ErrInvalid
-// with errors.Is, and the money sentinel behind it (money.ErrOutOfRange) too.
-type FieldError struct {
-	Field  string
-	Reason string
-	Err    error
+// invalid is a receipt field that cannot be signed: a *field.Error that
+// matches ErrInvalid too.
+func invalid(path, reason string) error {
+	return fmt.Errorf("%w: %w", ErrInvalid, &field.Error{Field: path, Reason: reason})
 }
-
-func (e *FieldError) Error() string { return "invalid receipt: " + e.Field + ": " + e.Reason }
-
-// Is makes every FieldError match ErrInvalid.
-func (e *FieldError) Is(target error) bool { return target == ErrInvalid }
-
-// Unwrap returns the cause, such as money.ErrOutOfRange.
-func (e *FieldError) Unwrap() error { return e.Err }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gowebpki/jcs"
 
+	"github.com/stipend-mcp/stipend/field"
 	"github.com/stipend-mcp/stipend/money"
 	"github.com/stipend-mcp/stipend/receipt"
 )
@@ -132,7 +133,7 @@ func TestCanonical_Ceiling(t *testing.T) {
 			if !errors.Is(err, receipt.ErrInvalid) {
 				t.Errorf("Canonical error %v, want one matching ErrInvalid", err)
 			}
-			var fe *receipt.FieldError
+			var fe *field.Error
 			if !errors.As(err, &fe) || fe.Field != tt.wantField {
 				t.Errorf("Canonical error %v, want field %s", err, tt.wantField)
 			}

@@ -19,6 +19,7 @@ import (
 	main "github.com/stipend-mcp/stipend/cmd/stipend"
 	"github.com/stipend-mcp/stipend/idempotency"
 	"github.com/stipend-mcp/stipend/internal/emulator"
+	"github.com/stipend-mcp/stipend/problem"
 )
 
 // buildStipend builds the real stipend binary into a test directory.
@@ -218,7 +219,7 @@ func TestLedger_CrashAfterWriteBeforeCompletion(t *testing.T) {
 		t.Fatalf("entitlements after the crash = %d, want 1 (the write committed)", n)
 	}
 	held := second.must(t, http.StatusConflict, "POST", grantPath, key, grant)
-	var p idempotency.Problem
+	var p problem.Problem
 	if err := json.Unmarshal(held.body, &p); err != nil {
 		t.Fatalf("409 body %s: %v", held.body, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/stipend-mcp/stipend/idempotency"
+	"github.com/stipend-mcp/stipend/problem"
 )
 
 // TestMiddleware_OnFirestore runs the middleware on the durable ledger in
@@ -41,7 +42,7 @@ func TestMiddleware_OnFirestore(t *testing.T) {
 	if held.Code != http.StatusConflict {
 		t.Fatalf("POST while held: status %d, want 409; body %s", held.Code, held.Body)
 	}
-	var p idempotency.Problem
+	var p problem.Problem
 	if err := json.Unmarshal(held.Body.Bytes(), &p); err != nil {
 		t.Fatalf("409 body: %v", err)
 	}

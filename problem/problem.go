@@ -1,0 +1,122 @@
+// Package problem is Stipend's RFC 9457 problem document: the one shape of
+// every error answer, from the REST API (package api) and from the
+// idempotency middleware alike, the type URIs clients switch on, and the
+// field errors a refused request names. It imports only the standard library
+// and the entitlement types, so clients can share it.
+package problem
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/stipend-mcp/stipend/entitlement"
+)
+
+// TypeBase prefixes every problem type URI. The URIs are stable: clients
+// may switch on them.
+const TypeBase = "https://stipend-mcp.github.io/stipend/problems/"
+
+// ContentType is the media type of a problem document.
+const ContentType = "application/problem+json"
+
+// Kind names one problem type; its URI is TypeBase + Kind.
+type Kind string
+
+// The problem kinds, with the status each is served with. docs/api.md and
+// docs/idempotency.md list when each is answered.
+const (
+	InvalidRequest       Kind = "invalid-request"        // 400
+	Unauthorized         Kind = "unauthorized"           // 401
+	PaymentRequired      Kind = "payment-required"       // 402
+	Forbidden            Kind = "forbidden"              // 403
+	NotFound             Kind = "not-found"              // 404
+	MethodNotAllowed     Kind = "method-not-allowed"     // 405
+	Conflict             Kind = "conflict"               // 409
+	BodyTooLarge         Kind = "body-too-large"         // 413
+	UnsupportedMediaType Kind = "unsupported-media-type" // 415
+	Internal             Kind = "internal"               // 500
+	Unavailable          Kind = "unavailable"            // 503
+
+	IdempotencyKeyMissing       Kind = "idempotency-key-missing"        // 400
+	IdempotencyKeyInvalid       Kind = "idempotency-key-invalid"        // 400
+	IdempotencyKeyInProgress    Kind = "idempotency-key-in-progress"    // 409
+	IdempotencyKeyReused        Kind = "idempotency-key-reused"         // 422
+	IdempotencyLedgerNotDurable Kind = "idempotency-ledger-not-durable" // 503
+)
+
+var titles = map[Kind]string{
+	InvalidRequest:       "Invalid request",
+	Unauthorized:         "Unauthorized",
+	PaymentRequired:      "Payment required",
+	Forbidden:            "Forbidden",
+	NotFound:             "Not found",
+	MethodNotAllowed:     "Method not allowed",
+	Conflict:             "Conflict",
+	BodyTooLarge:         "Request body too large",
+	UnsupportedMediaType: "Unsupported media type",
+	Internal:             "Internal error",
+	Unavailable:          "Service unavailable",
+
+	IdempotencyKeyMissing:       "Idempotency-Key required",
+	IdempotencyKeyInvalid:       "Invalid Idempotency-Key",
+	IdempotencyKeyInProgress:    "Request in progress",
+	IdempotencyKeyReused:        "Idempotency key reused with different parameters",
+	IdempotencyLedgerNotDurable: "Idempotency ledger not durable",
+}
+
+// URI returns the problem type URI of k.
+func (k Kind) URI() string { return TypeBase + string(k) }
+
+// Title returns the short, fixed summary of k.
+func (k Kind) Title() string { return titles[k] }
+
+// Problem is an RFC 9457 problem document, as the OpenAPI document's
+// Problem schema describes it.
+type Problem struct {
+	Type   string `json:"type"`
+	Title  string `json:"title"`
+	Status int    `json:"status"`
+	Detail string `json:"detail,omitempty"`
+	// RequestID is the request's X-Request-Id, to find it in the logs.
+	RequestID string `json:"requestId,omitempty"`
+	// Errors names the request fields that were refused.
+	Errors []FieldError `json:"errors,omitempty"`
+	// Reasons says, for a 402, why each entitlement could not pay.
+	Reasons []entitlement.Denial `json:"reasons,omitempty"`
+	// Reference, OperationID and TraceID are set on an
+	// idempotency-key-in-progress 409: the sanitized ledger reference and
+	// the correlation ids of the attempt that holds the key, never the raw
+	// key.
+	Reference   string `json:"reference,omitempty"`
+	OperationID string `json:"operationId,omitempty"`
+	TraceID     string `json:"traceId,omitempty"`
+}
+
+// FieldError names one refused field of a request. Field is a dotted JSON
+// path ("cost.cents"), a query parameter or a header name; "" is the body as
+// a whole.
+type FieldError struct {
+	Field  string `json:"field"`
+	Detail string `json:"detail"`
+}
+
+// New returns the problem of kind k, answered with status.
+func New(status int, k Kind, detail string) Problem {
+	return Problem{Type: k.URI(), Title: k.Title(), Status: status, Detail: detail}
+}
+
+// Write answers p on w as application/problem+json; the answer to a HEAD
+// request r has the headers and no body.
+func Write(w http.ResponseWriter, r *http.Request, p Problem) error {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", ContentType)
+	w.WriteHeader(p.Status)
+	if r.Method == http.MethodHead {
+		return nil
+	}
+	_, err = w.Write(b)
+	return err
+}
