@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/stipend-mcp/stipend/field"
 	"github.com/stipend-mcp/stipend/money"
 )
 
@@ -70,10 +71,10 @@ type HoldRequest struct {
 }
 
 // Normalize fills defaults (Units 1, TTL DefaultHoldTTL) and validates r.
-// Errors are *FieldError values naming the JSON field.
+// Errors are *field.Error values naming the JSON field.
 func (r *HoldRequest) Normalize() error {
 	if err := r.ConsumeRequest.Normalize(); err != nil {
-		var fe *FieldError
+		var fe *field.Error
 		if errors.As(err, &fe) {
 			if name, ok := holdFields[fe.Field]; ok {
 				fe.Field = name
@@ -85,7 +86,7 @@ func (r *HoldRequest) Normalize() error {
 		r.TTL = DefaultHoldTTL
 	}
 	if r.TTL < time.Second || r.TTL > MaxHoldTTL {
-		return &FieldError{"ttlSeconds", fmt.Sprintf("must be between 1 and %d", int64(MaxHoldTTL/time.Second))}
+		return &field.Error{Field: "ttlSeconds", Reason: fmt.Sprintf("must be between 1 and %d", int64(MaxHoldTTL/time.Second))}
 	}
 	return nil
 }
@@ -164,7 +165,7 @@ func (h *Hold) ExpiredAt(now time.Time) bool { return !now.Before(h.ExpiresAt) }
 
 // Settle resolves what a capture of h with a charges, checked against the
 // hold: the currency must be the hold's, and neither cents nor units may be
-// negative or above the hold's maximum. Errors are *FieldError values naming
+// negative or above the hold's maximum. Errors are *field.Error values naming
 // the JSON field (cost.cents, cost.currency, units).
 func (h *Hold) Settle(a Amount) (Charge, error) {
 	return settle(Charge{Cost: h.MaxCost, Units: h.MaxUnits}, a, "the hold")
@@ -179,22 +180,22 @@ func settle(max Charge, a Amount, what string) (Charge, error) {
 		}
 		switch {
 		case max.Cost.Currency == "":
-			return Charge{}, &FieldError{"cost", what + " carries no cost"}
+			return Charge{}, &field.Error{Field: "cost", Reason: what + " carries no cost"}
 		case a.Cost.Currency != max.Cost.Currency:
-			return Charge{}, &FieldError{"cost.currency", fmt.Sprintf("must be %s, the currency of %s", max.Cost.Currency, what)}
+			return Charge{}, &field.Error{Field: "cost.currency", Reason: fmt.Sprintf("must be %s, the currency of %s", max.Cost.Currency, what)}
 		case a.Cost.Cents < 0:
-			return Charge{}, &FieldError{"cost.cents", "must not be negative"}
+			return Charge{}, &field.Error{Field: "cost.cents", Reason: "must not be negative"}
 		case a.Cost.Cents > max.Cost.Cents:
-			return Charge{}, &FieldError{"cost.cents", fmt.Sprintf("must be at most %d, the amount of %s", max.Cost.Cents, what)}
+			return Charge{}, &field.Error{Field: "cost.cents", Reason: fmt.Sprintf("must be at most %d, the amount of %s", max.Cost.Cents, what)}
 		}
 		out.Cost = *a.Cost
 	}
 	if a.Units != nil {
 		switch {
 		case *a.Units < 0:
-			return Charge{}, &FieldError{"units", "must not be negative"}
+			return Charge{}, &field.Error{Field: "units", Reason: "must not be negative"}
 		case *a.Units > max.Units:
-			return Charge{}, &FieldError{"units", fmt.Sprintf("must be at most %d, the units of %s", max.Units, what)}
+			return Charge{}, &field.Error{Field: "units", Reason: fmt.Sprintf("must be at most %d, the units of %s", max.Units, what)}
 		}
 		out.Units = *a.Units
 	}
@@ -391,7 +392,7 @@ var ErrRefundRefused = errors.New("refund refused")
 
 // Refund gives a (from Amount; nil fields: all that was charged) of the
 // consumption c back to e at now and marks c refunded. A consumption is
-// refunded at most once. Errors: a *FieldError (more than was charged, a
+// refunded at most once. Errors: a *field.Error (more than was charged, a
 // wrong currency, a negative amount) or an error wrapping ErrRefundRefused
 // (c already refunded, e revoked, or a quota consumption of an earlier
 // period: its units are not given back into another period).
@@ -405,9 +406,9 @@ func (e *Entitlement) Refund(now time.Time, c *Consumption, a Amount) error {
 	}
 	switch {
 	case c.EntitlementType == TypeCredits && ch.Cost.Cents == 0:
-		return &FieldError{"cost.cents", "must be more than zero"}
+		return &field.Error{Field: "cost.cents", Reason: "must be more than zero"}
 	case c.EntitlementType == TypeQuota && ch.Units == 0:
-		return &FieldError{"units", "must be more than zero"}
+		return &field.Error{Field: "units", Reason: "must be more than zero"}
 	}
 	e.Refresh(now)
 	switch {

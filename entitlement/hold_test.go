@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stipend-mcp/stipend/entitlement"
+	"github.com/stipend-mcp/stipend/field"
 	"github.com/stipend-mcp/stipend/money"
 )
 
@@ -85,7 +86,7 @@ func TestHoldRequest_Normalize(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := tt.r.Normalize()
-			var fe *entitlement.FieldError
+			var fe *field.Error
 			if !errors.As(err, &fe) || fe.Field != tt.wantField {
 				t.Errorf("Normalize() = %v, want a field error naming %s", err, tt.wantField)
 			}
@@ -205,7 +206,7 @@ func TestEntitlement_Refund(t *testing.T) {
 	})
 }
 
-func isField(err error, field string) bool {
-	var fe *entitlement.FieldError
-	return errors.As(err, &fe) && fe.Field == field
+func isField(err error, name string) bool {
+	var fe *field.Error
+	return errors.As(err, &fe) && fe.Field == name
 }

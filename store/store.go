@@ -210,7 +210,7 @@ type EntitlementStore interface {
 	// (entitlement.Entitlement.Refund has the rules). A consumption is
 	// refunded once: a second call with the same amount answers the stored
 	// refund with Replayed true, another amount is a Conflict. ErrNotFound
-	// for an unknown consumption; Invalid (a *entitlement.FieldError inside)
+	// for an unknown consumption; Invalid (a *field.Error inside)
 	// for more than was charged, a wrong currency or a negative amount;
 	// Conflict (wrapping entitlement.ErrRefundRefused) when the entitlement
 	// is revoked or a quota consumption is from an earlier period.
@@ -236,7 +236,7 @@ type EntitlementStore interface {
 	// rest of the reservation, in ONE atomic step. Outcomes: Captured, or
 	// Replay when the hold was already captured with the same amount.
 	// Errors: ErrNotFound for an unknown hold or another agent's; Invalid
-	// (a *entitlement.FieldError inside) for an amount the hold does not
+	// (a *field.Error inside) for an amount the hold does not
 	// cover; Conflict for a hold released, or captured with another amount;
 	// Conflict wrapping entitlement.ErrHoldExpired for a hold past its
 	// expiry (which then ends expired, if it had not).
