@@ -13,7 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
-	"github.com/stipend-mcp/stipend/store"
+	"github.com/stipend-mcp/stipend/internal/fault"
 )
 
 // DefaultRetention is how long a completed result is replayed when Options
@@ -276,7 +276,7 @@ func replay(c echo.Context, resp Response) error {
 // ledgerFailure answers a ledger error: 503 when the store is unavailable
 // (the write does not run), 500 otherwise.
 func ledgerFailure(c echo.Context, opts *Options, err error, op, ref string) error {
-	if store.CodeOf(err) == store.CodeUnavailable {
+	if fault.CodeOf(err) == fault.CodeUnavailable {
 		opts.Logger.Warn("idempotency: ledger unavailable", slog.String("op", op), slog.String("reference", ref), slog.String("error", err.Error()))
 		return writeProblem(c, newProblem(http.StatusServiceUnavailable, ProblemUnavailable, "Service unavailable",
 			"the idempotency ledger is unavailable; the request was not run; retry with the same Idempotency-Key"))

@@ -7,7 +7,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/stipend-mcp/stipend/store"
+	"github.com/stipend-mcp/stipend/internal/fault"
 )
 
 // The gRPC codes the ledger branches on; everything else goes through translate.
@@ -30,19 +30,19 @@ func translate(err error, format string, args ...any) error {
 		return nil
 	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		return store.Wrap(store.CodeUnavailable, err, format, args...)
+		return fault.Wrap(fault.CodeUnavailable, err, format, args...)
 	}
 	switch code(err) {
 	case codes.NotFound:
-		return store.Wrap(store.CodeNotFound, err, format, args...)
+		return fault.Wrap(fault.CodeNotFound, err, format, args...)
 	case codes.AlreadyExists, codes.FailedPrecondition, codes.Aborted:
-		return store.Wrap(store.CodeConflict, err, format, args...)
+		return fault.Wrap(fault.CodeConflict, err, format, args...)
 	case codes.InvalidArgument:
-		return store.Wrap(store.CodeInvalid, err, format, args...)
+		return fault.Wrap(fault.CodeInvalid, err, format, args...)
 	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled, codes.ResourceExhausted,
 		codes.PermissionDenied, codes.Unauthenticated:
-		return store.Wrap(store.CodeUnavailable, err, format, args...)
+		return fault.Wrap(fault.CodeUnavailable, err, format, args...)
 	default:
-		return store.Wrap(store.CodeInternal, err, format, args...)
+		return fault.Wrap(fault.CodeInternal, err, format, args...)
 	}
 }
