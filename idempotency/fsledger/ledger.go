@@ -22,6 +22,7 @@ import (
 
 	"github.com/stipend-mcp/stipend/idempotency"
 	"github.com/stipend-mcp/stipend/internal/fault"
+	"github.com/stipend-mcp/stipend/internal/fsfault"
 )
 
 // Backend is the backend name in the ledger's references.
@@ -108,7 +109,7 @@ func (l *Ledger) reserve(ctx context.Context, a idempotency.Attempt, nonce strin
 			continue // released or resolved since our Create: try again
 		}
 		if err != nil {
-			return idempotency.Result{}, translate(err, "read %s", l.Reference(a.ID))
+			return idempotency.Result{}, fsfault.Read(err, "read %s", l.Reference(a.ID))
 		}
 		existing, owner, err := decode(snap)
 		if err != nil {
@@ -122,7 +123,7 @@ func (l *Ledger) reserve(ctx context.Context, a idempotency.Attempt, nonce strin
 			// someone else replaced it first, their reservation stands.
 			_, err := doc.Delete(ctx, firestore.LastUpdateTime(existing.UpdateTime))
 			if err != nil && code(err) != codeFailedPrecondition && code(err) != codeNotFound {
-				return idempotency.Result{}, translate(err, "replace expired %s", l.Reference(a.ID))
+				return idempotency.Result{}, fsfault.Write(err, "replace expired %s", l.Reference(a.ID))
 			}
 			continue
 		}
@@ -150,7 +151,7 @@ func (l *Ledger) afterFailedCreate(ctx context.Context, doc *firestore.DocumentR
 			return idempotency.Result{Outcome: idempotency.Reserved, Record: rec}, nil
 		}
 	}
-	return idempotency.Result{}, translate(createErr, "reserve %s", l.Reference(doc.ID))
+	return idempotency.Result{}, fsfault.Write(createErr, "reserve %s", l.Reference(doc.ID))
 }
 
 // Complete implements idempotency.Ledger.
@@ -165,7 +166,7 @@ func (l *Ledger) Complete(ctx context.Context, res idempotency.Reservation, resp
 	if c := code(err); c == codeFailedPrecondition || c == codeNotFound {
 		return fault.Wrap(fault.CodeConflict, err, "complete %s: the reservation changed or is gone", l.Reference(res.ID))
 	}
-	return translate(err, "complete %s", l.Reference(res.ID))
+	return fsfault.Write(err, "complete %s", l.Reference(res.ID))
 }
 
 // completion is the Update that turns a row into a completed one.
@@ -184,7 +185,7 @@ func (l *Ledger) Release(ctx context.Context, res idempotency.Reservation) error
 	if c := code(err); c == codeFailedPrecondition || c == codeNotFound {
 		return fault.Wrap(fault.CodeConflict, err, "release %s: the reservation changed or is gone", l.Reference(res.ID))
 	}
-	return translate(err, "release %s", l.Reference(res.ID))
+	return fsfault.Write(err, "release %s", l.Reference(res.ID))
 }
 
 // Get implements idempotency.Ledger.
@@ -194,7 +195,7 @@ func (l *Ledger) Get(ctx context.Context, id string) (idempotency.Record, error)
 	}
 	snap, err := l.doc(id).Get(ctx)
 	if err != nil {
-		return idempotency.Record{}, translate(err, "read %s", l.Reference(id))
+		return idempotency.Record{}, fsfault.Read(err, "read %s", l.Reference(id))
 	}
 	rec, _, err := decode(snap)
 	return rec, err

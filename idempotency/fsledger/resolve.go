@@ -8,6 +8,7 @@ import (
 
 	"github.com/stipend-mcp/stipend/idempotency"
 	"github.com/stipend-mcp/stipend/internal/fault"
+	"github.com/stipend-mcp/stipend/internal/fsfault"
 )
 
 // Inspect implements idempotency.Ledger.
@@ -68,7 +69,7 @@ func (l *Ledger) resolveError(ctx context.Context, err error, id, op string) err
 		return nil
 	}
 	if c := code(err); c != codeFailedPrecondition && c != codeNotFound {
-		return translate(err, "%s %s", op, l.Reference(id))
+		return fsfault.Write(err, "%s %s", op, l.Reference(id))
 	}
 	if _, gerr := l.doc(id).Get(ctx); code(gerr) == codeNotFound {
 		return fault.Errorf(fault.CodeNotFound, "%s %s: no such row", op, l.Reference(id))

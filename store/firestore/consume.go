@@ -8,6 +8,7 @@ import (
 
 	"github.com/stipend-mcp/stipend/entitlement"
 	"github.com/stipend-mcp/stipend/event"
+	"github.com/stipend-mcp/stipend/internal/fsfault"
 	"github.com/stipend-mcp/stipend/store"
 )
 
@@ -35,7 +36,7 @@ func (s *Store) consumptionRef(agentID, key string) *firestore.DocumentRef {
 func (s *Store) FindConsumption(ctx context.Context, agentID, key string) (entitlement.Consumption, error) {
 	snap, err := s.get(ctx, s.consumptionRef(agentID, key))
 	if err != nil {
-		return entitlement.Consumption{}, translate(err, "find consumption")
+		return entitlement.Consumption{}, fsfault.Read(err, "find consumption")
 	}
 	if !snap.Exists() {
 		// The key stays out of the message: it may be sensitive.

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/stipend-mcp/stipend/event"
+	"github.com/stipend-mcp/stipend/internal/fsfault"
 	"github.com/stipend-mcp/stipend/store"
 )
 
@@ -37,7 +38,7 @@ func (s *Store) CreateEndpoint(ctx context.Context, e store.Endpoint) (store.End
 		if status.Code(err) == codes.AlreadyExists {
 			return store.Endpoint{}, store.Errorf(store.CodeConflict, "webhook endpoint %s exists", e.ID)
 		}
-		return store.Endpoint{}, translateWrite(err, "create webhook endpoint")
+		return store.Endpoint{}, fsfault.Write(err, "create webhook endpoint")
 	}
 	if e.EventTypes == nil {
 		e.EventTypes = []event.Type{}
@@ -52,7 +53,7 @@ func (s *Store) GetEndpoint(ctx context.Context, id string) (store.Endpoint, err
 		return store.Endpoint{}, store.Errorf(store.CodeNotFound, "webhook endpoint %s", id)
 	}
 	if err != nil {
-		return store.Endpoint{}, translate(err, "get webhook endpoint")
+		return store.Endpoint{}, fsfault.Read(err, "get webhook endpoint")
 	}
 	return endpointFrom(snap)
 }
@@ -154,7 +155,7 @@ func (s *Store) GetDelivery(ctx context.Context, id string) (store.Delivery, err
 		return store.Delivery{}, store.Errorf(store.CodeNotFound, "delivery %s", id)
 	}
 	if err != nil {
-		return store.Delivery{}, translate(err, "get delivery")
+		return store.Delivery{}, fsfault.Read(err, "get delivery")
 	}
 	return deliveryFrom(snap)
 }
@@ -207,10 +208,10 @@ func (s *Store) ClaimDueDeliveries(ctx context.Context, now time.Time, limit int
 		Where("scheduledAt", "<=", now).Limit(n).Documents(ctx).GetAll()
 	wg.Wait()
 	if staleErr != nil {
-		return nil, translate(staleErr, "find expired delivery claims")
+		return nil, fsfault.Read(staleErr, "find expired delivery claims")
 	}
 	if err != nil {
-		return nil, translate(err, "find due deliveries")
+		return nil, fsfault.Read(err, "find due deliveries")
 	}
 	var out []store.Delivery
 	for _, snap := range append(stale, due...) {
@@ -252,7 +253,7 @@ func (s *Store) claimOne(ctx context.Context, snap *firestore.DocumentSnapshot, 
 		// Another worker claimed (or finished) it first.
 		return store.Delivery{}, false, nil
 	}
-	return store.Delivery{}, false, translate(err, "claim delivery")
+	return store.Delivery{}, false, fsfault.Write(err, "claim delivery")
 }
 
 // FinishDelivery implements store.DeliveryStore.
@@ -322,11 +323,11 @@ func (s *Store) RecordInboundEvent(ctx context.Context, source, eventID string) 
 		return true, now, nil
 	}
 	if status.Code(err) != codes.AlreadyExists {
-		return false, time.Time{}, translateWrite(err, "record inbound event")
+		return false, time.Time{}, fsfault.Write(err, "record inbound event")
 	}
 	snap, err := ref.Get(ctx)
 	if err != nil {
-		return false, time.Time{}, translate(err, "read inbound event")
+		return false, time.Time{}, fsfault.Read(err, "read inbound event")
 	}
 	f := read(snap)
 	first := f.instant("firstSeenAt")
