@@ -159,8 +159,12 @@ type AttemptResult struct {
 	Deferred bool
 }
 
-// MaxErrorLength bounds the stored AttemptResult.Error.
+// MaxErrorLength bounds the stored AttemptResult.Error; a longer one is cut.
 const MaxErrorLength = 1024
+
+// MaxPayloadBytes bounds Delivery.Payload; EnqueueDelivery refuses a larger
+// one as Invalid.
+const MaxPayloadBytes = 512 << 10
 
 // DeliveryStore is the durable state of outbound webhooks (endpoints and
 // deliveries) and of inbound provider event deduplication. Many dispatcher
@@ -218,72 +222,4 @@ type DeliveryStore interface {
 	// call. Atomic: of concurrent calls, exactly one sees new true. The
 	// records are the ones PaymentChange.Inbound writes.
 	RecordInboundEvent(ctx context.Context, source, eventID string) (isNew bool, firstSeenAt time.Time, err error)
-}
-
-// CheckAttemptResult validates r for FinishDelivery.
-func CheckAttemptResult(r *AttemptResult) error {
-	switch r.Status {
-	case DeliverySucceeded, DeliveryFailed, DeliveryDead:
-	default:
-		return Errorf(CodeInvalid, "status: %q is not a result of an attempt", r.Status)
-	}
-	if r.Status != DeliveryFailed && !r.RetryAt.IsZero() {
-		return Errorf(CodeInvalid, "retryAt: only a failed attempt can be retried")
-	}
-	if r.Deferred && (r.Status != DeliveryFailed || r.RetryAt.IsZero()) {
-		return Errorf(CodeInvalid, "deferred: needs status failed and a retryAt")
-	}
-	if len(r.Error) > MaxErrorLength {
-		r.Error = r.Error[:MaxErrorLength]
-	}
-	return nil
-}
-
-// ApplyAttempt returns d after the attempt result r at now: the state change
-// FinishDelivery makes, shared by the adapters.
-func ApplyAttempt(d Delivery, r AttemptResult, now time.Time) Delivery {
-	t := now.UTC()
-	if r.Deferred {
-		d.Status, d.ScheduledAt = DeliveryPending, r.RetryAt.UTC()
-		d.Attempts = max(d.Attempts-1, 0)
-		d.ClaimedBy, d.ClaimedAt, d.ClaimToken = "", nil, ""
-		d.UpdatedAt = t
-		return d
-	}
-	d.Status = r.Status
-	if r.Status == DeliveryFailed && !r.RetryAt.IsZero() {
-		d.Status = DeliveryPending
-		d.ScheduledAt = r.RetryAt.UTC()
-	}
-	d.LastStatusCode, d.LastError = r.StatusCode, r.Error
-	d.LastAttemptAt = &t
-	d.ClaimedBy, d.ClaimedAt, d.ClaimToken = "", nil, ""
-	d.UpdatedAt = t
-	return d
-}
-
-// CheckNewDelivery validates a delivery passed to EnqueueDelivery and fills
-// in the fields the store owns, at now.
-func CheckNewDelivery(d *Delivery, now time.Time) error {
-	switch {
-	case d.ID == "":
-		return Errorf(CodeInvalid, "id: required")
-	case d.Key == "":
-		return Errorf(CodeInvalid, "key: required")
-	case d.EndpointID == "":
-		return Errorf(CodeInvalid, "endpointId: required")
-	case d.EventID == "":
-		return Errorf(CodeInvalid, "eventId: required")
-	case len(d.Payload) > 512<<10:
-		return Errorf(CodeInvalid, "payload: larger than 512 KiB")
-	}
-	d.Status, d.Attempts = DeliveryPending, 0
-	d.ClaimedBy, d.ClaimedAt, d.ClaimToken = "", nil, ""
-	d.LastStatusCode, d.LastError, d.LastAttemptAt = 0, "", nil
-	d.CreatedAt, d.UpdatedAt = now.UTC(), now.UTC()
-	if d.ScheduledAt.IsZero() {
-		d.ScheduledAt = now
-	}
-	d.ScheduledAt = d.ScheduledAt.UTC()
-	return nil
 }

@@ -1,9 +1,6 @@
 package store
 
-import (
-	"github.com/stipend-mcp/stipend/internal/fault"
-	"github.com/stipend-mcp/stipend/payment"
-)
+import "github.com/stipend-mcp/stipend/internal/fault"
 
 // The error vocabulary of the contract is defined once, in internal/fault
 // (where the idempotency ledgers can share it without importing this
@@ -59,9 +56,3 @@ func IsUncertain(err error) bool { return fault.IsUncertain(err) }
 // CodeOf returns the code of err, CodeInternal for an error that is not an
 // *Error, and "" for nil.
 func CodeOf(err error) Code { return fault.CodeOf(err) }
-
-// RefusedTransition is the Conflict of a payment change that the payment's
-// status does not allow (payment.Refuse).
-func RefusedTransition(id string, from, to payment.Status) error {
-	return Errorf(CodeConflict, "payment %q is %s: it cannot become %s", id, from, to)
-}

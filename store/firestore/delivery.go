@@ -14,6 +14,7 @@ import (
 	"github.com/stipend-mcp/stipend/event"
 	"github.com/stipend-mcp/stipend/internal/fsfault"
 	"github.com/stipend-mcp/stipend/store"
+	"github.com/stipend-mcp/stipend/store/internal/transition"
 )
 
 var _ store.DeliveryStore = (*Store)(nil)
@@ -96,7 +97,7 @@ func (s *Store) DisableEndpoint(ctx context.Context, id, reason string) (store.E
 // the delivery it points at or creates both. Of racing callers, the losers
 // abort (or find the pointer created at commit), retry, and read the winner's.
 func (s *Store) EnqueueDelivery(ctx context.Context, d store.Delivery) (store.Delivery, bool, error) {
-	if err := store.CheckNewDelivery(&d, s.clock()); err != nil {
+	if err := transition.CheckNewDelivery(&d, s.clock()); err != nil {
 		return store.Delivery{}, false, err
 	}
 	d.ScheduledAt = stamp(d.ScheduledAt)
@@ -258,7 +259,7 @@ func (s *Store) claimOne(ctx context.Context, snap *firestore.DocumentSnapshot, 
 
 // FinishDelivery implements store.DeliveryStore.
 func (s *Store) FinishDelivery(ctx context.Context, id, claimToken string, r store.AttemptResult) (store.Delivery, error) {
-	if err := store.CheckAttemptResult(&r); err != nil {
+	if err := transition.CheckAttemptResult(&r); err != nil {
 		return store.Delivery{}, err
 	}
 	r.RetryAt = stampOrZero(r.RetryAt)
@@ -266,7 +267,7 @@ func (s *Store) FinishDelivery(ctx context.Context, id, claimToken string, r sto
 		if d.Status != store.DeliveryInFlight || d.ClaimToken != claimToken {
 			return d, store.Errorf(store.CodeConflict, "delivery %s is no longer claimed with this token", id)
 		}
-		return store.ApplyAttempt(d, r, s.clock()), nil
+		return transition.ApplyAttempt(d, r, s.clock()), nil
 	})
 }
 
@@ -316,7 +317,7 @@ func (s *Store) RecordInboundEvent(ctx context.Context, source, eventID string) 
 	if source == "" || eventID == "" {
 		return false, time.Time{}, store.Errorf(store.CodeInvalid, "source and eventId: required")
 	}
-	ref := s.col(colInbound).Doc(store.InboundKey(source, eventID))
+	ref := s.col(colInbound).Doc(transition.InboundKey(source, eventID))
 	now := s.clock()
 	_, err := ref.Create(ctx, inboundDoc(source, eventID, now))
 	if err == nil {

@@ -119,7 +119,7 @@ func (s *Store) ListEntitlements(ctx context.Context, agentID string, f store.En
 		})
 }
 
-// ActiveEntitlements implements store.Charger.
+// ActiveEntitlements implements charge.Charger.
 func (s *Store) ActiveEntitlements(ctx context.Context, agentID string) ([]entitlement.Entitlement, error) {
 	snaps, err := s.build(qActiveEntitlements,
 		filter{"agentId", "==", agentID}, filter{"status", "==", string(entitlement.StatusActive)},

@@ -12,6 +12,7 @@ import (
 	"github.com/stipend-mcp/stipend/payment"
 	"github.com/stipend-mcp/stipend/receipt"
 	"github.com/stipend-mcp/stipend/store"
+	"github.com/stipend-mcp/stipend/store/internal/transition"
 )
 
 // This file holds the payment state changes: complete, fail and refund, each
@@ -34,7 +35,7 @@ func (s *Store) readChange(tx *firestore.Transaction, id string, ch *store.Payme
 	}
 	c := change{p: p}
 	if ch.Inbound != nil {
-		c.inboundRef = s.col(colInbound).Doc(store.InboundKey(ch.Inbound.Source, ch.Inbound.EventID))
+		c.inboundRef = s.col(colInbound).Doc(transition.InboundKey(ch.Inbound.Source, ch.Inbound.EventID))
 		_, err := tx.Get(c.inboundRef)
 		switch {
 		case err == nil:
@@ -136,7 +137,7 @@ func (s *Store) CompletePayment(ctx context.Context, id string, ch store.Payment
 			return c.recordInbound(tx, &ch, now)
 		}
 		if p.Status.Toward(payment.StatusSucceeded) == payment.Refuse {
-			return store.RefusedTransition(id, p.Status, payment.StatusSucceeded)
+			return transition.RefusedPayment(id, p.Status, payment.StatusSucceeded)
 		}
 		createAccount, err := s.ensureAccount(tx, p.AgentID, now)
 		if err != nil {
@@ -190,7 +191,7 @@ func (s *Store) FailPayment(ctx context.Context, id string, ch store.PaymentChan
 			return c.recordInbound(tx, &ch, now)
 		}
 		if out.Status.Toward(payment.StatusFailed) == payment.Refuse {
-			return store.RefusedTransition(id, out.Status, payment.StatusFailed)
+			return transition.RefusedPayment(id, out.Status, payment.StatusFailed)
 		}
 		out.Status, out.FailedAt, out.UpdatedAt, out.FailureReason = payment.StatusFailed, &now, now, ch.Reason
 		return all([]func() error{
@@ -223,7 +224,7 @@ func (s *Store) RefundPayment(ctx context.Context, id string, ch store.PaymentCh
 			return c.recordInbound(tx, &ch, now)
 		}
 		if p.Status.Toward(payment.StatusRefunded) == payment.Refuse {
-			return store.RefusedTransition(id, p.Status, payment.StatusRefunded)
+			return transition.RefusedPayment(id, p.Status, payment.StatusRefunded)
 		}
 		es, err := s.txEntitlements(tx, p.EntitlementIDs)
 		if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/stipend-mcp/stipend/payment"
 	"github.com/stipend-mcp/stipend/receipt"
 	"github.com/stipend-mcp/stipend/store"
+	"github.com/stipend-mcp/stipend/store/internal/transition"
 )
 
 // Each transition works in two halves under the mutex: first everything
@@ -31,7 +32,7 @@ func (s *Store) CompletePayment(_ context.Context, id string, ch store.PaymentCh
 	case seen, p.Status.Toward(payment.StatusSucceeded) == payment.Replay:
 		return s.completion(p, p.ReceiptID, true), nil
 	case p.Status.Toward(payment.StatusSucceeded) == payment.Refuse:
-		return store.Completion{}, store.RefusedTransition(id, p.Status, payment.StatusSucceeded)
+		return store.Completion{}, transition.RefusedPayment(id, p.Status, payment.StatusSucceeded)
 	}
 	now := s.clock()
 	e := p.Grant.Entitlement(uuid.NewString(), p, now)
@@ -78,7 +79,7 @@ func (s *Store) FailPayment(_ context.Context, id string, ch store.PaymentChange
 	case seen, p.Status.Toward(payment.StatusFailed) == payment.Replay:
 		return copyPayment(p), nil
 	case p.Status.Toward(payment.StatusFailed) == payment.Refuse:
-		return payment.Payment{}, store.RefusedTransition(id, p.Status, payment.StatusFailed)
+		return payment.Payment{}, transition.RefusedPayment(id, p.Status, payment.StatusFailed)
 	}
 	now := s.clock()
 	next := copyPayment(p)
@@ -108,7 +109,7 @@ func (s *Store) RefundPayment(_ context.Context, id string, ch store.PaymentChan
 	case seen, p.Status.Toward(payment.StatusRefunded) == payment.Replay:
 		return s.completion(p, p.RefundReceiptID, true), nil
 	case p.Status.Toward(payment.StatusRefunded) == payment.Refuse:
-		return store.Completion{}, store.RefusedTransition(id, p.Status, payment.StatusRefunded)
+		return store.Completion{}, transition.RefusedPayment(id, p.Status, payment.StatusRefunded)
 	}
 	now := s.clock()
 	r := receipt.Receipt{
@@ -185,7 +186,7 @@ func (s *Store) inboundSeen(in *store.InboundEvent) (string, bool) {
 	if in == nil {
 		return "", false
 	}
-	key := store.InboundKey(in.Source, in.EventID)
+	key := transition.InboundKey(in.Source, in.EventID)
 	_, ok := s.inbound[key]
 	return key, ok
 }
