@@ -109,17 +109,6 @@ func (s *Store) txEntitlements(tx *firestore.Transaction, ids []string) ([]entit
 	return out, nil
 }
 
-func sign(ch *store.PaymentChange, r receipt.Receipt) (receipt.Signed, error) {
-	if ch.Sign == nil {
-		return receipt.Signed{}, store.Errorf(store.CodeInvalid, "payment change: no signer")
-	}
-	jws, err := ch.Sign(r)
-	if err != nil {
-		return receipt.Signed{}, store.Wrap(store.CodeInternal, err, "sign receipt")
-	}
-	return receipt.Signed{Receipt: r, JWS: jws}, nil
-}
-
 // CompletePayment implements store.EntitlementStore.
 func (s *Store) CompletePayment(ctx context.Context, id string, ch store.PaymentChange) (store.Completion, error) {
 	var out store.Completion
@@ -144,7 +133,7 @@ func (s *Store) CompletePayment(ctx context.Context, id string, ch store.Payment
 			return err
 		}
 		e := normalized(p.Grant.Entitlement(uuid.NewString(), &p, now), now)
-		signed, err := sign(&ch, receipt.Receipt{
+		signed, err := transition.SignReceipt(&ch, receipt.Receipt{
 			ID: uuid.NewString(), Version: receipt.Version, Kind: receipt.KindPayment,
 			Issuer: ch.Issuer, AgentID: p.AgentID, PaymentID: p.ID, Amount: p.Amount,
 			Grants: []receipt.Grant{receipt.GrantOf(&e)}, IssuedAt: now,
@@ -244,7 +233,7 @@ func (s *Store) RefundPayment(ctx context.Context, id string, ch store.PaymentCh
 			}
 			grants = append(grants, receipt.GrantOf(e))
 		}
-		signed, err := sign(&ch, receipt.Receipt{
+		signed, err := transition.SignReceipt(&ch, receipt.Receipt{
 			ID: uuid.NewString(), Version: receipt.Version, Kind: receipt.KindRefund,
 			Issuer: ch.Issuer, AgentID: p.AgentID, PaymentID: p.ID, Amount: p.Amount,
 			Grants: grants, IssuedAt: now,

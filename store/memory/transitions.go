@@ -38,7 +38,7 @@ func (s *Store) CompletePayment(_ context.Context, id string, ch store.PaymentCh
 	e := p.Grant.Entitlement(uuid.NewString(), p, now)
 	e = e.Clone() // share nothing with the payment's grant
 	normalizeTimes(&e)
-	signed, err := sign(ch, receipt.Receipt{
+	signed, err := transition.SignReceipt(&ch, receipt.Receipt{
 		ID: uuid.NewString(), Version: receipt.Version, Kind: receipt.KindPayment,
 		Issuer: ch.Issuer, AgentID: p.AgentID, PaymentID: p.ID, Amount: p.Amount,
 		Grants: []receipt.Grant{receipt.GrantOf(&e)}, IssuedAt: now,
@@ -132,7 +132,7 @@ func (s *Store) RefundPayment(_ context.Context, id string, ch store.PaymentChan
 			evs = append(evs, pending(event.EntitlementRevoked, p.AgentID, &left))
 		}
 	}
-	signed, err := sign(ch, r)
+	signed, err := transition.SignReceipt(&ch, r)
 	if err != nil {
 		return store.Completion{}, err
 	}
@@ -167,17 +167,6 @@ func (s *Store) completion(p *payment.Payment, receiptID string, replayed bool) 
 		}
 	}
 	return c
-}
-
-func sign(ch store.PaymentChange, r receipt.Receipt) (receipt.Signed, error) {
-	if ch.Sign == nil {
-		return receipt.Signed{}, store.Errorf(store.CodeInvalid, "payment change: no signing function")
-	}
-	jws, err := ch.Sign(r)
-	if err != nil {
-		return receipt.Signed{}, store.Wrap(store.CodeInternal, err, "signing receipt %s", r.ID)
-	}
-	return receipt.Signed{Receipt: r, JWS: jws}, nil
 }
 
 // inboundSeen returns the key of in and whether it was recorded; ("",

@@ -2,6 +2,7 @@ package transition
 
 import (
 	"github.com/stipend-mcp/stipend/payment"
+	"github.com/stipend-mcp/stipend/receipt"
 	"github.com/stipend-mcp/stipend/store"
 )
 
@@ -10,4 +11,18 @@ import (
 // payment, FailPayment on a succeeded one, RefundPayment on a pending one.
 func RefusedPayment(id string, from, to payment.Status) error {
 	return store.Errorf(store.CodeConflict, "payment %q is %s: it cannot become %s", id, from, to)
+}
+
+// SignReceipt signs r with ch.Sign for a payment change that issues a
+// receipt (complete, refund): Invalid without a signing function, Internal
+// when signing fails.
+func SignReceipt(ch *store.PaymentChange, r receipt.Receipt) (receipt.Signed, error) {
+	if ch.Sign == nil {
+		return receipt.Signed{}, store.Errorf(store.CodeInvalid, "payment change: no signing function")
+	}
+	jws, err := ch.Sign(r)
+	if err != nil {
+		return receipt.Signed{}, store.Wrap(store.CodeInternal, err, "signing receipt %s", r.ID)
+	}
+	return receipt.Signed{Receipt: r, JWS: jws}, nil
 }
