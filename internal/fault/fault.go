@@ -49,6 +49,7 @@ type Error struct {
 	Uncertain bool
 }
 
+// Error formats the code, the message and the cause.
 func (e *Error) Error() string {
 	if e.Err != nil {
 		return fmt.Sprintf("%s: %s: %v", e.Code, e.Message, e.Err)

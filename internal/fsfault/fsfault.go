@@ -88,9 +88,10 @@ func codeOf(err error, sent bool) fault.Code {
 		// conflict the caller caused; the same call may succeed later.
 		return fault.CodeUnavailable
 	case codes.Internal, codes.Unknown:
-		// Google's Firestore error guidance calls these server errors and
-		// allows a retry (with backoff): a transient failure of the backend,
-		// not a bug of ours.
+		// Google's error guidance for Firestore treats these as server
+		// errors worth a retry, not as a fault of the request: a transient
+		// failure of the backend, not a bug of ours. Were they to persist,
+		// the Unavailable errors (and the store error metric) show it.
 		return fault.CodeUnavailable
 	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled, codes.ResourceExhausted:
 		return fault.CodeUnavailable
