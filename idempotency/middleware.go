@@ -14,8 +14,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"github.com/stipend-mcp/stipend/internal/fault"
 	"github.com/stipend-mcp/stipend/problem"
-	"github.com/stipend-mcp/stipend/store"
 )
 
 // DefaultRetention is how long a completed result is replayed when Options
@@ -277,7 +277,7 @@ func replay(c echo.Context, resp Response) error {
 // ledgerFailure answers a ledger error: 503 when the store is unavailable
 // (the write does not run), 500 otherwise.
 func ledgerFailure(c echo.Context, opts *Options, err error, op, ref string) error {
-	if store.CodeOf(err) == store.CodeUnavailable {
+	if fault.CodeOf(err) == fault.CodeUnavailable {
 		opts.Logger.Warn("idempotency: ledger unavailable", slog.String("op", op), slog.String("reference", ref), slog.String("error", err.Error()))
 		return writeProblem(c, problem.New(http.StatusServiceUnavailable, problem.Unavailable,
 			"the idempotency ledger is unavailable; the request was not run; retry with the same Idempotency-Key"))

@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/stipend-mcp/stipend/store"
+	"github.com/stipend-mcp/stipend/internal/fault"
 )
 
 // Response is a stored HTTP result, replayed to later requests with the same
@@ -52,10 +52,10 @@ func (r Response) Clone() Response {
 // and at most MaxResponseBytes serialized (ErrResponseTooLarge otherwise).
 func (r Response) Check() error {
 	if r.Status < 100 || r.Status > 599 || http.StatusText(r.Status) == "" {
-		return store.Errorf(store.CodeInvalid, "response.status: %d is not an HTTP status", r.Status)
+		return fault.Errorf(fault.CodeInvalid, "response.status: %d is not an HTTP status", r.Status)
 	}
 	if n := r.Size(); n > MaxResponseBytes {
-		return store.Wrap(store.CodeInvalid, ErrResponseTooLarge, "response.body: %d bytes serialized, limit %d", n, MaxResponseBytes)
+		return fault.Wrap(fault.CodeInvalid, ErrResponseTooLarge, "response.body: %d bytes serialized, limit %d", n, MaxResponseBytes)
 	}
 	return nil
 }
@@ -63,7 +63,7 @@ func (r Response) Check() error {
 // CheckExpiry validates the expiry given to Complete or ResolveComplete.
 func CheckExpiry(expireAt time.Time) error {
 	if expireAt.IsZero() {
-		return store.Errorf(store.CodeInvalid, "expireAt: required for a completed row")
+		return fault.Errorf(fault.CodeInvalid, "expireAt: required for a completed row")
 	}
 	return nil
 }
@@ -73,10 +73,10 @@ func CheckExpiry(expireAt time.Time) error {
 func CheckReference(ref, backend, collection string) (string, error) {
 	b, c, id, err := ParseReference(ref)
 	if err != nil {
-		return "", store.Wrap(store.CodeInvalid, err, "reference")
+		return "", fault.Wrap(fault.CodeInvalid, err, "reference")
 	}
 	if b != backend || c != collection {
-		return "", store.Errorf(store.CodeInvalid, "reference: %s/%s is not this ledger (%s/%s)", b, c, backend, collection)
+		return "", fault.Errorf(fault.CodeInvalid, "reference: %s/%s is not this ledger (%s/%s)", b, c, backend, collection)
 	}
 	return id, nil
 }

@@ -159,8 +159,12 @@ type AttemptResult struct {
 	Deferred bool
 }
 
-// MaxErrorLength bounds the stored AttemptResult.Error.
+// MaxErrorLength bounds the stored AttemptResult.Error; a longer one is cut.
 const MaxErrorLength = 1024
+
+// MaxPayloadBytes bounds Delivery.Payload; EnqueueDelivery refuses a larger
+// one as Invalid.
+const MaxPayloadBytes = 512 << 10
 
 // DeliveryStore is the durable state of outbound webhooks (endpoints and
 // deliveries) and of inbound provider event deduplication. Many dispatcher
@@ -168,23 +172,27 @@ const MaxErrorLength = 1024
 type DeliveryStore interface {
 	// CreateEndpoint stores e (which must pass e.Validate: an Invalid error
 	// naming the field otherwise), with CreatedAt set by the store and
-	// Disabled false. Conflict if the ID exists.
+	// Disabled false. Conflict if the ID exists. Atomic: of concurrent calls
+	// with one ID, exactly one creates the endpoint.
 	CreateEndpoint(ctx context.Context, e Endpoint) (Endpoint, error)
 	// GetEndpoint returns the endpoint, secret included, or ErrNotFound.
 	GetEndpoint(ctx context.Context, id string) (Endpoint, error)
 	// ListEndpoints lists endpoints oldest first (by CreatedAt, then ID).
 	ListEndpoints(ctx context.Context, p Page) (items []Endpoint, nextCursor string, err error)
-	// DisableEndpoint marks the endpoint disabled with reason; disabling a
-	// disabled endpoint returns it unchanged. ErrNotFound if absent. Its
-	// pending deliveries stay; senders finish them as failed.
+	// DisableEndpoint marks the endpoint disabled with reason, atomically;
+	// disabling a disabled endpoint returns it unchanged (the first reason
+	// stays). ErrNotFound if absent. Its pending deliveries stay; senders
+	// finish them as failed.
 	DisableEndpoint(ctx context.Context, id, reason string) (Endpoint, error)
 
-	// EnqueueDelivery stores d as pending (d.ID and d.Key required, Attempts
-	// 0, ScheduledAt d.ScheduledAt or now if zero) unless a delivery with
-	// d.Key exists: then that one is returned with created false when its
-	// EndpointID and EventID equal d's, and ErrConflict otherwise. Atomic:
-	// concurrent calls with one key store exactly one delivery, and every
-	// call returns it.
+	// EnqueueDelivery stores d as pending (Attempts 0, ScheduledAt
+	// d.ScheduledAt or now if zero) unless a delivery with d.Key exists: then
+	// that one is returned with created false when its EndpointID and
+	// EventID equal d's, and ErrConflict otherwise. d.ID, d.Key, d.EndpointID
+	// and d.EventID are required and d.Payload is at most MaxPayloadBytes
+	// (Invalid otherwise); a new key with an existing d.ID is a Conflict.
+	// Atomic: concurrent calls with one key store exactly one delivery, and
+	// every call returns it.
 	EnqueueDelivery(ctx context.Context, d Delivery) (stored Delivery, created bool, err error)
 	// GetDelivery returns the delivery, or ErrNotFound.
 	GetDelivery(ctx context.Context, id string) (Delivery, error)
@@ -200,90 +208,27 @@ type DeliveryStore interface {
 	// another worker took is skipped without failing the others. Within one
 	// claim window, a delivery is claimed by exactly one caller, however many
 	// call at once. It may return fewer than limit (even none) while due
-	// rows remain; callers simply call again.
+	// rows remain; callers simply call again. A limit ≤ 0 claims nothing. A
+	// failed call may have claimed some deliveries; those claims expire after
+	// claimTTL like any other.
 	ClaimDueDeliveries(ctx context.Context, now time.Time, limit int, claimTTL time.Duration, workerID string) ([]Delivery, error)
 	// FinishDelivery records the result of the attempt made under claimToken:
 	// succeeded, dead, failed (terminal) or back to pending at r.RetryAt. It
 	// returns the stored delivery, ErrNotFound if absent, or ErrConflict if the
 	// delivery is no longer in_flight under that token (the claim expired and
-	// another worker owns it now); then nothing changes.
+	// another worker owns it now); then nothing changes. r must be a result
+	// (see AttemptResult: Invalid otherwise); its Error is cut to
+	// MaxErrorLength. The check and the change are one atomic step.
 	FinishDelivery(ctx context.Context, id, claimToken string, r AttemptResult) (Delivery, error)
 	// RetryDelivery moves a failed or dead delivery back to pending, due now,
-	// keeping its Attempts. Conflict from any other status; ErrNotFound if absent.
+	// keeping its Attempts, atomically. Conflict from any other status;
+	// ErrNotFound if absent.
 	RetryDelivery(ctx context.Context, id string) (Delivery, error)
 
 	// RecordInboundEvent records that the provider event (source, eventID)
-	// was received, under InboundKey(source, eventID). It returns new true and
-	// now on the first call, and new false with the first time on every later
-	// call. Atomic: of concurrent calls, exactly one sees new true. The
-	// records are the ones PaymentChange.Inbound writes.
+	// was received. It returns new true and now on the first call, and new
+	// false with the first time on every later call; an empty source or
+	// eventID is Invalid. Atomic: of concurrent calls, exactly one sees new
+	// true. The records are the ones PaymentChange.Inbound writes.
 	RecordInboundEvent(ctx context.Context, source, eventID string) (isNew bool, firstSeenAt time.Time, err error)
-}
-
-// CheckAttemptResult validates r for FinishDelivery.
-func CheckAttemptResult(r *AttemptResult) error {
-	switch r.Status {
-	case DeliverySucceeded, DeliveryFailed, DeliveryDead:
-	default:
-		return Errorf(CodeInvalid, "status: %q is not a result of an attempt", r.Status)
-	}
-	if r.Status != DeliveryFailed && !r.RetryAt.IsZero() {
-		return Errorf(CodeInvalid, "retryAt: only a failed attempt can be retried")
-	}
-	if r.Deferred && (r.Status != DeliveryFailed || r.RetryAt.IsZero()) {
-		return Errorf(CodeInvalid, "deferred: needs status failed and a retryAt")
-	}
-	if len(r.Error) > MaxErrorLength {
-		r.Error = r.Error[:MaxErrorLength]
-	}
-	return nil
-}
-
-// ApplyAttempt returns d after the attempt result r at now: the state change
-// FinishDelivery makes, shared by the adapters.
-func ApplyAttempt(d Delivery, r AttemptResult, now time.Time) Delivery {
-	t := now.UTC()
-	if r.Deferred {
-		d.Status, d.ScheduledAt = DeliveryPending, r.RetryAt.UTC()
-		d.Attempts = max(d.Attempts-1, 0)
-		d.ClaimedBy, d.ClaimedAt, d.ClaimToken = "", nil, ""
-		d.UpdatedAt = t
-		return d
-	}
-	d.Status = r.Status
-	if r.Status == DeliveryFailed && !r.RetryAt.IsZero() {
-		d.Status = DeliveryPending
-		d.ScheduledAt = r.RetryAt.UTC()
-	}
-	d.LastStatusCode, d.LastError = r.StatusCode, r.Error
-	d.LastAttemptAt = &t
-	d.ClaimedBy, d.ClaimedAt, d.ClaimToken = "", nil, ""
-	d.UpdatedAt = t
-	return d
-}
-
-// CheckNewDelivery validates a delivery passed to EnqueueDelivery and fills
-// in the fields the store owns, at now.
-func CheckNewDelivery(d *Delivery, now time.Time) error {
-	switch {
-	case d.ID == "":
-		return Errorf(CodeInvalid, "id: required")
-	case d.Key == "":
-		return Errorf(CodeInvalid, "key: required")
-	case d.EndpointID == "":
-		return Errorf(CodeInvalid, "endpointId: required")
-	case d.EventID == "":
-		return Errorf(CodeInvalid, "eventId: required")
-	case len(d.Payload) > 512<<10:
-		return Errorf(CodeInvalid, "payload: larger than 512 KiB")
-	}
-	d.Status, d.Attempts = DeliveryPending, 0
-	d.ClaimedBy, d.ClaimedAt, d.ClaimToken = "", nil, ""
-	d.LastStatusCode, d.LastError, d.LastAttemptAt = 0, "", nil
-	d.CreatedAt, d.UpdatedAt = now.UTC(), now.UTC()
-	if d.ScheduledAt.IsZero() {
-		d.ScheduledAt = now
-	}
-	d.ScheduledAt = d.ScheduledAt.UTC()
-	return nil
 }

@@ -1,108 +1,58 @@
 package store
 
-import (
-	"errors"
-	"fmt"
+import "github.com/stipend-mcp/stipend/internal/fault"
 
-	"github.com/stipend-mcp/stipend/payment"
-)
+// The error vocabulary of the contract is defined once, in internal/fault
+// (where the idempotency ledgers can share it without importing this
+// package); these are its public names, and the ones callers use.
 
-// Code classifies a store failure. Adapters translate their backend's errors
-// (gRPC codes for Firestore) into these at the boundary; callers never see
-// backend errors directly.
-type Code string
+// Code classifies a store failure; see the constants for what each means.
+type Code = fault.Code
 
 // The error codes.
 const (
 	// CodeNotFound: the named document does not exist.
-	CodeNotFound Code = "not_found"
-	// CodeConflict: an idempotency key was reused with different parameters, or a
-	// state change is not allowed from the current state.
-	CodeConflict Code = "conflict"
+	CodeNotFound = fault.CodeNotFound
+	// CodeConflict: a key reused with different parameters, or a state
+	// change the current state does not allow.
+	CodeConflict = fault.CodeConflict
 	// CodeInvalid: the caller passed something the store cannot accept.
-	CodeInvalid Code = "invalid"
-	// CodeUnavailable: the backend could not be reached or did not answer in
-	// time. The change was not applied, unless the error is Uncertain (see
-	// Error.Uncertain); retrying with the same idempotency key is safe.
-	CodeUnavailable Code = "unavailable"
-	// CodeInternal: a bug or corrupt data (for example a stored amount that is not
-	// an integer); the message names the document.
-	CodeInternal Code = "internal"
+	CodeInvalid = fault.CodeInvalid
+	// CodeUnavailable: the backend could not serve the call now; nothing
+	// changed unless the error is Uncertain, and retrying with the same
+	// idempotency key is safe.
+	CodeUnavailable = fault.CodeUnavailable
+	// CodeInternal: a bug, a deployment mistake or corrupt data.
+	CodeInternal = fault.CodeInternal
 )
 
 // Error is the one error type stores return. A failed method changed
-// nothing, unless Uncertain is set.
-type Error struct {
-	Code    Code
-	Message string
-	Err     error
-	// Uncertain marks a failure after which the change may have been
-	// applied: a write or commit whose answer was lost (a deadline, a broken
-	// connection, a backend failing mid-way). Only writes set it.
-	Uncertain bool
-}
-
-func (e *Error) Error() string {
-	if e.Err != nil {
-		return fmt.Sprintf("%s: %s: %v", e.Code, e.Message, e.Err)
-	}
-	return fmt.Sprintf("%s: %s", e.Code, e.Message)
-}
-
-func (e *Error) Unwrap() error { return e.Err }
-
-// Is lets errors.Is(err, store.ErrNotFound) and friends match by code.
-func (e *Error) Is(target error) bool {
-	t, ok := target.(*Error)
-	return ok && t.Message == "" && t.Err == nil && t.Code == e.Code
-}
+// nothing, unless Error.Uncertain is set.
+type Error = fault.Error
 
 // Sentinels for errors.Is; they match any *Error with the same code.
 var (
-	ErrNotFound    = &Error{Code: CodeNotFound}
-	ErrConflict    = &Error{Code: CodeConflict}
-	ErrInvalid     = &Error{Code: CodeInvalid}
-	ErrUnavailable = &Error{Code: CodeUnavailable}
-	ErrInternal    = &Error{Code: CodeInternal}
+	ErrNotFound    = fault.ErrNotFound
+	ErrConflict    = fault.ErrConflict
+	ErrInvalid     = fault.ErrInvalid
+	ErrUnavailable = fault.ErrUnavailable
+	ErrInternal    = fault.ErrInternal
 )
 
 // Errorf returns an *Error with code and a formatted message.
 func Errorf(code Code, format string, args ...any) error {
-	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+	return fault.Errorf(code, format, args...)
 }
 
 // Wrap returns an *Error with code around err.
 func Wrap(code Code, err error, format string, args ...any) error {
-	return &Error{Code: code, Message: fmt.Sprintf(format, args...), Err: err}
-}
-
-// RefusedTransition is the Conflict of a payment change that the payment's
-// status does not allow (payment.Refuse).
-func RefusedTransition(id string, from, to payment.Status) error {
-	return Errorf(CodeConflict, "payment %q is %s: it cannot become %s", id, from, to)
+	return fault.Wrap(code, err, format, args...)
 }
 
 // IsUncertain reports whether err is a store failure after which the change
-// may have been applied: some *Error in its chain is Uncertain (an adapter
-// may wrap a write's error in another). Any other error, or nil, is not.
-func IsUncertain(err error) bool {
-	for ; err != nil; err = errors.Unwrap(err) {
-		if e, ok := err.(*Error); ok && e.Uncertain {
-			return true
-		}
-	}
-	return false
-}
+// may have been applied (some *Error in its chain is Uncertain).
+func IsUncertain(err error) bool { return fault.IsUncertain(err) }
 
-// CodeOf returns the code of err, CodeInternal for an error that is not an *Error,
-// and "" for nil.
-func CodeOf(err error) Code {
-	if err == nil {
-		return ""
-	}
-	var e *Error
-	if errors.As(err, &e) {
-		return e.Code
-	}
-	return CodeInternal
-}
+// CodeOf returns the code of err, CodeInternal for an error that is not an
+// *Error, and "" for nil.
+func CodeOf(err error) Code { return fault.CodeOf(err) }

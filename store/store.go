@@ -1,15 +1,25 @@
 // Package store defines the storage contract every Stipend backend fulfils:
 // EntitlementStore (accounts, entitlements, consumption, payments, receipts
-// and the event outbox). The memory and Firestore adapters both pass the
+// and the event outbox) and DeliveryStore (webhook endpoints and deliveries,
+// inbound provider events). The memory and Firestore adapters both pass the
 // suites in package conformance.
 //
 // Rules that hold for every method:
 //   - Errors are *Error values; classify them with errors.Is(err, ErrNotFound)
 //     or CodeOf(err), never by comparing strings or backend codes.
+//   - Input a method cannot accept is an Invalid error naming the field.
+//   - Any method may fail with an Unavailable error when the backend cannot
+//     serve it now (unreachable, too slow, or contention that outlasted the
+//     adapter's own retries). The call then changed nothing, unless the error
+//     is Uncertain (IsUncertain): a write whose answer was lost may have been
+//     applied. Retrying is safe for every method below that is idempotent or
+//     keyed; methods where contention is expected say so.
 //   - Returned values are copies: mutating them never changes stored state.
 //   - Every instant is stored and returned in UTC.
 //   - A method documented as atomic either happens entirely or not at all,
 //     also when the process dies half-way or the backend retries it.
+//   - List methods answer an empty page, never ErrNotFound, for an owner
+//     with no rows (or none at all).
 package store
 
 import (
@@ -153,16 +163,18 @@ type InboundEvent struct {
 // EntitlementStore is the durable state of Stipend.
 type EntitlementStore interface {
 	// UpsertAccount creates the account a.AgentID if absent, or updates its
-	// DisplayName and Metadata if present (CreatedAt is kept). It is
-	// idempotent and returns the stored account.
+	// DisplayName and Metadata if present (CreatedAt is kept), atomically.
+	// It is idempotent, never a Conflict, and returns the stored account. An
+	// empty AgentID is Invalid.
 	UpsertAccount(ctx context.Context, a entitlement.Account) (entitlement.Account, error)
 	// GetAccount returns the account, or ErrNotFound.
 	GetAccount(ctx context.Context, agentID string) (entitlement.Account, error)
 
-	// CreateEntitlement stores e, which must carry a new unique ID, and
-	// creates its account if absent, atomically. It returns Conflict if the
-	// ID exists. An entitlement.granted event is written to the outbox in the
-	// same transaction.
+	// CreateEntitlement stores e, which must pass e.Validate (Invalid
+	// otherwise) and carry a new unique ID (Conflict if the ID exists), and
+	// creates its account if absent. A zero Status becomes active and a zero
+	// CreatedAt now. Atomic: the entitlement, the account and an
+	// entitlement.granted outbox event are written together or not at all.
 	CreateEntitlement(ctx context.Context, e entitlement.Entitlement) (entitlement.Entitlement, error)
 	// GetEntitlement returns the entitlement, or ErrNotFound. A pending lazy
 	// quota reset is shown as applied (nothing is written).
@@ -170,18 +182,21 @@ type EntitlementStore interface {
 	// ListEntitlements lists an agent's entitlements, oldest first (by
 	// CreatedAt, then ID), with pending lazy quota resets shown as applied.
 	ListEntitlements(ctx context.Context, agentID string, f EntitlementFilter, p Page) (items []entitlement.Entitlement, nextCursor string, err error)
-	// RevokeEntitlement marks the entitlement revoked (idempotently: revoking a
-	// revoked entitlement returns it unchanged), releases its open holds and
-	// writes an entitlement.revoked event, in ONE atomic step. ErrNotFound if
-	// absent.
+	// RevokeEntitlement marks the entitlement revoked, releases its open
+	// holds and writes an entitlement.revoked event, in ONE atomic step. It
+	// is idempotent: revoking a revoked entitlement returns it unchanged and
+	// writes nothing. ErrNotFound if absent. While calls charge the
+	// entitlement it may answer Unavailable under contention; retrying is
+	// safe.
 	RevokeEntitlement(ctx context.Context, id string) (entitlement.Entitlement, error)
 
 	// CheckAndConsume charges one tool call, exactly once per (agent, key).
-	// req must have passed Normalize.
+	// req is normalized first: a request that fails
+	// entitlement.ConsumeRequest.Normalize is Invalid.
 	//
 	// If a consumption with ConsumptionKey(agent, key) exists: Replay with it
-	// when its fingerprint equals req.Fingerprint(), else Conflict; nothing is
-	// charged. Otherwise, with req.EntitlementID set, that entitlement is read,
+	// when its fingerprint equals req.Fingerprint(), else Conflict; a key
+	// used by a hold (Authorize) is a Conflict too; nothing is charged then. Otherwise, with req.EntitlementID set, that entitlement is read,
 	// checked (entitlement.Check) and charged, and the consumption created, in
 	// ONE atomic step; without it, the agent's entitlements are tried in
 	// entitlement.SortCandidates order, each in its own atomic step, until one
@@ -197,7 +212,9 @@ type EntitlementStore interface {
 	CheckAndConsume(ctx context.Context, req entitlement.ConsumeRequest) (ConsumeResult, error)
 	// Check answers what CheckAndConsume would do now, without writing:
 	// Replay/Conflict for a used key, Allowed with the entitlement that would
-	// pay, or Denied with every reason.
+	// pay, or Denied with every reason (one not_found denial for an agent with
+	// no entitlement). Absence is an outcome, never an error; a request that
+	// fails Normalize is Invalid.
 	Check(ctx context.Context, req entitlement.ConsumeRequest) (ConsumeResult, error)
 	// ListConsumptions lists an agent's consumptions at or after since (zero:
 	// all), oldest first (by OccurredAt, then ID).
@@ -254,10 +271,18 @@ type EntitlementStore interface {
 	// instances may sweep at once: a hold ends exactly once.
 	ExpireHolds(ctx context.Context, limit int) (int, error)
 
-	// CreatePayment stores p (status pending, a new ID) unless a payment with
-	// p.IdempotencyKey exists: then, if its Fingerprint equals p.Fingerprint,
-	// it is returned with Created false; otherwise the result is ErrConflict.
-	// Atomic: concurrent calls with one key create exactly one payment.
+	// CreatePayment stores p, which must pass p.Validate (Invalid otherwise),
+	// as a new pending payment (with a new ID when p.ID is empty), unless a
+	// payment with p.IdempotencyKey exists: then, if its Fingerprint equals
+	// p.Fingerprint, that payment is returned with Created false; otherwise
+	// the result is ErrConflict. It is also a Conflict when p.ID exists or
+	// p.ProviderIntentID is linked to another payment. Atomic: concurrent
+	// calls with one key create exactly one payment.
+	//
+	// Under contention (concurrent calls with one key) a call may answer
+	// Unavailable instead; it created nothing unless the error is Uncertain,
+	// and retrying with the same key returns the one payment (with Created
+	// false if the lost answer was the one that created it).
 	CreatePayment(ctx context.Context, p payment.Payment) (CreatePaymentResult, error)
 	// GetPayment returns the payment, or ErrNotFound.
 	GetPayment(ctx context.Context, id string) (payment.Payment, error)
@@ -269,20 +294,34 @@ type EntitlementStore interface {
 
 	// CompletePayment moves a pending payment to succeeded in ONE atomic step
 	// that also creates the entitlement of its grant, stores the receipt that
-	// sign signs, and writes payment.succeeded and entitlement.granted events.
-	// On a payment already succeeded (or refunded) it returns the stored
-	// receipt and entitlements with Replayed true and changes nothing. A
-	// failed payment is a Conflict. sign may run more than once; it must be pure.
+	// ch.Sign signs, and writes payment.succeeded and entitlement.granted
+	// events. On a payment already succeeded (or refunded) it returns the
+	// stored receipt and entitlements with Replayed true and changes nothing;
+	// so it does, answering the payment as it is now, when ch.Inbound was
+	// already recorded. ErrNotFound if the payment is absent; a failed
+	// payment is a Conflict; no ch.Sign is Invalid. ch.Sign may run more than
+	// once; it must be pure.
+	//
+	// Under contention (concurrent changes of the payment) it may answer
+	// Unavailable; nothing changed unless the error is Uncertain, and
+	// retrying is safe: a retry applies the change or replays it.
 	CompletePayment(ctx context.Context, id string, ch PaymentChange) (Completion, error)
-	// FailPayment moves a pending payment to failed with reason and writes a
-	// payment.failed event, atomically. Failing a failed payment returns it
-	// unchanged; any other state is a Conflict.
+	// FailPayment moves a pending payment to failed with ch.Reason and writes
+	// a payment.failed event, atomically. Failing a failed payment, or a
+	// change with a ch.Inbound already recorded, returns the payment
+	// unchanged; a succeeded or refunded payment is a Conflict. ErrNotFound
+	// if absent. Under contention it may answer Unavailable, as
+	// CompletePayment does; retrying is safe.
 	FailPayment(ctx context.Context, id string, ch PaymentChange) (payment.Payment, error)
 	// RefundPayment moves a succeeded payment to refunded in ONE atomic step
-	// that revokes what remains of its grant, stores a refund receipt and
-	// writes payment.refunded and entitlement.revoked events. Refunding a
-	// refunded payment returns the stored refund receipt with Replayed true.
-	// A pending or failed payment is a Conflict.
+	// that revokes what remains of its grant, stores a refund receipt that
+	// ch.Sign signs and writes payment.refunded and entitlement.revoked
+	// events. Refunding a refunded payment returns the stored refund receipt
+	// with Replayed true and changes nothing; so does a change whose
+	// ch.Inbound was already recorded, answering the payment as it is now. A
+	// pending or failed payment is a Conflict;
+	// ErrNotFound if absent; no ch.Sign is Invalid. Under contention it may
+	// answer Unavailable, as CompletePayment does; retrying is safe.
 	RefundPayment(ctx context.Context, id string, ch PaymentChange) (Completion, error)
 
 	// GetReceipt returns the receipt, or ErrNotFound.
@@ -290,10 +329,13 @@ type EntitlementStore interface {
 	// ListReceipts lists an agent's receipts, oldest first (by IssuedAt, then ID).
 	ListReceipts(ctx context.Context, agentID string, p Page) (items []receipt.Signed, nextCursor string, err error)
 
-	// PendingEvents returns up to limit outbox events not yet marked
-	// dispatched, oldest first.
+	// PendingEvents returns up to limit (which must be positive) outbox
+	// events not yet marked dispatched, oldest first. It writes nothing.
 	PendingEvents(ctx context.Context, limit int) ([]event.Event, error)
-	// MarkEventsDispatched marks events dispatched; unknown IDs are ignored.
+	// MarkEventsDispatched marks events dispatched; unknown and already
+	// dispatched IDs are ignored, so it is idempotent and never ErrNotFound.
+	// It is not atomic across ids: a failed call may have marked some of
+	// them, and calling it again is safe.
 	MarkEventsDispatched(ctx context.Context, ids []string) error
 
 	// Ping checks, without writing, that the backend answers. It is bounded

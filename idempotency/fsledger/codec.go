@@ -8,7 +8,7 @@ import (
 	"cloud.google.com/go/firestore"
 
 	"github.com/stipend-mcp/stipend/idempotency"
-	"github.com/stipend-mcp/stipend/store"
+	"github.com/stipend-mcp/stipend/internal/fault"
 )
 
 // row is a ledger document. Field names are part of the deployed contract:
@@ -80,17 +80,17 @@ func (r row) record(id string, updateTime time.Time) idempotency.Record {
 func decode(snap *firestore.DocumentSnapshot) (idempotency.Record, string, error) {
 	var r row
 	if err := snap.DataTo(&r); err != nil {
-		return idempotency.Record{}, "", store.Wrap(store.CodeInternal, err, "corrupt document %s", snap.Ref.ID)
+		return idempotency.Record{}, "", fault.Wrap(fault.CodeInternal, err, "corrupt document %s", snap.Ref.ID)
 	}
 	rec := r.record(snap.Ref.ID, snap.UpdateTime)
 	switch rec.State {
 	case idempotency.StateInProgress:
 	case idempotency.StateCompleted:
 		if rec.Response == nil || rec.ExpireAt.IsZero() {
-			return idempotency.Record{}, "", store.Errorf(store.CodeInternal, "corrupt document %s: completed without response or expireAt", snap.Ref.ID)
+			return idempotency.Record{}, "", fault.Errorf(fault.CodeInternal, "corrupt document %s: completed without response or expireAt", snap.Ref.ID)
 		}
 	default:
-		return idempotency.Record{}, "", store.Errorf(store.CodeInternal, "corrupt document %s: state %q", snap.Ref.ID, r.State)
+		return idempotency.Record{}, "", fault.Errorf(fault.CodeInternal, "corrupt document %s: state %q", snap.Ref.ID, r.State)
 	}
 	return rec, r.Attempt, nil
 }

@@ -21,7 +21,8 @@ import (
 	"cloud.google.com/go/firestore"
 
 	"github.com/stipend-mcp/stipend/idempotency"
-	"github.com/stipend-mcp/stipend/store"
+	"github.com/stipend-mcp/stipend/internal/fault"
+	"github.com/stipend-mcp/stipend/internal/fsfault"
 )
 
 // Backend is the backend name in the ledger's references.
@@ -85,7 +86,7 @@ func (l *Ledger) doc(id string) *firestore.DocumentRef {
 // is this call's own, so the reservation is not stranded in progress.
 func (l *Ledger) Reserve(ctx context.Context, a idempotency.Attempt) (idempotency.Result, error) {
 	if err := a.Validate(); err != nil {
-		return idempotency.Result{}, store.Wrap(store.CodeInvalid, err, "reserve")
+		return idempotency.Result{}, fault.Wrap(fault.CodeInvalid, err, "reserve")
 	}
 	return l.reserve(ctx, a.Bounded(), newNonce())
 }
@@ -108,7 +109,7 @@ func (l *Ledger) reserve(ctx context.Context, a idempotency.Attempt, nonce strin
 			continue // released or resolved since our Create: try again
 		}
 		if err != nil {
-			return idempotency.Result{}, translate(err, "read %s", l.Reference(a.ID))
+			return idempotency.Result{}, fsfault.Read(err, "read %s", l.Reference(a.ID))
 		}
 		existing, owner, err := decode(snap)
 		if err != nil {
@@ -122,7 +123,7 @@ func (l *Ledger) reserve(ctx context.Context, a idempotency.Attempt, nonce strin
 			// someone else replaced it first, their reservation stands.
 			_, err := doc.Delete(ctx, firestore.LastUpdateTime(existing.UpdateTime))
 			if err != nil && code(err) != codeFailedPrecondition && code(err) != codeNotFound {
-				return idempotency.Result{}, translate(err, "replace expired %s", l.Reference(a.ID))
+				return idempotency.Result{}, fsfault.Write(err, "replace expired %s", l.Reference(a.ID))
 			}
 			continue
 		}
@@ -135,7 +136,7 @@ func (l *Ledger) reserve(ctx context.Context, a idempotency.Attempt, nonce strin
 			return idempotency.Result{Outcome: idempotency.InProgress, Record: existing}, nil
 		}
 	}
-	return idempotency.Result{}, store.Errorf(store.CodeUnavailable, "reserve %s: the row kept changing; try again", l.Reference(a.ID))
+	return idempotency.Result{}, fault.Errorf(fault.CodeUnavailable, "reserve %s: the row kept changing; try again", l.Reference(a.ID))
 }
 
 // afterFailedCreate reads the row once (on a short context of its own, as
@@ -150,7 +151,7 @@ func (l *Ledger) afterFailedCreate(ctx context.Context, doc *firestore.DocumentR
 			return idempotency.Result{Outcome: idempotency.Reserved, Record: rec}, nil
 		}
 	}
-	return idempotency.Result{}, translate(createErr, "reserve %s", l.Reference(doc.ID))
+	return idempotency.Result{}, fsfault.Write(createErr, "reserve %s", l.Reference(doc.ID))
 }
 
 // Complete implements idempotency.Ledger.
@@ -163,9 +164,9 @@ func (l *Ledger) Complete(ctx context.Context, res idempotency.Reservation, resp
 	}
 	_, err := l.doc(res.ID).Update(ctx, l.completion(resp, expireAt), firestore.LastUpdateTime(res.UpdateTime))
 	if c := code(err); c == codeFailedPrecondition || c == codeNotFound {
-		return store.Wrap(store.CodeConflict, err, "complete %s: the reservation changed or is gone", l.Reference(res.ID))
+		return fault.Wrap(fault.CodeConflict, err, "complete %s: the reservation changed or is gone", l.Reference(res.ID))
 	}
-	return translate(err, "complete %s", l.Reference(res.ID))
+	return fsfault.Write(err, "complete %s", l.Reference(res.ID))
 }
 
 // completion is the Update that turns a row into a completed one.
@@ -182,19 +183,19 @@ func (l *Ledger) completion(resp idempotency.Response, expireAt time.Time) []fir
 func (l *Ledger) Release(ctx context.Context, res idempotency.Reservation) error {
 	_, err := l.doc(res.ID).Delete(ctx, firestore.LastUpdateTime(res.UpdateTime))
 	if c := code(err); c == codeFailedPrecondition || c == codeNotFound {
-		return store.Wrap(store.CodeConflict, err, "release %s: the reservation changed or is gone", l.Reference(res.ID))
+		return fault.Wrap(fault.CodeConflict, err, "release %s: the reservation changed or is gone", l.Reference(res.ID))
 	}
-	return translate(err, "release %s", l.Reference(res.ID))
+	return fsfault.Write(err, "release %s", l.Reference(res.ID))
 }
 
 // Get implements idempotency.Ledger.
 func (l *Ledger) Get(ctx context.Context, id string) (idempotency.Record, error) {
 	if !idempotency.ValidID(id) {
-		return idempotency.Record{}, store.Errorf(store.CodeInvalid, "id: not a hashed key")
+		return idempotency.Record{}, fault.Errorf(fault.CodeInvalid, "id: not a hashed key")
 	}
 	snap, err := l.doc(id).Get(ctx)
 	if err != nil {
-		return idempotency.Record{}, translate(err, "read %s", l.Reference(id))
+		return idempotency.Record{}, fsfault.Read(err, "read %s", l.Reference(id))
 	}
 	rec, _, err := decode(snap)
 	return rec, err
@@ -217,7 +218,7 @@ func (l *Ledger) Probe(ctx context.Context) error {
 	defer cancel()
 	_, err := l.client.Collection(l.collection).Select().Limit(1).Documents(ctx).GetAll()
 	if err != nil {
-		return store.Wrap(store.CodeUnavailable, err, "probe %s", idempotency.FormatReference(Backend, l.collection, ""))
+		return fault.Wrap(fault.CodeUnavailable, err, "probe %s", idempotency.FormatReference(Backend, l.collection, ""))
 	}
 	return nil
 }

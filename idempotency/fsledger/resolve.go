@@ -7,7 +7,8 @@ import (
 	"cloud.google.com/go/firestore"
 
 	"github.com/stipend-mcp/stipend/idempotency"
-	"github.com/stipend-mcp/stipend/store"
+	"github.com/stipend-mcp/stipend/internal/fault"
+	"github.com/stipend-mcp/stipend/internal/fsfault"
 )
 
 // Inspect implements idempotency.Ledger.
@@ -50,11 +51,11 @@ func (l *Ledger) ResolveComplete(ctx context.Context, ref string, expectUpdateTi
 		return err
 	}
 	if !r.UpdateTime.Equal(expectUpdateTime) {
-		return store.Errorf(store.CodeConflict, "%s: the row changed (update time %s, expected %s)",
+		return fault.Errorf(fault.CodeConflict, "%s: the row changed (update time %s, expected %s)",
 			l.Reference(id), r.UpdateTime.Format(time.RFC3339Nano), expectUpdateTime.Format(time.RFC3339Nano))
 	}
 	if r.State != idempotency.StateInProgress {
-		return store.Errorf(store.CodeConflict, "%s: state is %s, not in_progress", l.Reference(id), r.State)
+		return fault.Errorf(fault.CodeConflict, "%s: state is %s, not in_progress", l.Reference(id), r.State)
 	}
 	_, err = l.doc(id).Update(ctx, l.completion(resp, expireAt), firestore.LastUpdateTime(expectUpdateTime))
 	return l.resolveError(ctx, err, id, "resolve-complete")
@@ -68,10 +69,10 @@ func (l *Ledger) resolveError(ctx context.Context, err error, id, op string) err
 		return nil
 	}
 	if c := code(err); c != codeFailedPrecondition && c != codeNotFound {
-		return translate(err, "%s %s", op, l.Reference(id))
+		return fsfault.Write(err, "%s %s", op, l.Reference(id))
 	}
 	if _, gerr := l.doc(id).Get(ctx); code(gerr) == codeNotFound {
-		return store.Errorf(store.CodeNotFound, "%s %s: no such row", op, l.Reference(id))
+		return fault.Errorf(fault.CodeNotFound, "%s %s: no such row", op, l.Reference(id))
 	}
-	return store.Wrap(store.CodeConflict, err, "%s %s: the row changed since it was inspected", op, l.Reference(id))
+	return fault.Wrap(fault.CodeConflict, err, "%s %s: the row changed since it was inspected", op, l.Reference(id))
 }

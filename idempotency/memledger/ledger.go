@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/stipend-mcp/stipend/idempotency"
-	"github.com/stipend-mcp/stipend/store"
+	"github.com/stipend-mcp/stipend/internal/fault"
 )
 
 // Backend is the backend name in the ledger's references.
@@ -58,7 +58,7 @@ func (l *Ledger) tick() time.Time {
 // Reserve implements idempotency.Ledger.
 func (l *Ledger) Reserve(ctx context.Context, a idempotency.Attempt) (idempotency.Result, error) {
 	if err := a.Validate(); err != nil {
-		return idempotency.Result{}, store.Wrap(store.CodeInvalid, err, "reserve")
+		return idempotency.Result{}, fault.Wrap(fault.CodeInvalid, err, "reserve")
 	}
 	a = a.Bounded()
 	l.mu.Lock()
@@ -94,7 +94,7 @@ func (l *Ledger) Complete(ctx context.Context, res idempotency.Reservation, resp
 	defer l.mu.Unlock()
 	r, ok := l.rows[res.ID]
 	if !ok || !r.UpdateTime.Equal(res.UpdateTime) {
-		return store.Errorf(store.CodeConflict, "complete %s: the reservation changed or is gone", l.Reference(res.ID))
+		return fault.Errorf(fault.CodeConflict, "complete %s: the reservation changed or is gone", l.Reference(res.ID))
 	}
 	l.complete(&r, resp, expireAt)
 	return nil
@@ -116,7 +116,7 @@ func (l *Ledger) Release(ctx context.Context, res idempotency.Reservation) error
 	defer l.mu.Unlock()
 	r, ok := l.rows[res.ID]
 	if !ok || !r.UpdateTime.Equal(res.UpdateTime) {
-		return store.Errorf(store.CodeConflict, "release %s: the reservation changed or is gone", l.Reference(res.ID))
+		return fault.Errorf(fault.CodeConflict, "release %s: the reservation changed or is gone", l.Reference(res.ID))
 	}
 	delete(l.rows, res.ID)
 	return nil
@@ -128,7 +128,7 @@ func (l *Ledger) Get(ctx context.Context, id string) (idempotency.Record, error)
 	defer l.mu.Unlock()
 	r, ok := l.rows[id]
 	if !ok {
-		return idempotency.Record{}, store.Errorf(store.CodeNotFound, "%s: no such row", l.Reference(id))
+		return idempotency.Record{}, fault.Errorf(fault.CodeNotFound, "%s: no such row", l.Reference(id))
 	}
 	return clone(r), nil
 }
@@ -182,7 +182,7 @@ func (l *Ledger) ResolveComplete(ctx context.Context, ref string, expectUpdateTi
 		return err
 	}
 	if r.State != idempotency.StateInProgress {
-		return store.Errorf(store.CodeConflict, "%s: state is %s, not in_progress", l.Reference(id), r.State)
+		return fault.Errorf(fault.CodeConflict, "%s: state is %s, not in_progress", l.Reference(id), r.State)
 	}
 	l.complete(&r, resp, expireAt)
 	return nil
@@ -192,10 +192,10 @@ func (l *Ledger) ResolveComplete(ctx context.Context, ref string, expectUpdateTi
 func (l *Ledger) expect(id string, want time.Time) (idempotency.Record, error) {
 	r, ok := l.rows[id]
 	if !ok {
-		return idempotency.Record{}, store.Errorf(store.CodeNotFound, "%s: no such row", l.Reference(id))
+		return idempotency.Record{}, fault.Errorf(fault.CodeNotFound, "%s: no such row", l.Reference(id))
 	}
 	if !r.UpdateTime.Equal(want) {
-		return idempotency.Record{}, store.Errorf(store.CodeConflict, "%s: the row changed (update time %s, expected %s)",
+		return idempotency.Record{}, fault.Errorf(fault.CodeConflict, "%s: the row changed (update time %s, expected %s)",
 			l.Reference(id), r.UpdateTime.Format(time.RFC3339Nano), want.Format(time.RFC3339Nano))
 	}
 	return r, nil

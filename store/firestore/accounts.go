@@ -8,6 +8,7 @@ import (
 	"cloud.google.com/go/firestore"
 
 	"github.com/stipend-mcp/stipend/entitlement"
+	"github.com/stipend-mcp/stipend/internal/fsfault"
 	"github.com/stipend-mcp/stipend/store"
 )
 
@@ -47,7 +48,7 @@ func (s *Store) GetAccount(ctx context.Context, agentID string) (entitlement.Acc
 		if isNotFound(err) {
 			return entitlement.Account{}, store.Errorf(store.CodeNotFound, "account %q", agentID)
 		}
-		return entitlement.Account{}, translate(err, "get account")
+		return entitlement.Account{}, fsfault.Read(err, "get account")
 	}
 	return accountFrom(snap)
 }

@@ -110,7 +110,7 @@ func (l *lanes) take(id string, n, want int, gather time.Duration) []*call {
 	return batch
 }
 
-// ConsumeOne implements store.Charger: it queues the call on the
+// ConsumeOne implements charge.Charger: it queues the call on the
 // entitlement's lane and waits for its own result.
 func (s *Store) ConsumeOne(ctx context.Context, req *entitlement.ConsumeRequest, entitlementID string) (store.ConsumeResult, error) {
 	c := &call{ctx: ctx, req: req, done: make(chan outcome, 1)}

@@ -8,34 +8,36 @@ import (
 
 	"github.com/stipend-mcp/stipend/entitlement"
 	"github.com/stipend-mcp/stipend/event"
+	"github.com/stipend-mcp/stipend/internal/fsfault"
 	"github.com/stipend-mcp/stipend/store"
+	"github.com/stipend-mcp/stipend/store/internal/charge"
 )
 
-// The consume path: store.Consume and store.CheckOnly hold the candidate
-// rules; this adapter provides the lookups of store.Charger and the atomic
+// The consume path: charge.Consume and charge.Check hold the candidate
+// rules; this adapter provides the lookups of charge.Charger and the atomic
 // step, ConsumeOne, which coalesces concurrent calls (coalesce.go).
 
-var _ store.Charger = (*Store)(nil)
+var _ charge.Charger = (*Store)(nil)
 
 // CheckAndConsume implements store.EntitlementStore.
 func (s *Store) CheckAndConsume(ctx context.Context, req entitlement.ConsumeRequest) (store.ConsumeResult, error) {
-	return store.Consume(ctx, s, req)
+	return charge.Consume(ctx, s, req)
 }
 
 // Check implements store.EntitlementStore.
 func (s *Store) Check(ctx context.Context, req entitlement.ConsumeRequest) (store.ConsumeResult, error) {
-	return store.CheckOnly(ctx, s, req, s.clock())
+	return charge.Check(ctx, s, req, s.clock())
 }
 
 func (s *Store) consumptionRef(agentID, key string) *firestore.DocumentRef {
 	return s.col(colConsumptions).Doc(entitlement.ConsumptionKey(agentID, key))
 }
 
-// FindConsumption implements store.Charger.
+// FindConsumption implements charge.Charger.
 func (s *Store) FindConsumption(ctx context.Context, agentID, key string) (entitlement.Consumption, error) {
 	snap, err := s.get(ctx, s.consumptionRef(agentID, key))
 	if err != nil {
-		return entitlement.Consumption{}, translate(err, "find consumption")
+		return entitlement.Consumption{}, fsfault.Read(err, "find consumption")
 	}
 	if !snap.Exists() {
 		// The key stays out of the message: it may be sensitive.
@@ -100,16 +102,16 @@ func (s *Store) applyBatch(tx *firestore.Transaction, entitlementID string, call
 	changed := found && e.Refresh(now)
 	for i, c := range calls {
 		if prior, ok := stored[keys[i]]; ok {
-			results[i] = store.ReplayOf(prior, c.req)
+			results[i] = charge.ReplayOf(prior, c.req)
 			continue
 		}
 		if !found || e.AgentID != c.req.AgentID {
-			results[i] = deny(entitlementID, entitlement.ReasonNotFound)
+			results[i] = charge.DeniedBy(entitlementID, entitlement.ReasonNotFound)
 			continue
 		}
 		cons, reason := e.Consume(now, c.req, keys[i], c.req.Fingerprint())
 		if reason != "" {
-			results[i] = deny(entitlementID, reason)
+			results[i] = charge.DeniedBy(entitlementID, reason)
 			continue
 		}
 		changed = changed || e.Type != entitlement.TypeSubscription
@@ -134,8 +136,4 @@ func (s *Store) applyBatch(tx *firestore.Transaction, entitlementID string, call
 		}
 	}
 	return results, nil
-}
-
-func deny(entitlementID string, reason entitlement.Reason) store.ConsumeResult {
-	return store.ConsumeResult{Outcome: store.Denied, Denials: []entitlement.Denial{{EntitlementID: entitlementID, Reason: reason}}}
 }

@@ -12,7 +12,9 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/stipend-mcp/stipend/event"
+	"github.com/stipend-mcp/stipend/internal/fsfault"
 	"github.com/stipend-mcp/stipend/store"
+	"github.com/stipend-mcp/stipend/store/internal/transition"
 )
 
 var _ store.DeliveryStore = (*Store)(nil)
@@ -37,7 +39,7 @@ func (s *Store) CreateEndpoint(ctx context.Context, e store.Endpoint) (store.End
 		if status.Code(err) == codes.AlreadyExists {
 			return store.Endpoint{}, store.Errorf(store.CodeConflict, "webhook endpoint %s exists", e.ID)
 		}
-		return store.Endpoint{}, translateWrite(err, "create webhook endpoint")
+		return store.Endpoint{}, fsfault.Write(err, "create webhook endpoint")
 	}
 	if e.EventTypes == nil {
 		e.EventTypes = []event.Type{}
@@ -52,7 +54,7 @@ func (s *Store) GetEndpoint(ctx context.Context, id string) (store.Endpoint, err
 		return store.Endpoint{}, store.Errorf(store.CodeNotFound, "webhook endpoint %s", id)
 	}
 	if err != nil {
-		return store.Endpoint{}, translate(err, "get webhook endpoint")
+		return store.Endpoint{}, fsfault.Read(err, "get webhook endpoint")
 	}
 	return endpointFrom(snap)
 }
@@ -95,7 +97,7 @@ func (s *Store) DisableEndpoint(ctx context.Context, id, reason string) (store.E
 // the delivery it points at or creates both. Of racing callers, the losers
 // abort (or find the pointer created at commit), retry, and read the winner's.
 func (s *Store) EnqueueDelivery(ctx context.Context, d store.Delivery) (store.Delivery, bool, error) {
-	if err := store.CheckNewDelivery(&d, s.clock()); err != nil {
+	if err := transition.CheckNewDelivery(&d, s.clock()); err != nil {
 		return store.Delivery{}, false, err
 	}
 	d.ScheduledAt = stamp(d.ScheduledAt)
@@ -154,7 +156,7 @@ func (s *Store) GetDelivery(ctx context.Context, id string) (store.Delivery, err
 		return store.Delivery{}, store.Errorf(store.CodeNotFound, "delivery %s", id)
 	}
 	if err != nil {
-		return store.Delivery{}, translate(err, "get delivery")
+		return store.Delivery{}, fsfault.Read(err, "get delivery")
 	}
 	return deliveryFrom(snap)
 }
@@ -207,10 +209,10 @@ func (s *Store) ClaimDueDeliveries(ctx context.Context, now time.Time, limit int
 		Where("scheduledAt", "<=", now).Limit(n).Documents(ctx).GetAll()
 	wg.Wait()
 	if staleErr != nil {
-		return nil, translate(staleErr, "find expired delivery claims")
+		return nil, fsfault.Read(staleErr, "find expired delivery claims")
 	}
 	if err != nil {
-		return nil, translate(err, "find due deliveries")
+		return nil, fsfault.Read(err, "find due deliveries")
 	}
 	var out []store.Delivery
 	for _, snap := range append(stale, due...) {
@@ -252,12 +254,12 @@ func (s *Store) claimOne(ctx context.Context, snap *firestore.DocumentSnapshot, 
 		// Another worker claimed (or finished) it first.
 		return store.Delivery{}, false, nil
 	}
-	return store.Delivery{}, false, translate(err, "claim delivery")
+	return store.Delivery{}, false, fsfault.Write(err, "claim delivery")
 }
 
 // FinishDelivery implements store.DeliveryStore.
 func (s *Store) FinishDelivery(ctx context.Context, id, claimToken string, r store.AttemptResult) (store.Delivery, error) {
-	if err := store.CheckAttemptResult(&r); err != nil {
+	if err := transition.CheckAttemptResult(&r); err != nil {
 		return store.Delivery{}, err
 	}
 	r.RetryAt = stampOrZero(r.RetryAt)
@@ -265,7 +267,7 @@ func (s *Store) FinishDelivery(ctx context.Context, id, claimToken string, r sto
 		if d.Status != store.DeliveryInFlight || d.ClaimToken != claimToken {
 			return d, store.Errorf(store.CodeConflict, "delivery %s is no longer claimed with this token", id)
 		}
-		return store.ApplyAttempt(d, r, s.clock()), nil
+		return transition.ApplyAttempt(d, r, s.clock()), nil
 	})
 }
 
@@ -315,18 +317,18 @@ func (s *Store) RecordInboundEvent(ctx context.Context, source, eventID string) 
 	if source == "" || eventID == "" {
 		return false, time.Time{}, store.Errorf(store.CodeInvalid, "source and eventId: required")
 	}
-	ref := s.col(colInbound).Doc(store.InboundKey(source, eventID))
+	ref := s.col(colInbound).Doc(transition.InboundKey(source, eventID))
 	now := s.clock()
 	_, err := ref.Create(ctx, inboundDoc(source, eventID, now))
 	if err == nil {
 		return true, now, nil
 	}
 	if status.Code(err) != codes.AlreadyExists {
-		return false, time.Time{}, translateWrite(err, "record inbound event")
+		return false, time.Time{}, fsfault.Write(err, "record inbound event")
 	}
 	snap, err := ref.Get(ctx)
 	if err != nil {
-		return false, time.Time{}, translate(err, "read inbound event")
+		return false, time.Time{}, fsfault.Read(err, "read inbound event")
 	}
 	f := read(snap)
 	first := f.instant("firstSeenAt")

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stipend-mcp/stipend/entitlement"
 	"github.com/stipend-mcp/stipend/event"
+	"github.com/stipend-mcp/stipend/internal/fsfault"
 	"github.com/stipend-mcp/stipend/store"
 )
 
@@ -83,7 +84,7 @@ func normalized(e entitlement.Entitlement, now time.Time) entitlement.Entitlemen
 func (s *Store) GetEntitlement(ctx context.Context, id string) (entitlement.Entitlement, error) {
 	snap, err := s.get(ctx, s.entitlementRef(id))
 	if err != nil {
-		return entitlement.Entitlement{}, translate(err, "get entitlement")
+		return entitlement.Entitlement{}, fsfault.Read(err, "get entitlement")
 	}
 	if !snap.Exists() {
 		return entitlement.Entitlement{}, store.Errorf(store.CodeNotFound, "entitlement %q", id)
@@ -118,13 +119,13 @@ func (s *Store) ListEntitlements(ctx context.Context, agentID string, f store.En
 		})
 }
 
-// ActiveEntitlements implements store.Charger.
+// ActiveEntitlements implements charge.Charger.
 func (s *Store) ActiveEntitlements(ctx context.Context, agentID string) ([]entitlement.Entitlement, error) {
 	snaps, err := s.build(qActiveEntitlements,
 		filter{"agentId", "==", agentID}, filter{"status", "==", string(entitlement.StatusActive)},
 	).Documents(ctx).GetAll()
 	if err != nil {
-		return nil, translate(err, "active entitlements")
+		return nil, fsfault.Read(err, "active entitlements")
 	}
 	out := make([]entitlement.Entitlement, 0, len(snaps))
 	for _, snap := range snaps {

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/stipend-mcp/stipend/event"
+	"github.com/stipend-mcp/stipend/internal/fsfault"
 	"github.com/stipend-mcp/stipend/store"
 )
 
@@ -29,7 +30,7 @@ func (s *Store) PendingEvents(ctx context.Context, limit int) ([]event.Event, er
 	}
 	snaps, err := s.build(qPendingEvents, filter{"dispatched", "==", false}).Limit(limit).Documents(ctx).GetAll()
 	if err != nil {
-		return nil, translate(err, "pending events")
+		return nil, fsfault.Read(err, "pending events")
 	}
 	out := make([]event.Event, 0, len(snaps))
 	for _, snap := range snaps {
@@ -85,7 +86,7 @@ func (s *Store) MarkEventsDispatched(ctx context.Context, ids []string) error {
 func (s *Store) Ping(ctx context.Context) error {
 	_, err := s.col(colAccounts).Doc("stipend-ping").Get(ctx)
 	if err != nil && !isNotFound(err) {
-		return translate(err, "ping")
+		return fsfault.Read(err, "ping")
 	}
 	return nil
 }

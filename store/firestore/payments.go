@@ -6,6 +6,7 @@ import (
 	"cloud.google.com/go/firestore"
 	"github.com/google/uuid"
 
+	"github.com/stipend-mcp/stipend/internal/fsfault"
 	"github.com/stipend-mcp/stipend/payment"
 	"github.com/stipend-mcp/stipend/store"
 )
@@ -103,7 +104,7 @@ func (s *Store) GetPayment(ctx context.Context, id string) (payment.Payment, err
 		if isNotFound(err) {
 			return payment.Payment{}, store.Errorf(store.CodeNotFound, "payment %q", id)
 		}
-		return payment.Payment{}, translate(err, "get payment")
+		return payment.Payment{}, fsfault.Read(err, "get payment")
 	}
 	return paymentFrom(snap)
 }
@@ -115,7 +116,7 @@ func (s *Store) FindPaymentByIdempotencyKey(ctx context.Context, key string) (pa
 		if isNotFound(err) {
 			return payment.Payment{}, store.Errorf(store.CodeNotFound, "payment for idempotency key")
 		}
-		return payment.Payment{}, translate(err, "find payment by idempotency key")
+		return payment.Payment{}, fsfault.Read(err, "find payment by idempotency key")
 	}
 	f := read(snap)
 	id := f.str("paymentId")
@@ -132,7 +133,7 @@ func (s *Store) FindPaymentByProviderIntentID(ctx context.Context, intentID stri
 	}
 	snaps, err := s.build(qPaymentByIntent, filter{"providerIntentId", "==", intentID}).Limit(1).Documents(ctx).GetAll()
 	if err != nil {
-		return payment.Payment{}, translate(err, "find payment by provider intent")
+		return payment.Payment{}, fsfault.Read(err, "find payment by provider intent")
 	}
 	if len(snaps) == 0 {
 		return payment.Payment{}, store.Errorf(store.CodeNotFound, "payment for provider intent %q", intentID)

@@ -12,6 +12,7 @@ import (
 
 	"cloud.google.com/go/firestore"
 
+	"github.com/stipend-mcp/stipend/internal/fsfault"
 	"github.com/stipend-mcp/stipend/store"
 )
 
@@ -156,7 +157,7 @@ func list[T any](ctx context.Context, query firestore.Query, listID, order strin
 	}
 	snaps, err := query.Limit(size + 1).Documents(ctx).GetAll()
 	if err != nil {
-		return nil, "", translate(err, "list "+listID)
+		return nil, "", fsfault.Read(err, "list %s", listID)
 	}
 	items := make([]T, 0, min(len(snaps), size))
 	for _, snap := range snaps[:min(len(snaps), size)] {

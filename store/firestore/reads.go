@@ -9,7 +9,7 @@ import (
 )
 
 // The consume path makes a point read per call before its transaction (the
-// consumption key, in store.Consume). Under load, those reads, not the
+// consumption key, in charge.Consume). Under load, those reads, not the
 // transactions, are most of the requests. So point reads on that path share
 // requests: a read issued while another batch of
 // reads is in flight waits for it to return and then goes out in the next

@@ -3,6 +3,7 @@ package firestore
 import (
 	"context"
 
+	"github.com/stipend-mcp/stipend/internal/fsfault"
 	"github.com/stipend-mcp/stipend/receipt"
 	"github.com/stipend-mcp/stipend/store"
 )
@@ -14,7 +15,7 @@ func (s *Store) GetReceipt(ctx context.Context, id string) (receipt.Signed, erro
 		if isNotFound(err) {
 			return receipt.Signed{}, store.Errorf(store.CodeNotFound, "receipt %q", id)
 		}
-		return receipt.Signed{}, translate(err, "get receipt")
+		return receipt.Signed{}, fsfault.Read(err, "get receipt")
 	}
 	return receiptFrom(snap)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/stipend-mcp/stipend/payment"
 	"github.com/stipend-mcp/stipend/receipt"
 	"github.com/stipend-mcp/stipend/store"
+	"github.com/stipend-mcp/stipend/store/internal/transition"
 )
 
 // This file holds the payment state changes: complete, fail and refund, each
@@ -34,7 +35,7 @@ func (s *Store) readChange(tx *firestore.Transaction, id string, ch *store.Payme
 	}
 	c := change{p: p}
 	if ch.Inbound != nil {
-		c.inboundRef = s.col(colInbound).Doc(store.InboundKey(ch.Inbound.Source, ch.Inbound.EventID))
+		c.inboundRef = s.col(colInbound).Doc(transition.InboundKey(ch.Inbound.Source, ch.Inbound.EventID))
 		_, err := tx.Get(c.inboundRef)
 		switch {
 		case err == nil:
@@ -108,17 +109,6 @@ func (s *Store) txEntitlements(tx *firestore.Transaction, ids []string) ([]entit
 	return out, nil
 }
 
-func sign(ch *store.PaymentChange, r receipt.Receipt) (receipt.Signed, error) {
-	if ch.Sign == nil {
-		return receipt.Signed{}, store.Errorf(store.CodeInvalid, "payment change: no signer")
-	}
-	jws, err := ch.Sign(r)
-	if err != nil {
-		return receipt.Signed{}, store.Wrap(store.CodeInternal, err, "sign receipt")
-	}
-	return receipt.Signed{Receipt: r, JWS: jws}, nil
-}
-
 // CompletePayment implements store.EntitlementStore.
 func (s *Store) CompletePayment(ctx context.Context, id string, ch store.PaymentChange) (store.Completion, error) {
 	var out store.Completion
@@ -136,14 +126,14 @@ func (s *Store) CompletePayment(ctx context.Context, id string, ch store.Payment
 			return c.recordInbound(tx, &ch, now)
 		}
 		if p.Status.Toward(payment.StatusSucceeded) == payment.Refuse {
-			return store.RefusedTransition(id, p.Status, payment.StatusSucceeded)
+			return transition.RefusedPayment(id, p.Status, payment.StatusSucceeded)
 		}
 		createAccount, err := s.ensureAccount(tx, p.AgentID, now)
 		if err != nil {
 			return err
 		}
 		e := normalized(p.Grant.Entitlement(uuid.NewString(), &p, now), now)
-		signed, err := sign(&ch, receipt.Receipt{
+		signed, err := transition.SignReceipt(&ch, receipt.Receipt{
 			ID: uuid.NewString(), Version: receipt.Version, Kind: receipt.KindPayment,
 			Issuer: ch.Issuer, AgentID: p.AgentID, PaymentID: p.ID, Amount: p.Amount,
 			Grants: []receipt.Grant{receipt.GrantOf(&e)}, IssuedAt: now,
@@ -190,7 +180,7 @@ func (s *Store) FailPayment(ctx context.Context, id string, ch store.PaymentChan
 			return c.recordInbound(tx, &ch, now)
 		}
 		if out.Status.Toward(payment.StatusFailed) == payment.Refuse {
-			return store.RefusedTransition(id, out.Status, payment.StatusFailed)
+			return transition.RefusedPayment(id, out.Status, payment.StatusFailed)
 		}
 		out.Status, out.FailedAt, out.UpdatedAt, out.FailureReason = payment.StatusFailed, &now, now, ch.Reason
 		return all([]func() error{
@@ -223,7 +213,7 @@ func (s *Store) RefundPayment(ctx context.Context, id string, ch store.PaymentCh
 			return c.recordInbound(tx, &ch, now)
 		}
 		if p.Status.Toward(payment.StatusRefunded) == payment.Refuse {
-			return store.RefusedTransition(id, p.Status, payment.StatusRefunded)
+			return transition.RefusedPayment(id, p.Status, payment.StatusRefunded)
 		}
 		es, err := s.txEntitlements(tx, p.EntitlementIDs)
 		if err != nil {
@@ -243,7 +233,7 @@ func (s *Store) RefundPayment(ctx context.Context, id string, ch store.PaymentCh
 			}
 			grants = append(grants, receipt.GrantOf(e))
 		}
-		signed, err := sign(&ch, receipt.Receipt{
+		signed, err := transition.SignReceipt(&ch, receipt.Receipt{
 			ID: uuid.NewString(), Version: receipt.Version, Kind: receipt.KindRefund,
 			Issuer: ch.Issuer, AgentID: p.AgentID, PaymentID: p.ID, Amount: p.Amount,
 			Grants: grants, IssuedAt: now,

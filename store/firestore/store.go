@@ -17,7 +17,7 @@
 //	payments_idempotency  payment idempotency key (encoded by docID) → {paymentId}
 //	receipts              receipt ID (encoded by docID)
 //	events                event ID: the outbox, with dispatched and occurredAt
-//	delivery_inbound      store.InboundKey(source, event ID): inbound provider events
+//	delivery_inbound      transition.InboundKey(source, event ID): inbound provider events
 package firestore
 
 import (

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
+
+	"github.com/stipend-mcp/stipend/internal/fsfault"
 )
 
 // Backoff between transaction attempts: jittered, doubling from
@@ -39,20 +41,20 @@ func (s *Store) run(ctx context.Context, what string, fn func(context.Context, *
 		}, firestore.MaxAttempts(1))
 		if err == nil || !retryable(err) || ctx.Err() != nil {
 			if committing {
-				return translateWrite(err, what)
+				return fsfault.Write(err, "%s", what)
 			}
-			return translate(err, what)
+			return fsfault.Read(err, "%s", what)
 		}
 		// Full jitter over [wait/2, wait): instances that collided spread out.
 		d := wait/2 + rand.N(wait/2+1)
 		if time.Now().Add(d).After(deadline) {
-			return translate(err, what+": contention outlasted the retry budget")
+			return fsfault.Read(err, "%s: contention outlasted the retry budget", what)
 		}
 		t := time.NewTimer(d)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return translate(ctx.Err(), what)
+			return fsfault.Read(ctx.Err(), "%s", what)
 		case <-t.C:
 		}
 		wait = min(2*wait, retryMax)

@@ -10,18 +10,19 @@ import (
 	"github.com/stipend-mcp/stipend/entitlement"
 	"github.com/stipend-mcp/stipend/event"
 	"github.com/stipend-mcp/stipend/store"
+	"github.com/stipend-mcp/stipend/store/internal/charge"
 )
 
-// charge is what a consume computes before it takes the mutex: where the
+// draft is what a consume computes before it takes the mutex: where the
 // consumption goes in the log's index, and the ID it gets.
-type charge struct {
+type draft struct {
 	slot   slot
 	id     uuid.UUID
 	idText string
 }
 
-func (s *Store) prepare(req *entitlement.ConsumeRequest) charge {
-	ch := charge{slot: s.consumptions.slot(req.AgentID, req.IdempotencyKey), id: s.ids.next()}
+func (s *Store) prepare(req *entitlement.ConsumeRequest) draft {
+	ch := draft{slot: s.consumptions.slot(req.AgentID, req.IdempotencyKey), id: s.ids.next()}
 	var buf [uuidLen]byte
 	ch.idText = string(appendUUID(buf[:0], ch.id))
 	return ch
@@ -39,7 +40,7 @@ func (s *Store) CheckAndConsume(_ context.Context, req entitlement.ConsumeReques
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if prior := s.consumptions.find(&ch.slot, req.AgentID, req.IdempotencyKey); prior != 0 {
-		return store.ReplayOf(s.consumptions.consumption(prior), &req), nil
+		return charge.ReplayOf(s.consumptions.consumption(prior), &req), nil
 	}
 	if req.EntitlementID != "" {
 		return s.consumeLocked(&req, &ch, s.entitlements[req.EntitlementID], req.EntitlementID)
@@ -57,12 +58,12 @@ func (s *Store) CheckAndConsume(_ context.Context, req entitlement.ConsumeReques
 		}
 		denials = append(denials, res.Denials...)
 	}
-	return store.DeniedResult(denials), nil
+	return charge.Denied(denials), nil
 }
 
 // Check answers what CheckAndConsume would do now, without writing.
 func (s *Store) Check(ctx context.Context, req entitlement.ConsumeRequest) (store.ConsumeResult, error) {
-	return store.CheckOnly(ctx, s, req, s.now().UTC())
+	return charge.Check(ctx, s, req, s.now().UTC())
 }
 
 // FindConsumption returns the consumption of the agent's key, or ErrNotFound.
@@ -95,14 +96,14 @@ func (s *Store) ActiveEntitlements(_ context.Context, agentID string) ([]entitle
 	return out, nil
 }
 
-// ConsumeOne is the atomic step of store.Consume (Charger): under the mutex
-// it re-checks the key, then charges the one entitlement.
+// ConsumeOne is the atomic step of charge.Consume (charge.Charger): under
+// the mutex it re-checks the key, then charges the one entitlement.
 func (s *Store) ConsumeOne(_ context.Context, req *entitlement.ConsumeRequest, entitlementID string) (store.ConsumeResult, error) {
 	ch := s.prepare(req)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if prior := s.consumptions.find(&ch.slot, req.AgentID, req.IdempotencyKey); prior != 0 {
-		return store.ReplayOf(s.consumptions.consumption(prior), req), nil
+		return charge.ReplayOf(s.consumptions.consumption(prior), req), nil
 	}
 	return s.consumeLocked(req, &ch, s.entitlements[entitlementID], entitlementID)
 }
@@ -110,9 +111,9 @@ func (s *Store) ConsumeOne(_ context.Context, req *entitlement.ConsumeRequest, e
 // consumeLocked charges req to the stored entitlement (nil if absent) and
 // records the consumption as ch says. The caller holds s.mu and has checked
 // that the agent's key is unused.
-func (s *Store) consumeLocked(req *entitlement.ConsumeRequest, ch *charge, stored *entitlement.Entitlement, entitlementID string) (store.ConsumeResult, error) {
+func (s *Store) consumeLocked(req *entitlement.ConsumeRequest, ch *draft, stored *entitlement.Entitlement, entitlementID string) (store.ConsumeResult, error) {
 	if stored == nil || stored.AgentID != req.AgentID {
-		return deniedBy(entitlementID, entitlement.ReasonNotFound), nil
+		return charge.DeniedBy(entitlementID, entitlement.ReasonNotFound), nil
 	}
 	if s.consumptions.full() {
 		return store.ConsumeResult{}, store.Errorf(store.CodeUnavailable, "memory store: no room for another consumption")
@@ -126,7 +127,7 @@ func (s *Store) consumeLocked(req *entitlement.ConsumeRequest, ch *charge, store
 	c, reason := next.Consume(s.clock(), req, ch.idText, "")
 	if reason != "" {
 		*stored = next
-		return deniedBy(entitlementID, reason), nil
+		return charge.DeniedBy(entitlementID, reason), nil
 	}
 	res := store.ConsumeResult{Outcome: store.Consumed, Consumption: c, Entitlement: next.Clone()}
 	var depleted []event.Event
@@ -144,10 +145,6 @@ func (s *Store) consumeLocked(req *entitlement.ConsumeRequest, ch *charge, store
 	a := s.agents[req.AgentID]
 	a.consumptions = insertSorted(a.consumptions, r, s.consumptions.before)
 	return res, nil
-}
-
-func deniedBy(entitlementID string, reason entitlement.Reason) store.ConsumeResult {
-	return store.ConsumeResult{Outcome: store.Denied, Denials: []entitlement.Denial{{EntitlementID: entitlementID, Reason: reason}}}
 }
 
 // ListConsumptions lists an agent's consumptions at or after since, oldest first.

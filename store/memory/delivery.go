@@ -9,6 +9,7 @@ import (
 
 	"github.com/stipend-mcp/stipend/event"
 	"github.com/stipend-mcp/stipend/store"
+	"github.com/stipend-mcp/stipend/store/internal/transition"
 )
 
 var _ store.DeliveryStore = (*Store)(nil)
@@ -93,7 +94,7 @@ func (s *Store) DisableEndpoint(_ context.Context, id, reason string) (store.End
 func (s *Store) EnqueueDelivery(_ context.Context, d store.Delivery) (store.Delivery, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := store.CheckNewDelivery(&d, s.now()); err != nil {
+	if err := transition.CheckNewDelivery(&d, s.now()); err != nil {
 		return store.Delivery{}, false, err
 	}
 	st := s.deliveries()
@@ -191,7 +192,7 @@ func deliveryDue(d *store.Delivery, now time.Time, claimTTL time.Duration) bool 
 
 // FinishDelivery implements store.DeliveryStore.
 func (s *Store) FinishDelivery(_ context.Context, id, claimToken string, r store.AttemptResult) (store.Delivery, error) {
-	if err := store.CheckAttemptResult(&r); err != nil {
+	if err := transition.CheckAttemptResult(&r); err != nil {
 		return store.Delivery{}, err
 	}
 	s.mu.Lock()
@@ -204,7 +205,7 @@ func (s *Store) FinishDelivery(_ context.Context, id, claimToken string, r store
 	if d.Status != store.DeliveryInFlight || d.ClaimToken != claimToken {
 		return store.Delivery{}, store.Errorf(store.CodeConflict, "delivery %s is no longer claimed with this token", id)
 	}
-	d = store.ApplyAttempt(d, r, s.now())
+	d = transition.ApplyAttempt(d, r, s.now())
 	st.deliveries[id] = d
 	return copyDelivery(d), nil
 }
@@ -233,7 +234,7 @@ func (s *Store) RecordInboundEvent(_ context.Context, source, eventID string) (b
 	if source == "" || eventID == "" {
 		return false, time.Time{}, store.Errorf(store.CodeInvalid, "source and eventId: required")
 	}
-	key := store.InboundKey(source, eventID)
+	key := transition.InboundKey(source, eventID)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if first, ok := s.inbound[key]; ok {

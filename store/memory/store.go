@@ -13,11 +13,12 @@ import (
 	"github.com/stipend-mcp/stipend/payment"
 	"github.com/stipend-mcp/stipend/receipt"
 	"github.com/stipend-mcp/stipend/store"
+	"github.com/stipend-mcp/stipend/store/internal/charge"
 )
 
 var (
 	_ store.EntitlementStore = (*Store)(nil)
-	_ store.Charger          = (*Store)(nil)
+	_ charge.Charger         = (*Store)(nil)
 )
 
 // Store keeps everything in maps behind one mutex. Every method holds the
@@ -27,7 +28,7 @@ type Store struct {
 	mu  sync.Mutex
 	now func() time.Time
 
-	// inbound holds recorded provider events by store.InboundKey, with the
+	// inbound holds recorded provider events by transition.InboundKey, with the
 	// time each was first seen; payment changes and RecordInboundEvent share it.
 	inbound map[string]time.Time
 	// delivery is the webhook delivery state (delivery.go).

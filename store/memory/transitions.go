@@ -11,6 +11,7 @@ import (
 	"github.com/stipend-mcp/stipend/payment"
 	"github.com/stipend-mcp/stipend/receipt"
 	"github.com/stipend-mcp/stipend/store"
+	"github.com/stipend-mcp/stipend/store/internal/transition"
 )
 
 // Each transition works in two halves under the mutex: first everything
@@ -31,13 +32,13 @@ func (s *Store) CompletePayment(_ context.Context, id string, ch store.PaymentCh
 	case seen, p.Status.Toward(payment.StatusSucceeded) == payment.Replay:
 		return s.completion(p, p.ReceiptID, true), nil
 	case p.Status.Toward(payment.StatusSucceeded) == payment.Refuse:
-		return store.Completion{}, store.RefusedTransition(id, p.Status, payment.StatusSucceeded)
+		return store.Completion{}, transition.RefusedPayment(id, p.Status, payment.StatusSucceeded)
 	}
 	now := s.clock()
 	e := p.Grant.Entitlement(uuid.NewString(), p, now)
 	e = e.Clone() // share nothing with the payment's grant
 	normalizeTimes(&e)
-	signed, err := sign(ch, receipt.Receipt{
+	signed, err := transition.SignReceipt(&ch, receipt.Receipt{
 		ID: uuid.NewString(), Version: receipt.Version, Kind: receipt.KindPayment,
 		Issuer: ch.Issuer, AgentID: p.AgentID, PaymentID: p.ID, Amount: p.Amount,
 		Grants: []receipt.Grant{receipt.GrantOf(&e)}, IssuedAt: now,
@@ -78,7 +79,7 @@ func (s *Store) FailPayment(_ context.Context, id string, ch store.PaymentChange
 	case seen, p.Status.Toward(payment.StatusFailed) == payment.Replay:
 		return copyPayment(p), nil
 	case p.Status.Toward(payment.StatusFailed) == payment.Refuse:
-		return payment.Payment{}, store.RefusedTransition(id, p.Status, payment.StatusFailed)
+		return payment.Payment{}, transition.RefusedPayment(id, p.Status, payment.StatusFailed)
 	}
 	now := s.clock()
 	next := copyPayment(p)
@@ -108,7 +109,7 @@ func (s *Store) RefundPayment(_ context.Context, id string, ch store.PaymentChan
 	case seen, p.Status.Toward(payment.StatusRefunded) == payment.Replay:
 		return s.completion(p, p.RefundReceiptID, true), nil
 	case p.Status.Toward(payment.StatusRefunded) == payment.Refuse:
-		return store.Completion{}, store.RefusedTransition(id, p.Status, payment.StatusRefunded)
+		return store.Completion{}, transition.RefusedPayment(id, p.Status, payment.StatusRefunded)
 	}
 	now := s.clock()
 	r := receipt.Receipt{
@@ -131,7 +132,7 @@ func (s *Store) RefundPayment(_ context.Context, id string, ch store.PaymentChan
 			evs = append(evs, pending(event.EntitlementRevoked, p.AgentID, &left))
 		}
 	}
-	signed, err := sign(ch, r)
+	signed, err := transition.SignReceipt(&ch, r)
 	if err != nil {
 		return store.Completion{}, err
 	}
@@ -168,24 +169,13 @@ func (s *Store) completion(p *payment.Payment, receiptID string, replayed bool) 
 	return c
 }
 
-func sign(ch store.PaymentChange, r receipt.Receipt) (receipt.Signed, error) {
-	if ch.Sign == nil {
-		return receipt.Signed{}, store.Errorf(store.CodeInvalid, "payment change: no signing function")
-	}
-	jws, err := ch.Sign(r)
-	if err != nil {
-		return receipt.Signed{}, store.Wrap(store.CodeInternal, err, "signing receipt %s", r.ID)
-	}
-	return receipt.Signed{Receipt: r, JWS: jws}, nil
-}
-
 // inboundSeen returns the key of in and whether it was recorded; ("",
 // false) without an inbound event. Callers hold s.mu.
 func (s *Store) inboundSeen(in *store.InboundEvent) (string, bool) {
 	if in == nil {
 		return "", false
 	}
-	key := store.InboundKey(in.Source, in.EventID)
+	key := transition.InboundKey(in.Source, in.EventID)
 	_, ok := s.inbound[key]
 	return key, ok
 }

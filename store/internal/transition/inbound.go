@@ -1,4 +1,4 @@
-package store
+package transition
 
 import (
 	"crypto/sha256"
@@ -10,6 +10,8 @@ import (
 // "{source}__{eventId}" when both parts are plain ([A-Za-z0-9_-], as Stripe's
 // IDs are), otherwise "h__" and a hex SHA-256 of both, so any ID is a valid
 // Firestore document ID and two different events never share a key.
+// RecordInboundEvent and a payment change with PaymentChange.Inbound record
+// under the same key, so they share one record.
 func InboundKey(source, eventID string) string {
 	if plain(source) && plain(eventID) && !strings.Contains(source, "__") && len(source)+len(eventID) < 1000 {
 		return source + "__" + eventID

@@ -1,4 +1,9 @@
-package store
+// Package charge is the consume path both stores share: the candidate rules
+// of EntitlementStore.CheckAndConsume and Check, written once on top of the
+// lookups and the one atomic step each adapter provides (Charger). Only the
+// adapters under store/ import it; callers use the store.EntitlementStore
+// contract.
+package charge
 
 import (
 	"context"
@@ -6,14 +11,15 @@ import (
 	"time"
 
 	"github.com/stipend-mcp/stipend/entitlement"
+	"github.com/stipend-mcp/stipend/store"
 )
 
-// Charger is the part of an adapter that Consume and CheckOnly build on. It
+// Charger is the part of an adapter that Consume and Check build on. It
 // keeps the candidate-selection rules of CheckAndConsume in one place, so the
 // adapters only provide lookups and the one atomic step.
 type Charger interface {
 	// FindConsumption returns the consumption stored under
-	// entitlement.ConsumptionKey(agentID, key), or ErrNotFound.
+	// entitlement.ConsumptionKey(agentID, key), or store.ErrNotFound.
 	FindConsumption(ctx context.Context, agentID, key string) (entitlement.Consumption, error)
 	// ActiveEntitlements returns every active entitlement of the agent, in
 	// any order, as stored (lazy resets not applied). The values may share
@@ -24,63 +30,63 @@ type Charger interface {
 	// consumption key (Replay/Conflict), reads the entitlement (a Denied with
 	// not_found if absent or owned by another agent), applies
 	// entitlement.Consume, and writes the entitlement and the consumption.
-	ConsumeOne(ctx context.Context, req *entitlement.ConsumeRequest, entitlementID string) (ConsumeResult, error)
-	// GetEntitlement is EntitlementStore.GetEntitlement.
+	ConsumeOne(ctx context.Context, req *entitlement.ConsumeRequest, entitlementID string) (store.ConsumeResult, error)
+	// GetEntitlement is store.EntitlementStore.GetEntitlement.
 	GetEntitlement(ctx context.Context, id string) (entitlement.Entitlement, error)
 }
 
 // ReplayOf answers a request whose key already has consumption c: Replay if
 // the parameters match, Conflict otherwise.
-func ReplayOf(c entitlement.Consumption, req *entitlement.ConsumeRequest) ConsumeResult {
+func ReplayOf(c entitlement.Consumption, req *entitlement.ConsumeRequest) store.ConsumeResult {
 	if c.Fingerprint != req.Fingerprint() {
-		return ConsumeResult{Outcome: Conflict}
+		return store.ConsumeResult{Outcome: store.Conflict}
 	}
-	return ConsumeResult{Outcome: Replay, Consumption: c}
+	return store.ConsumeResult{Outcome: store.Replay, Consumption: c}
 }
 
-// Consume implements EntitlementStore.CheckAndConsume on top of c.
-func Consume(ctx context.Context, c Charger, req entitlement.ConsumeRequest) (ConsumeResult, error) {
+// Consume implements store.EntitlementStore.CheckAndConsume on top of c.
+func Consume(ctx context.Context, c Charger, req entitlement.ConsumeRequest) (store.ConsumeResult, error) {
 	if err := req.Normalize(); err != nil {
-		return ConsumeResult{}, Wrap(CodeInvalid, err, "consume request")
+		return store.ConsumeResult{}, store.Wrap(store.CodeInvalid, err, "consume request")
 	}
 	if prior, err := c.FindConsumption(ctx, req.AgentID, req.IdempotencyKey); err == nil {
 		return ReplayOf(prior, &req), nil
-	} else if !errors.Is(err, ErrNotFound) {
-		return ConsumeResult{}, err
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return store.ConsumeResult{}, err
 	}
 	if req.EntitlementID != "" {
 		return c.ConsumeOne(ctx, &req, req.EntitlementID)
 	}
 	candidates, denials, err := candidates(ctx, c, &req)
 	if err != nil {
-		return ConsumeResult{}, err
+		return store.ConsumeResult{}, err
 	}
 	for _, e := range candidates {
 		res, err := c.ConsumeOne(ctx, &req, e.ID)
 		if err != nil {
-			return ConsumeResult{}, err
+			return store.ConsumeResult{}, err
 		}
-		if res.Outcome != Denied {
+		if res.Outcome != store.Denied {
 			return res, nil
 		}
 		denials = append(denials, res.Denials...)
 	}
-	return DeniedResult(denials), nil
+	return Denied(denials), nil
 }
 
-// CheckOnly implements EntitlementStore.Check on top of c at now.
-func CheckOnly(ctx context.Context, c Charger, req entitlement.ConsumeRequest, now time.Time) (ConsumeResult, error) {
+// Check implements store.EntitlementStore.Check on top of c at now.
+func Check(ctx context.Context, c Charger, req entitlement.ConsumeRequest, now time.Time) (store.ConsumeResult, error) {
 	if err := req.Normalize(); err != nil {
-		return ConsumeResult{}, Wrap(CodeInvalid, err, "check request")
+		return store.ConsumeResult{}, store.Wrap(store.CodeInvalid, err, "check request")
 	}
 	if prior, err := c.FindConsumption(ctx, req.AgentID, req.IdempotencyKey); err == nil {
 		return ReplayOf(prior, &req), nil
-	} else if !errors.Is(err, ErrNotFound) {
-		return ConsumeResult{}, err
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return store.ConsumeResult{}, err
 	}
 	candidates, denials, err := candidates(ctx, c, &req)
 	if err != nil {
-		return ConsumeResult{}, err
+		return store.ConsumeResult{}, err
 	}
 	for i := range candidates {
 		e := candidates[i]
@@ -90,9 +96,9 @@ func CheckOnly(ctx context.Context, c Charger, req entitlement.ConsumeRequest, n
 		}
 		// Candidates may share parts with stored state (Charger); the
 		// answer shares nothing.
-		return ConsumeResult{Outcome: Allowed, Entitlement: e.Clone()}, nil
+		return store.ConsumeResult{Outcome: store.Allowed, Entitlement: e.Clone()}, nil
 	}
-	return DeniedResult(denials), nil
+	return Denied(denials), nil
 }
 
 // candidates returns the agent's entitlements worth trying for req, in the
@@ -102,7 +108,7 @@ func CheckOnly(ctx context.Context, c Charger, req entitlement.ConsumeRequest, n
 func candidates(ctx context.Context, c Charger, req *entitlement.ConsumeRequest) ([]entitlement.Entitlement, []entitlement.Denial, error) {
 	if req.EntitlementID != "" {
 		e, err := c.GetEntitlement(ctx, req.EntitlementID)
-		if errors.Is(err, ErrNotFound) || (err == nil && e.AgentID != req.AgentID) {
+		if errors.Is(err, store.ErrNotFound) || (err == nil && e.AgentID != req.AgentID) {
 			return nil, []entitlement.Denial{{EntitlementID: req.EntitlementID, Reason: entitlement.ReasonNotFound}}, nil
 		}
 		if err != nil {
@@ -126,11 +132,17 @@ func candidates(ctx context.Context, c Charger, req *entitlement.ConsumeRequest)
 	return out, denials, nil
 }
 
-// DeniedResult is the Denied answer with every reason; an agent with no
+// Denied is the Denied answer with every reason; an agent with no
 // entitlement at all gets one not_found denial.
-func DeniedResult(d []entitlement.Denial) ConsumeResult {
+func Denied(d []entitlement.Denial) store.ConsumeResult {
 	if len(d) == 0 {
 		d = []entitlement.Denial{{Reason: entitlement.ReasonNotFound}}
 	}
-	return ConsumeResult{Outcome: Denied, Denials: d}
+	return store.ConsumeResult{Outcome: store.Denied, Denials: d}
+}
+
+// DeniedBy is the Denied answer of the atomic step when the one entitlement
+// it tried refused, for reason.
+func DeniedBy(entitlementID string, reason entitlement.Reason) store.ConsumeResult {
+	return store.ConsumeResult{Outcome: store.Denied, Denials: []entitlement.Denial{{EntitlementID: entitlementID, Reason: reason}}}
 }
