@@ -383,7 +383,18 @@ func (h *Hold) end(status HoldStatus, now time.Time) {
 	if h.Status != HoldOpen {
 		return
 	}
+	if status == HoldExpired {
+		now = h.ExpiresAt // it ended when its time was up, whenever that is recorded
+	}
 	h.Status, h.EndedAt = status, &now
+}
+
+// Refresh shows h as it is at now: an open hold past its expiry is shown
+// expired, as the next transaction on its entitlement will record it.
+func (h *Hold) Refresh(now time.Time) {
+	if h.Status == HoldOpen && h.ExpiredAt(now) {
+		h.end(HoldExpired, now)
+	}
 }
 
 // ErrRefundRefused is wrapped by the errors Refund returns when the
