@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -81,14 +80,6 @@ func ledgerMustGet(t *testing.T, l idempotency.Ledger, id string) idempotency.Re
 	return r
 }
 
-// ledgerWantCode fails unless err has code want.
-func ledgerWantCode(t *testing.T, call string, err error, want store.Code) {
-	t.Helper()
-	if got := store.CodeOf(err); got != want {
-		t.Fatalf("%s: got error %v (code %q), want code %q", call, err, got, want)
-	}
-}
-
 var ledgerReserveTests = []ledgerTest{
 	{"Reserve/CreatesInProgressRow", func(t *testing.T, l idempotency.Ledger, clock *Clock) {
 		a := ledgerAttempt("k1", `{"a":1}`)
@@ -118,19 +109,10 @@ var ledgerReserveTests = []ledgerTest{
 		const n = 20
 		outcomes := make([]idempotency.Outcome, n)
 		errs := make([]error, n)
-		var wg sync.WaitGroup
-		start := make(chan struct{})
-		for i := range n {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				r, err := l.Reserve(context.Background(), a)
-				outcomes[i], errs[i] = r.Outcome, err
-			}()
-		}
-		close(start)
-		wg.Wait()
+		together(n, func(i int) {
+			r, err := l.Reserve(context.Background(), a)
+			outcomes[i], errs[i] = r.Outcome, err
+		})
 		counts := map[idempotency.Outcome]int{}
 		for i := range n {
 			if errs[i] != nil {
@@ -177,11 +159,11 @@ var ledgerReserveTests = []ledgerTest{
 		a := ledgerAttempt("k1", `{}`)
 		a.ID = "raw-key-not-a-hash"
 		_, err := l.Reserve(context.Background(), a)
-		ledgerWantCode(t, "Reserve(unhashed id)", err, store.CodeInvalid)
+		wantCode(t, "Reserve(unhashed id)", err, store.CodeInvalid)
 	}},
 	{"Get/Absent", func(t *testing.T, l idempotency.Ledger, clock *Clock) {
 		_, err := l.Get(context.Background(), ledgerAttempt("none", "").ID)
-		ledgerWantCode(t, "Get(absent)", err, store.CodeNotFound)
+		wantCode(t, "Get(absent)", err, store.CodeNotFound)
 	}},
 	{"Probe/Healthy", func(t *testing.T, l idempotency.Ledger, clock *Clock) {
 		if err := l.Probe(context.Background()); err != nil {
@@ -227,7 +209,7 @@ var ledgerCompleteTests = []ledgerTest{
 		}
 		second := ledgerMustReserve(t, l, a, idempotency.Reserved)
 		err := l.Complete(context.Background(), first.Reservation(), ledgerResponse(`{}`), clock.Now().Add(time.Hour))
-		ledgerWantCode(t, "Complete(stale reservation)", err, store.CodeConflict)
+		wantCode(t, "Complete(stale reservation)", err, store.CodeConflict)
 		if got := ledgerMustGet(t, l, a.ID); got.State != idempotency.StateInProgress || !got.UpdateTime.Equal(second.Record.UpdateTime) {
 			t.Errorf("after a stale Complete: state %s, update time %v; want in_progress, %v", got.State, got.UpdateTime, second.Record.UpdateTime)
 		}
@@ -238,7 +220,7 @@ var ledgerCompleteTests = []ledgerTest{
 			t.Fatalf("first Complete: %v", err)
 		}
 		err := l.Complete(context.Background(), res.Reservation(), ledgerResponse(`{"n":2}`), clock.Now().Add(time.Hour))
-		ledgerWantCode(t, "second Complete with the same reservation", err, store.CodeConflict)
+		wantCode(t, "second Complete with the same reservation", err, store.CodeConflict)
 		if got := ledgerMustGet(t, l, res.Record.ID); string(got.Response.Body) != `{"n":1}` {
 			t.Errorf("stored body = %s, want the first completion's", got.Response.Body)
 		}
@@ -269,7 +251,7 @@ var ledgerCompleteTests = []ledgerTest{
 		if !errors.Is(err, idempotency.ErrResponseTooLarge) {
 			t.Fatalf("Complete(%d-byte response): got %v, want ErrResponseTooLarge", big.Size(), err)
 		}
-		ledgerWantCode(t, "Complete(oversize)", err, store.CodeInvalid)
+		wantCode(t, "Complete(oversize)", err, store.CodeInvalid)
 		got := ledgerMustGet(t, l, a.ID)
 		if got.State != idempotency.StateInProgress || !got.UpdateTime.Equal(res.Record.UpdateTime) {
 			t.Errorf("after oversize Complete: state %s, update time %v; want the untouched reservation", got.State, got.UpdateTime)
@@ -294,15 +276,15 @@ var ledgerCompleteTests = []ledgerTest{
 		a := ledgerAttempt("k1", `{}`)
 		res := ledgerMustReserve(t, l, a, idempotency.Reserved)
 		other := idempotency.Reservation{ID: a.ID, UpdateTime: res.Record.UpdateTime.Add(-time.Second)}
-		ledgerWantCode(t, "Release(someone else's update time)", l.Release(context.Background(), other), store.CodeConflict)
+		wantCode(t, "Release(someone else's update time)", l.Release(context.Background(), other), store.CodeConflict)
 		ledgerMustGet(t, l, a.ID)
 		if err := l.Release(context.Background(), res.Reservation()); err != nil {
 			t.Fatalf("Release by the owner: %v", err)
 		}
 		_, err := l.Get(context.Background(), a.ID)
-		ledgerWantCode(t, "Get after Release", err, store.CodeNotFound)
+		wantCode(t, "Get after Release", err, store.CodeNotFound)
 		ledgerMustReserve(t, l, a, idempotency.Reserved)
-		ledgerWantCode(t, "Release(the old reservation) after a new one", l.Release(context.Background(), res.Reservation()), store.CodeConflict)
+		wantCode(t, "Release(the old reservation) after a new one", l.Release(context.Background(), res.Reservation()), store.CodeConflict)
 	}},
 	{"Release/CompletedRowRefused", func(t *testing.T, l idempotency.Ledger, clock *Clock) {
 		a := ledgerAttempt("k1", `{}`)
@@ -310,7 +292,7 @@ var ledgerCompleteTests = []ledgerTest{
 		if err := l.Complete(context.Background(), res.Reservation(), ledgerResponse(`{}`), clock.Now().Add(time.Hour)); err != nil {
 			t.Fatalf("Complete: %v", err)
 		}
-		ledgerWantCode(t, "Release after Complete", l.Release(context.Background(), res.Reservation()), store.CodeConflict)
+		wantCode(t, "Release after Complete", l.Release(context.Background(), res.Reservation()), store.CodeConflict)
 		ledgerMustReserve(t, l, a, idempotency.Replay)
 	}},
 }
