@@ -12,23 +12,6 @@ import (
 	"github.com/stipend-mcp/stipend/store"
 )
 
-// NewDeliveryStore returns a fresh, empty delivery store that reads time from now.
-type NewDeliveryStore func(t *testing.T, now func() time.Time) store.DeliveryStore
-
-// deliveryTest is one named case of the delivery suite.
-type deliveryTest = suiteCase[store.DeliveryStore]
-
-// RunDeliveryStoreTests runs the contract of store.DeliveryStore: endpoints,
-// idempotent enqueue, claims and their expiry, the results of attempts,
-// listing, inbound event records, and the concurrency guarantees (20
-// concurrent enqueues of one key, 4 and 20 workers claiming at once, 20
-// concurrent inbound records of one event).
-func RunDeliveryStoreTests(t *testing.T, newStore NewDeliveryStore) {
-	t.Helper()
-	runTable(t, newStore, endpointTests, enqueueTests, claimTests, attemptTests,
-		listDeliveryTests, inboundTests, deliveryConcurrencyTests)
-}
-
 // TestSecret is a valid endpoint secret for tests.
 const TestSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 

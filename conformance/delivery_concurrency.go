@@ -12,10 +12,9 @@ import (
 	"github.com/stipend-mcp/stipend/store"
 )
 
-// deliveryConcurrencyTests: concurrent enqueues of one key, workers claiming
-// at once, and concurrent records of one inbound event.
+// deliveryConcurrencyTests: the cases of RunDeliveryStoreConcurrencyTests.
 var deliveryConcurrencyTests = []deliveryTest{
-	{"Concurrent/EnqueueOneKey", func(t *testing.T, s store.DeliveryStore, _ *Clock) {
+	{"EnqueueOneKey", func(t *testing.T, s store.DeliveryStore, _ *Clock) {
 		d := newDelivery("ep1", event.PaymentSucceeded)
 		const n = 20
 		var (
@@ -48,13 +47,13 @@ var deliveryConcurrencyTests = []deliveryTest{
 			t.Errorf("deliveries stored = %d, want 1", len(all))
 		}
 	}},
-	{"Concurrent/Claim4Workers", func(t *testing.T, s store.DeliveryStore, clock *Clock) {
+	{"Claim4Workers", func(t *testing.T, s store.DeliveryStore, clock *Clock) {
 		claimExactlyOnce(t, s, clock, 4, 12)
 	}},
-	{"Concurrent/Claim20Workers", func(t *testing.T, s store.DeliveryStore, clock *Clock) {
+	{"Claim20Workers", func(t *testing.T, s store.DeliveryStore, clock *Clock) {
 		claimExactlyOnce(t, s, clock, 20, 30)
 	}},
-	{"Concurrent/InboundOneEvent", func(t *testing.T, s store.DeliveryStore, _ *Clock) {
+	{"InboundOneEvent", func(t *testing.T, s store.DeliveryStore, _ *Clock) {
 		const n = 20
 		news := make([]bool, n)
 		errs := make([]error, n)

@@ -13,23 +13,6 @@ import (
 	"github.com/stipend-mcp/stipend/store"
 )
 
-// NewLedger returns a fresh, empty idempotency ledger that reads time from now.
-type NewLedger func(t *testing.T, now func() time.Time) idempotency.Ledger
-
-// ledgerTest is one named case of the ledger suite.
-type ledgerTest = suiteCase[idempotency.Ledger]
-
-// RunLedgerTests runs the contract of idempotency.Ledger: atomic reservation
-// (20 concurrent reservations of one key, exactly one winner), fingerprint
-// mismatch, completion and replay, update-time preconditions on completion
-// and release, expiry of completed results, the response size bound, and
-// compare-and-set reconciliation. Every subtest gets a fresh ledger and clock
-// and runs in parallel with its siblings.
-func RunLedgerTests(t *testing.T, newLedger NewLedger) {
-	t.Helper()
-	runTable(t, newLedger, ledgerReserveTests, ledgerCompleteTests, ledgerResolveTests)
-}
-
 // ledgerAttempt returns an attempt for key on a test route with a fingerprint
 // of body.
 func ledgerAttempt(key, body string) idempotency.Attempt {
@@ -102,27 +85,6 @@ var ledgerReserveTests = []ledgerTest{
 		second := ledgerMustReserve(t, l, a, idempotency.InProgress)
 		if got, want := second.Record.UpdateTime, first.Record.UpdateTime; !got.Equal(want) {
 			t.Errorf("second Reserve: Record.UpdateTime = %v, want the winner's %v", got, want)
-		}
-	}},
-	{"Reserve/TwentyConcurrentOneWinner", func(t *testing.T, l idempotency.Ledger, clock *Clock) {
-		a := ledgerAttempt("race", `{"a":1}`)
-		const n = 20
-		outcomes := make([]idempotency.Outcome, n)
-		errs := make([]error, n)
-		together(n, func(i int) {
-			r, err := l.Reserve(context.Background(), a)
-			outcomes[i], errs[i] = r.Outcome, err
-		})
-		counts := map[idempotency.Outcome]int{}
-		for i := range n {
-			if errs[i] != nil {
-				t.Fatalf("Reserve #%d: %v", i, errs[i])
-			}
-			counts[outcomes[i]]++
-		}
-		want := map[idempotency.Outcome]int{idempotency.Reserved: 1, idempotency.InProgress: n - 1}
-		if diff := cmp.Diff(want, counts); diff != "" {
-			t.Errorf("outcomes of %d concurrent Reserve calls (-want +got):\n%s", n, diff)
 		}
 	}},
 	{"Reserve/DifferentFingerprintInProgressIsMismatch", func(t *testing.T, l idempotency.Ledger, clock *Clock) {
@@ -294,5 +256,30 @@ var ledgerCompleteTests = []ledgerTest{
 		}
 		wantCode(t, "Release after Complete", l.Release(context.Background(), res.Reservation()), store.CodeConflict)
 		ledgerMustReserve(t, l, a, idempotency.Replay)
+	}},
+}
+
+// ledgerConcurrencyTests: the case of RunLedgerConcurrencyTests.
+var ledgerConcurrencyTests = []ledgerTest{
+	{"Reserve/TwentyConcurrentOneWinner", func(t *testing.T, l idempotency.Ledger, clock *Clock) {
+		a := ledgerAttempt("race", `{"a":1}`)
+		const n = 20
+		outcomes := make([]idempotency.Outcome, n)
+		errs := make([]error, n)
+		together(n, func(i int) {
+			r, err := l.Reserve(context.Background(), a)
+			outcomes[i], errs[i] = r.Outcome, err
+		})
+		counts := map[idempotency.Outcome]int{}
+		for i := range n {
+			if errs[i] != nil {
+				t.Fatalf("Reserve #%d: %v", i, errs[i])
+			}
+			counts[outcomes[i]]++
+		}
+		want := map[idempotency.Outcome]int{idempotency.Reserved: 1, idempotency.InProgress: n - 1}
+		if diff := cmp.Diff(want, counts); diff != "" {
+			t.Errorf("outcomes of %d concurrent Reserve calls (-want +got):\n%s", n, diff)
+		}
 	}},
 }

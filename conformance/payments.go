@@ -85,7 +85,7 @@ func wantEventTypes(t *testing.T, s store.EntitlementStore, want ...event.Type) 
 	return evs
 }
 
-var paymentTests = append([]subtest{
+var paymentTests = []subtest{
 	{"PaymentCreate", testPaymentCreate},
 	{"PaymentCompleteCredits", testPaymentCompleteCredits},
 	{"PaymentCompleteQuotaAndSubscription", testPaymentCompleteOtherGrants},
@@ -153,7 +153,7 @@ var paymentTests = append([]subtest{
 			t.Errorf("GetReceipt after changing a returned receipt: %v, grants %+v", err, again.Grants)
 		}
 	}},
-}, paymentConcurrencyTests...)
+}
 
 func testPaymentCreate(t *testing.T, s store.EntitlementStore, clock *Clock) {
 	ctx := t.Context()
