@@ -54,7 +54,7 @@ var accountTests = []subtest{
 	}},
 	{"AccountNotFound", func(t *testing.T, s store.EntitlementStore, _ *Clock) {
 		_, err := s.GetAccount(t.Context(), newAgent())
-		wantErrCode(t, "GetAccount(unknown)", err, store.CodeNotFound)
+		wantCode(t, "GetAccount(unknown)", err, store.CodeNotFound)
 	}},
 	{"AccountCreatedWithEntitlement", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
 		agent := newAgent()

@@ -86,6 +86,6 @@ var checkTests = []subtest{
 	}},
 	{"CheckInvalid", func(t *testing.T, s store.EntitlementStore, _ *Clock) {
 		_, err := s.Check(t.Context(), request(newAgent(), "", 1))
-		wantErrCode(t, "Check(empty key)", err, store.CodeInvalid)
+		wantCode(t, "Check(empty key)", err, store.CodeInvalid)
 	}},
 }

@@ -3,6 +3,7 @@ package conformance
 import (
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"testing"
 	"time"
 
@@ -10,72 +11,17 @@ import (
 	"github.com/stipend-mcp/stipend/store"
 )
 
-// ConcurrencyOptions tunes RunConcurrencyTests.
-type ConcurrencyOptions struct {
-	Seed       int64 // 0: random; the seed is printed (t.Logf) and in every failure message
-	Rounds     int   // rounds of the property test; 0: a default suited to the memory store
-	MaxCallers int   // upper bound of concurrent callers, 4..64; 0: 64
-}
+// callsPerCaller is how many consumes each concurrent caller makes.
+const callsPerCaller = 4
 
-// Defaults of ConcurrencyOptions.
-const (
-	defaultRounds     = 30
-	defaultMaxCallers = 64
-	minCallers        = 4
-	// callsPerCaller is how many consumes each concurrent caller makes.
-	callsPerCaller = 4
-)
-
-func (o ConcurrencyOptions) withDefaults() ConcurrencyOptions {
-	if o.Seed == 0 {
-		o.Seed = time.Now().UnixNano()
+// hotTests are the cases of RunConcurrencyTests that share one entitlement
+// among many callers, with the seed and bounds of opts.
+func hotTests(opts ConcurrencyOptions) []subtest {
+	return []subtest{
+		{"HotCredits", func(t *testing.T, s store.EntitlementStore, clock *Clock) { hotCredits(t, s, clock, opts) }},
+		{"HotQuota", func(t *testing.T, s store.EntitlementStore, clock *Clock) { hotQuota(t, s, clock, opts) }},
+		{"RevokeDuringConsumes", func(t *testing.T, s store.EntitlementStore, clock *Clock) { revokeDuringConsumes(t, s, clock, opts) }},
 	}
-	if o.Rounds <= 0 {
-		o.Rounds = defaultRounds
-	}
-	if o.MaxCallers == 0 {
-		o.MaxCallers = defaultMaxCallers
-	}
-	o.MaxCallers = min(max(o.MaxCallers, minCallers), defaultMaxCallers)
-	return o
-}
-
-// RunConcurrencyTests runs the concurrency and property suite: rounds of
-// 4..MaxCallers concurrent callers with duplicate keys, mixed entitlement
-// kinds and random costs, with the invariants of CheckAndConsume checked
-// after every round, and hot entitlements that MaxCallers callers share.
-// Run it under -race. A failure names the seed; rerun with
-// ConcurrencyOptions{Seed: seed} to reproduce the same rounds.
-func RunConcurrencyTests(t *testing.T, newStore NewStore, opts ConcurrencyOptions) {
-	t.Helper()
-	opts = opts.withDefaults()
-	t.Logf("conformance: concurrency seed %d (reproduce with ConcurrencyOptions{Seed: %d})", opts.Seed, opts.Seed)
-	t.Run("Property", func(t *testing.T) {
-		t.Parallel()
-		for round := range opts.Rounds {
-			p := &property{t: t, seed: opts.Seed, round: round, rng: rand.New(rand.NewPCG(uint64(opts.Seed), uint64(round)))}
-			clock := NewClock()
-			p.run(newStore(t, clock.Now), clock, opts.MaxCallers)
-			if t.Failed() {
-				return // one failing round is enough to read
-			}
-		}
-	})
-	t.Run("HotCredits", func(t *testing.T) {
-		t.Parallel()
-		clock := NewClock()
-		hotCredits(t, newStore(t, clock.Now), clock, opts)
-	})
-	t.Run("HotQuota", func(t *testing.T) {
-		t.Parallel()
-		clock := NewClock()
-		hotQuota(t, newStore(t, clock.Now), clock, opts)
-	})
-	t.Run("RevokeDuringConsumes", func(t *testing.T) {
-		t.Parallel()
-		clock := NewClock()
-		revokeDuringConsumes(t, newStore(t, clock.Now), clock, opts)
-	})
 }
 
 // revokeDuringConsumes revokes an entitlement while callers charge it: the
@@ -186,4 +132,69 @@ func hotQuota(t *testing.T, s store.EntitlementStore, clock *Clock, opts Concurr
 	if n := depletedEvents(t, s, q.ID); n != 1 {
 		t.Errorf("seed %d: hot quota wrote %d entitlement.depleted events, want exactly 1 (by the call that used the last unit)", opts.Seed, n)
 	}
+}
+
+// together runs f(0..n-1) on n goroutines released at once, and waits.
+func together(n int, f func(i int)) {
+	var ready, done sync.WaitGroup
+	start := make(chan struct{})
+	ready.Add(n)
+	done.Add(n)
+	for i := range n {
+		go func() {
+			defer done.Done()
+			ready.Done()
+			<-start
+			f(i)
+		}()
+	}
+	ready.Wait()
+	close(start)
+	done.Wait()
+}
+
+// failures counts the calls of a race that failed.
+func failures(errs []error) int {
+	n := 0
+	for _, err := range errs {
+		if err != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// retryUnavailable retries, one at a time, the calls of a race that failed
+// with an Unavailable error: the contract allows one under contention (the
+// emulator's lock timeouts are one) and makes retrying safe, so each retry
+// must succeed and agree with the others. Any other error fails the test.
+func retryUnavailable(t *testing.T, name string, errs []error, call func(i int)) {
+	t.Helper()
+	for i, err := range errs {
+		if err == nil {
+			continue
+		}
+		if store.CodeOf(err) != store.CodeUnavailable {
+			t.Errorf("%s #%d: %v, want success (or an Unavailable error to retry)", name, i, err)
+			continue
+		}
+		t.Logf("%s #%d: %v; retrying", name, i, err)
+		call(i)
+		if errs[i] != nil {
+			t.Errorf("%s #%d retried after contention: %v", name, i, errs[i])
+		}
+	}
+}
+
+// firstOK returns the index of the first call that succeeded, failing the
+// test if none did.
+func firstOK(t *testing.T, errs []error) int {
+	t.Helper()
+	for i, err := range errs {
+		if err == nil {
+			return i
+		}
+	}
+	t.Fatalf("every concurrent call failed")
+	return 0
 }

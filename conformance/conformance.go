@@ -1,27 +1,134 @@
-// Package conformance holds the test suites every store.EntitlementStore
-// must pass. Each backend's test file calls them with a constructor:
-//
-//	func TestStore(t *testing.T) {
-//		newStore := func(t *testing.T, now func() time.Time) store.EntitlementStore { … }
-//		conformance.RunEntitlementStoreTests(t, newStore)
-//		conformance.RunPaymentTests(t, newStore)
-//		conformance.RunConcurrencyTests(t, newStore, conformance.ConcurrencyOptions{})
-//	}
-//
-// Every subtest gets a fresh, empty store and its own clock, and runs in
-// parallel with its siblings. The three entry points are independent: none
-// calls another, so a backend calls all three.
 package conformance
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
+	"github.com/stipend-mcp/stipend/idempotency"
 	"github.com/stipend-mcp/stipend/store"
 )
 
-// NewStore returns a fresh, empty store that reads time from now.
+// NewStore returns a fresh, empty entitlement store that reads time from now.
 type NewStore func(t *testing.T, now func() time.Time) store.EntitlementStore
+
+// NewDeliveryStore returns a fresh, empty delivery store that reads time from now.
+type NewDeliveryStore func(t *testing.T, now func() time.Time) store.DeliveryStore
+
+// NewLedger returns a fresh, empty idempotency ledger that reads time from now.
+type NewLedger func(t *testing.T, now func() time.Time) idempotency.Ledger
+
+// RunTests runs the contract of store.EntitlementStore: accounts,
+// entitlements, CheckAndConsume and its denials, Check, consumptions, the
+// event outbox, payments and receipts.
+func RunTests(t *testing.T, newStore NewStore) {
+	t.Helper()
+	runTable(t, newStore, accountTests, entitlementTests, consumeTests, denialTests,
+		selectionTests, checkTests, consumptionTests, eventTests, paymentTests)
+}
+
+// RunConcurrencyTests runs the guarantees of store.EntitlementStore under
+// concurrent callers: 20 concurrent CreatePayment calls with one key and 20
+// CompletePayment calls of one payment (one payment, one grant, one
+// receipt), MaxCallers callers charging one credits entitlement and one
+// quota that hold exactly what they spend, and a revocation among consumes.
+// Run it under -race. A failure names the seed of the random costs.
+func RunConcurrencyTests(t *testing.T, newStore NewStore, opts ConcurrencyOptions) {
+	t.Helper()
+	opts = opts.withDefaults()
+	t.Logf("conformance: concurrency seed %d (reproduce with ConcurrencyOptions{Seed: %d})", opts.Seed, opts.Seed)
+	runTable(t, newStore, paymentConcurrencyTests, hotTests(opts))
+}
+
+// RunPropertyTests runs Rounds rounds, one after another, each on a fresh
+// store: a random population of entitlements of every kind and state, 4 to
+// MaxCallers concurrent callers reusing a small pool of keys with mixed
+// parameters and costs, and the invariants of CheckAndConsume checked after
+// the round (one charge per key, replays and conflicts that agree with it,
+// stored consumptions that add up to what every balance lost, none below
+// zero). Run it under -race. A failure names the seed and the round; rerun
+// with ConcurrencyOptions{Seed: seed} to reproduce the same rounds. It stops
+// after the first failing round.
+func RunPropertyTests(t *testing.T, newStore NewStore, opts ConcurrencyOptions) {
+	t.Helper()
+	opts = opts.withDefaults()
+	t.Logf("conformance: property seed %d (reproduce with ConcurrencyOptions{Seed: %d})", opts.Seed, opts.Seed)
+	for round := range opts.Rounds {
+		passed := t.Run(fmt.Sprintf("Round%02d", round), func(t *testing.T) {
+			p := &property{t: t, seed: opts.Seed, round: round, rng: rand.New(rand.NewPCG(uint64(opts.Seed), uint64(round)))}
+			clock := NewClock()
+			p.run(newStore(t, clock.Now), clock, opts.MaxCallers)
+		})
+		if !passed {
+			return // one failing round is enough to read
+		}
+	}
+}
+
+// RunDeliveryStoreTests runs the contract of store.DeliveryStore: endpoints,
+// idempotent enqueue, claims and their expiry, the results of attempts,
+// listing, and inbound event records.
+func RunDeliveryStoreTests(t *testing.T, newStore NewDeliveryStore) {
+	t.Helper()
+	runTable(t, newStore, endpointTests, enqueueTests, claimTests, attemptTests,
+		listDeliveryTests, inboundTests)
+}
+
+// RunDeliveryStoreConcurrencyTests runs the guarantees of store.DeliveryStore
+// under concurrent callers: 20 concurrent enqueues of one key (one
+// delivery), 4 and 20 workers claiming at once (each delivery claimed
+// exactly once), and 20 concurrent inbound records of one event (one new).
+// Run it under -race.
+func RunDeliveryStoreConcurrencyTests(t *testing.T, newStore NewDeliveryStore) {
+	t.Helper()
+	runTable(t, newStore, deliveryConcurrencyTests)
+}
+
+// RunLedgerTests runs the contract of idempotency.Ledger: reservation,
+// fingerprint mismatch, completion and replay, update-time preconditions on
+// completion and release, expiry of completed results, the response size
+// bound, and compare-and-set reconciliation.
+func RunLedgerTests(t *testing.T, newLedger NewLedger) {
+	t.Helper()
+	runTable(t, newLedger, ledgerReserveTests, ledgerCompleteTests, ledgerResolveTests)
+}
+
+// RunLedgerConcurrencyTests runs the guarantee of idempotency.Ledger under
+// concurrent callers: of 20 concurrent reservations of one key exactly one
+// wins. Run it under -race.
+func RunLedgerConcurrencyTests(t *testing.T, newLedger NewLedger) {
+	t.Helper()
+	runTable(t, newLedger, ledgerConcurrencyTests)
+}
+
+// ConcurrencyOptions tunes RunConcurrencyTests and RunPropertyTests.
+type ConcurrencyOptions struct {
+	Seed       int64 // 0: random; the seed is printed (t.Logf) and in every failure message
+	Rounds     int   // rounds of RunPropertyTests; 0: a default suited to the memory store
+	MaxCallers int   // upper bound of concurrent callers, 4..64; 0: 64
+}
+
+// Defaults of ConcurrencyOptions.
+const (
+	defaultRounds     = 30
+	defaultMaxCallers = 64
+	minCallers        = 4
+)
+
+func (o ConcurrencyOptions) withDefaults() ConcurrencyOptions {
+	if o.Seed == 0 {
+		o.Seed = time.Now().UnixNano()
+	}
+	if o.Rounds <= 0 {
+		o.Rounds = defaultRounds
+	}
+	if o.MaxCallers == 0 {
+		o.MaxCallers = defaultMaxCallers
+	}
+	o.MaxCallers = min(max(o.MaxCallers, minCallers), defaultMaxCallers)
+	return o
+}
 
 // suiteCase is one named case of a suite over a backend of type S.
 type suiteCase[S any] struct {
@@ -29,11 +136,16 @@ type suiteCase[S any] struct {
 	run  func(t *testing.T, s S, clock *Clock)
 }
 
-// subtest is one named case of the entitlement store suites.
-type subtest = suiteCase[store.EntitlementStore]
+// The cases of the three contracts.
+type (
+	subtest      = suiteCase[store.EntitlementStore]
+	deliveryTest = suiteCase[store.DeliveryStore]
+	ledgerTest   = suiteCase[idempotency.Ledger]
+)
 
 // runTable runs each case in parallel with a fresh backend from open and a
-// fresh clock. Every suite of this package runs through it.
+// fresh clock. Every suite of this package but the property rounds runs
+// through it.
 func runTable[S any](t *testing.T, open func(t *testing.T, now func() time.Time) S, tests ...[]suiteCase[S]) {
 	t.Helper()
 	for _, table := range tests {
@@ -45,21 +157,4 @@ func runTable[S any](t *testing.T, open func(t *testing.T, now func() time.Time)
 			})
 		}
 	}
-}
-
-// RunEntitlementStoreTests runs the contract of store.EntitlementStore for
-// accounts, entitlements, CheckAndConsume, Check, consumptions and the event
-// outbox. Payments and receipts are in RunPaymentTests.
-func RunEntitlementStoreTests(t *testing.T, newStore NewStore) {
-	t.Helper()
-	runTable(t, newStore, accountTests, entitlementTests, consumeTests, denialTests,
-		selectionTests, checkTests, consumptionTests, eventTests)
-}
-
-// RunPaymentTests runs the contract of payments, receipts and the events
-// they write, including 20 concurrent CreatePayment and CompletePayment calls
-// on one payment.
-func RunPaymentTests(t *testing.T, newStore NewStore) {
-	t.Helper()
-	runTable(t, newStore, paymentTests)
 }

@@ -194,7 +194,7 @@ var consumeTests = []subtest{
 		}
 		for name, req := range bad {
 			_, err := s.CheckAndConsume(t.Context(), req)
-			wantErrCode(t, "CheckAndConsume("+name+")", err, store.CodeInvalid)
+			wantCode(t, "CheckAndConsume("+name+")", err, store.CodeInvalid)
 		}
 		if got := getEntitlement(t, s, e.ID).Credits.Balance; got != usd(1000) {
 			t.Errorf("balance after invalid requests = %v, want 1000 USD", got)

@@ -38,7 +38,7 @@ var consumptionTests = []subtest{
 			t.Errorf("ListConsumptions(since the future) = %d items, next %q, %v; want none", len(items), next, err)
 		}
 		_, _, err = s.ListConsumptions(t.Context(), agent, time.Time{}, store.Page{Cursor: "%%%"})
-		wantErrCode(t, "ListConsumptions(bad cursor)", err, store.CodeInvalid)
+		wantCode(t, "ListConsumptions(bad cursor)", err, store.CodeInvalid)
 		// A cursor belongs to its list: another agent's list, or the same
 		// list with another since, refuses it.
 		_, cursor, err := s.ListConsumptions(t.Context(), agent, time.Time{}, store.Page{Limit: 1})
@@ -46,9 +46,9 @@ var consumptionTests = []subtest{
 			t.Fatalf("ListConsumptions(limit 1) = next %q, %v; want a cursor", cursor, err)
 		}
 		_, _, err = s.ListConsumptions(t.Context(), other, time.Time{}, store.Page{Cursor: cursor})
-		wantErrCode(t, "ListConsumptions(another agent's cursor)", err, store.CodeInvalid)
+		wantCode(t, "ListConsumptions(another agent's cursor)", err, store.CodeInvalid)
 		_, _, err = s.ListConsumptions(t.Context(), agent, since, store.Page{Cursor: cursor})
-		wantErrCode(t, "ListConsumptions(a cursor of another since)", err, store.CodeInvalid)
+		wantCode(t, "ListConsumptions(a cursor of another since)", err, store.CodeInvalid)
 	}},
 }
 

@@ -47,16 +47,16 @@ var entitlementTests = []subtest{
 		dup := credits(newAgent(), 999, clock.Now())
 		dup.ID = e.ID
 		_, err := s.CreateEntitlement(t.Context(), dup)
-		wantErrCode(t, "CreateEntitlement(existing ID)", err, store.CodeConflict)
+		wantCode(t, "CreateEntitlement(existing ID)", err, store.CodeConflict)
 		if d := cmpDiff(e, getEntitlement(t, s, e.ID)); d != "" {
 			t.Errorf("GetEntitlement after the duplicate changed (-want +got):\n%s", d)
 		}
 	}},
 	{"EntitlementNotFound", func(t *testing.T, s store.EntitlementStore, _ *Clock) {
 		_, err := s.GetEntitlement(t.Context(), "no-such-entitlement")
-		wantErrCode(t, "GetEntitlement(unknown)", err, store.CodeNotFound)
+		wantCode(t, "GetEntitlement(unknown)", err, store.CodeNotFound)
 		_, err = s.RevokeEntitlement(t.Context(), "no-such-entitlement")
-		wantErrCode(t, "RevokeEntitlement(unknown)", err, store.CodeNotFound)
+		wantCode(t, "RevokeEntitlement(unknown)", err, store.CodeNotFound)
 	}},
 	{"EntitlementCopies", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
 		e := credits(newAgent(), 100, clock.Now())
@@ -226,5 +226,5 @@ func testListEntitlementPages(t *testing.T, s store.EntitlementStore, clock *Clo
 		t.Errorf("entitlements over all pages (-want +got):\n%s", d)
 	}
 	_, _, err := s.ListEntitlements(t.Context(), agent, store.EntitlementFilter{}, store.Page{Cursor: "not a cursor!"})
-	wantErrCode(t, "ListEntitlements(bad cursor)", err, store.CodeInvalid)
+	wantCode(t, "ListEntitlements(bad cursor)", err, store.CodeInvalid)
 }

@@ -116,15 +116,19 @@ func mustConsume(t *testing.T, s store.EntitlementStore, req entitlement.Consume
 	return res
 }
 
-// wantCode fails unless err carries code.
-func wantErrCode(t *testing.T, call string, err error, code store.Code) {
+// wantCode reports a failure unless err is a *store.Error with code want;
+// call names the call that returned err. It uses t.Errorf, so the checks
+// after it still run.
+func wantCode(t testing.TB, call string, err error, want store.Code) {
 	t.Helper()
-	if got := store.CodeOf(err); got != code {
-		t.Errorf("%s: error %v (code %q), want code %q", call, err, got, code)
+	if got := store.CodeOf(err); got != want {
+		t.Errorf("%s: got error %v (code %q), want code %q", call, err, got, want)
+		return
 	}
+	// CodeOf also says CodeInternal for an error that is not a *store.Error.
 	var se *store.Error
 	if err != nil && !errors.As(err, &se) {
-		t.Errorf("%s: error %T is not a *store.Error", call, err)
+		t.Errorf("%s: got error %v of type %T, want a *store.Error", call, err, err)
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,23 +12,6 @@ import (
 	"github.com/stipend-mcp/stipend/idempotency"
 	"github.com/stipend-mcp/stipend/store"
 )
-
-// NewLedger returns a fresh, empty idempotency ledger that reads time from now.
-type NewLedger func(t *testing.T, now func() time.Time) idempotency.Ledger
-
-// ledgerTest is one named case of the ledger suite.
-type ledgerTest = suiteCase[idempotency.Ledger]
-
-// RunLedgerTests runs the contract of idempotency.Ledger: atomic reservation
-// (20 concurrent reservations of one key, exactly one winner), fingerprint
-// mismatch, completion and replay, update-time preconditions on completion
-// and release, expiry of completed results, the response size bound, and
-// compare-and-set reconciliation. Every subtest gets a fresh ledger and clock
-// and runs in parallel with its siblings.
-func RunLedgerTests(t *testing.T, newLedger NewLedger) {
-	t.Helper()
-	runTable(t, newLedger, ledgerReserveTests, ledgerCompleteTests, ledgerResolveTests)
-}
 
 // ledgerAttempt returns an attempt for key on a test route with a fingerprint
 // of body.
@@ -81,14 +63,6 @@ func ledgerMustGet(t *testing.T, l idempotency.Ledger, id string) idempotency.Re
 	return r
 }
 
-// ledgerWantCode fails unless err has code want.
-func ledgerWantCode(t *testing.T, call string, err error, want store.Code) {
-	t.Helper()
-	if got := store.CodeOf(err); got != want {
-		t.Fatalf("%s: got error %v (code %q), want code %q", call, err, got, want)
-	}
-}
-
 var ledgerReserveTests = []ledgerTest{
 	{"Reserve/CreatesInProgressRow", func(t *testing.T, l idempotency.Ledger, clock *Clock) {
 		a := ledgerAttempt("k1", `{"a":1}`)
@@ -111,36 +85,6 @@ var ledgerReserveTests = []ledgerTest{
 		second := ledgerMustReserve(t, l, a, idempotency.InProgress)
 		if got, want := second.Record.UpdateTime, first.Record.UpdateTime; !got.Equal(want) {
 			t.Errorf("second Reserve: Record.UpdateTime = %v, want the winner's %v", got, want)
-		}
-	}},
-	{"Reserve/TwentyConcurrentOneWinner", func(t *testing.T, l idempotency.Ledger, clock *Clock) {
-		a := ledgerAttempt("race", `{"a":1}`)
-		const n = 20
-		outcomes := make([]idempotency.Outcome, n)
-		errs := make([]error, n)
-		var wg sync.WaitGroup
-		start := make(chan struct{})
-		for i := range n {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				r, err := l.Reserve(context.Background(), a)
-				outcomes[i], errs[i] = r.Outcome, err
-			}()
-		}
-		close(start)
-		wg.Wait()
-		counts := map[idempotency.Outcome]int{}
-		for i := range n {
-			if errs[i] != nil {
-				t.Fatalf("Reserve #%d: %v", i, errs[i])
-			}
-			counts[outcomes[i]]++
-		}
-		want := map[idempotency.Outcome]int{idempotency.Reserved: 1, idempotency.InProgress: n - 1}
-		if diff := cmp.Diff(want, counts); diff != "" {
-			t.Errorf("outcomes of %d concurrent Reserve calls (-want +got):\n%s", n, diff)
 		}
 	}},
 	{"Reserve/DifferentFingerprintInProgressIsMismatch", func(t *testing.T, l idempotency.Ledger, clock *Clock) {
@@ -177,11 +121,11 @@ var ledgerReserveTests = []ledgerTest{
 		a := ledgerAttempt("k1", `{}`)
 		a.ID = "raw-key-not-a-hash"
 		_, err := l.Reserve(context.Background(), a)
-		ledgerWantCode(t, "Reserve(unhashed id)", err, store.CodeInvalid)
+		wantCode(t, "Reserve(unhashed id)", err, store.CodeInvalid)
 	}},
 	{"Get/Absent", func(t *testing.T, l idempotency.Ledger, clock *Clock) {
 		_, err := l.Get(context.Background(), ledgerAttempt("none", "").ID)
-		ledgerWantCode(t, "Get(absent)", err, store.CodeNotFound)
+		wantCode(t, "Get(absent)", err, store.CodeNotFound)
 	}},
 	{"Probe/Healthy", func(t *testing.T, l idempotency.Ledger, clock *Clock) {
 		if err := l.Probe(context.Background()); err != nil {
@@ -227,7 +171,7 @@ var ledgerCompleteTests = []ledgerTest{
 		}
 		second := ledgerMustReserve(t, l, a, idempotency.Reserved)
 		err := l.Complete(context.Background(), first.Reservation(), ledgerResponse(`{}`), clock.Now().Add(time.Hour))
-		ledgerWantCode(t, "Complete(stale reservation)", err, store.CodeConflict)
+		wantCode(t, "Complete(stale reservation)", err, store.CodeConflict)
 		if got := ledgerMustGet(t, l, a.ID); got.State != idempotency.StateInProgress || !got.UpdateTime.Equal(second.Record.UpdateTime) {
 			t.Errorf("after a stale Complete: state %s, update time %v; want in_progress, %v", got.State, got.UpdateTime, second.Record.UpdateTime)
 		}
@@ -238,7 +182,7 @@ var ledgerCompleteTests = []ledgerTest{
 			t.Fatalf("first Complete: %v", err)
 		}
 		err := l.Complete(context.Background(), res.Reservation(), ledgerResponse(`{"n":2}`), clock.Now().Add(time.Hour))
-		ledgerWantCode(t, "second Complete with the same reservation", err, store.CodeConflict)
+		wantCode(t, "second Complete with the same reservation", err, store.CodeConflict)
 		if got := ledgerMustGet(t, l, res.Record.ID); string(got.Response.Body) != `{"n":1}` {
 			t.Errorf("stored body = %s, want the first completion's", got.Response.Body)
 		}
@@ -269,7 +213,7 @@ var ledgerCompleteTests = []ledgerTest{
 		if !errors.Is(err, idempotency.ErrResponseTooLarge) {
 			t.Fatalf("Complete(%d-byte response): got %v, want ErrResponseTooLarge", big.Size(), err)
 		}
-		ledgerWantCode(t, "Complete(oversize)", err, store.CodeInvalid)
+		wantCode(t, "Complete(oversize)", err, store.CodeInvalid)
 		got := ledgerMustGet(t, l, a.ID)
 		if got.State != idempotency.StateInProgress || !got.UpdateTime.Equal(res.Record.UpdateTime) {
 			t.Errorf("after oversize Complete: state %s, update time %v; want the untouched reservation", got.State, got.UpdateTime)
@@ -294,15 +238,15 @@ var ledgerCompleteTests = []ledgerTest{
 		a := ledgerAttempt("k1", `{}`)
 		res := ledgerMustReserve(t, l, a, idempotency.Reserved)
 		other := idempotency.Reservation{ID: a.ID, UpdateTime: res.Record.UpdateTime.Add(-time.Second)}
-		ledgerWantCode(t, "Release(someone else's update time)", l.Release(context.Background(), other), store.CodeConflict)
+		wantCode(t, "Release(someone else's update time)", l.Release(context.Background(), other), store.CodeConflict)
 		ledgerMustGet(t, l, a.ID)
 		if err := l.Release(context.Background(), res.Reservation()); err != nil {
 			t.Fatalf("Release by the owner: %v", err)
 		}
 		_, err := l.Get(context.Background(), a.ID)
-		ledgerWantCode(t, "Get after Release", err, store.CodeNotFound)
+		wantCode(t, "Get after Release", err, store.CodeNotFound)
 		ledgerMustReserve(t, l, a, idempotency.Reserved)
-		ledgerWantCode(t, "Release(the old reservation) after a new one", l.Release(context.Background(), res.Reservation()), store.CodeConflict)
+		wantCode(t, "Release(the old reservation) after a new one", l.Release(context.Background(), res.Reservation()), store.CodeConflict)
 	}},
 	{"Release/CompletedRowRefused", func(t *testing.T, l idempotency.Ledger, clock *Clock) {
 		a := ledgerAttempt("k1", `{}`)
@@ -310,7 +254,32 @@ var ledgerCompleteTests = []ledgerTest{
 		if err := l.Complete(context.Background(), res.Reservation(), ledgerResponse(`{}`), clock.Now().Add(time.Hour)); err != nil {
 			t.Fatalf("Complete: %v", err)
 		}
-		ledgerWantCode(t, "Release after Complete", l.Release(context.Background(), res.Reservation()), store.CodeConflict)
+		wantCode(t, "Release after Complete", l.Release(context.Background(), res.Reservation()), store.CodeConflict)
 		ledgerMustReserve(t, l, a, idempotency.Replay)
+	}},
+}
+
+// ledgerConcurrencyTests: the case of RunLedgerConcurrencyTests.
+var ledgerConcurrencyTests = []ledgerTest{
+	{"Reserve/TwentyConcurrentOneWinner", func(t *testing.T, l idempotency.Ledger, clock *Clock) {
+		a := ledgerAttempt("race", `{"a":1}`)
+		const n = 20
+		outcomes := make([]idempotency.Outcome, n)
+		errs := make([]error, n)
+		together(n, func(i int) {
+			r, err := l.Reserve(context.Background(), a)
+			outcomes[i], errs[i] = r.Outcome, err
+		})
+		counts := map[idempotency.Outcome]int{}
+		for i := range n {
+			if errs[i] != nil {
+				t.Fatalf("Reserve #%d: %v", i, errs[i])
+			}
+			counts[outcomes[i]]++
+		}
+		want := map[idempotency.Outcome]int{idempotency.Reserved: 1, idempotency.InProgress: n - 1}
+		if diff := cmp.Diff(want, counts); diff != "" {
+			t.Errorf("outcomes of %d concurrent Reserve calls (-want +got):\n%s", n, diff)
+		}
 	}},
 }

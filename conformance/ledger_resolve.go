@@ -37,7 +37,7 @@ var ledgerResolveTests = []ledgerTest{
 		ledgerMustReserve(t, l, a, idempotency.Reserved)
 		for _, ref := range []string{"elsewhere/idem_0/" + a.ID, "firestore/idem_other/" + a.ID, "k1", l.Reference("k1")} {
 			_, err := l.Inspect(context.Background(), ref)
-			ledgerWantCode(t, "Inspect("+ref+")", err, store.CodeInvalid)
+			wantCode(t, "Inspect("+ref+")", err, store.CodeInvalid)
 		}
 	}},
 	{"ResolveDelete/CompareAndSet", func(t *testing.T, l idempotency.Ledger, clock *Clock) {
@@ -45,14 +45,14 @@ var ledgerResolveTests = []ledgerTest{
 		res := ledgerMustReserve(t, l, a, idempotency.Reserved)
 		ref := l.Reference(a.ID)
 		stale := res.Record.UpdateTime.Add(-time.Millisecond)
-		ledgerWantCode(t, "ResolveDelete(stale update time)", l.ResolveDelete(context.Background(), ref, stale), store.CodeConflict)
+		wantCode(t, "ResolveDelete(stale update time)", l.ResolveDelete(context.Background(), ref, stale), store.CodeConflict)
 		ledgerMustGet(t, l, a.ID)
 		if err := l.ResolveDelete(context.Background(), ref, res.Record.UpdateTime); err != nil {
 			t.Fatalf("ResolveDelete(current update time): %v", err)
 		}
 		// The original holder's reservation is gone with the row.
 		err := l.Complete(context.Background(), res.Reservation(), ledgerResponse(`{}`), clock.Now().Add(time.Hour))
-		ledgerWantCode(t, "Complete after ResolveDelete", err, store.CodeConflict)
+		wantCode(t, "Complete after ResolveDelete", err, store.CodeConflict)
 		ledgerMustReserve(t, l, a, idempotency.Reserved)
 	}},
 	{"ResolveDelete/RefusedWhenRowChangedUnderneath", func(t *testing.T, l idempotency.Ledger, clock *Clock) {
@@ -67,13 +67,13 @@ var ledgerResolveTests = []ledgerTest{
 			t.Fatalf("Complete: %v", err)
 		}
 		err = l.ResolveDelete(context.Background(), l.Reference(a.ID), inspected.UpdateTime)
-		ledgerWantCode(t, "ResolveDelete after the row changed", err, store.CodeConflict)
+		wantCode(t, "ResolveDelete after the row changed", err, store.CodeConflict)
 		ledgerMustReserve(t, l, a, idempotency.Replay)
 	}},
 	{"ResolveDelete/Absent", func(t *testing.T, l idempotency.Ledger, clock *Clock) {
 		id := ledgerAttempt("none", `{}`).ID
 		err := l.ResolveDelete(context.Background(), l.Reference(id), clock.Now())
-		ledgerWantCode(t, "ResolveDelete(absent row)", err, store.CodeNotFound)
+		wantCode(t, "ResolveDelete(absent row)", err, store.CodeNotFound)
 	}},
 	{"ResolveComplete/CompareAndSetThenReplay", func(t *testing.T, l idempotency.Ledger, clock *Clock) {
 		a := ledgerAttempt("k1", `{}`)
@@ -82,7 +82,7 @@ var ledgerResolveTests = []ledgerTest{
 		resp := ledgerResponse(`{"proved":true}`)
 		expire := clock.Now().Add(time.Hour)
 		stale := res.Record.UpdateTime.Add(-time.Millisecond)
-		ledgerWantCode(t, "ResolveComplete(stale update time)", l.ResolveComplete(context.Background(), ref, stale, resp, expire), store.CodeConflict)
+		wantCode(t, "ResolveComplete(stale update time)", l.ResolveComplete(context.Background(), ref, stale, resp, expire), store.CodeConflict)
 		if err := l.ResolveComplete(context.Background(), ref, res.Record.UpdateTime, resp, expire); err != nil {
 			t.Fatalf("ResolveComplete(current update time): %v", err)
 		}
@@ -91,7 +91,7 @@ var ledgerResolveTests = []ledgerTest{
 			t.Errorf("replay after ResolveComplete (-want +got):\n%s", diff)
 		}
 		err := l.Complete(context.Background(), res.Reservation(), ledgerResponse(`{}`), expire)
-		ledgerWantCode(t, "the original holder's Complete after ResolveComplete", err, store.CodeConflict)
+		wantCode(t, "the original holder's Complete after ResolveComplete", err, store.CodeConflict)
 	}},
 	{"ResolveComplete/RefusedWhenRowChangedUnderneath", func(t *testing.T, l idempotency.Ledger, clock *Clock) {
 		a := ledgerAttempt("k1", `{}`)
@@ -102,7 +102,7 @@ var ledgerResolveTests = []ledgerTest{
 		}
 		ledgerMustReserve(t, l, a, idempotency.Reserved)
 		err := l.ResolveComplete(context.Background(), l.Reference(a.ID), inspected.UpdateTime, ledgerResponse(`{}`), clock.Now().Add(time.Hour))
-		ledgerWantCode(t, "ResolveComplete after the row was replaced", err, store.CodeConflict)
+		wantCode(t, "ResolveComplete after the row was replaced", err, store.CodeConflict)
 		ledgerMustReserve(t, l, a, idempotency.InProgress)
 	}},
 	{"ResolveComplete/CompletedRowRefused", func(t *testing.T, l idempotency.Ledger, clock *Clock) {
@@ -113,14 +113,14 @@ var ledgerResolveTests = []ledgerTest{
 		}
 		current := ledgerMustGet(t, l, a.ID)
 		err := l.ResolveComplete(context.Background(), l.Reference(a.ID), current.UpdateTime, ledgerResponse(`{"n":2}`), clock.Now().Add(time.Hour))
-		ledgerWantCode(t, "ResolveComplete(completed row)", err, store.CodeConflict)
+		wantCode(t, "ResolveComplete(completed row)", err, store.CodeConflict)
 	}},
 	{"ResolveComplete/OversizeRefused", func(t *testing.T, l idempotency.Ledger, clock *Clock) {
 		a := ledgerAttempt("k1", `{}`)
 		res := ledgerMustReserve(t, l, a, idempotency.Reserved)
 		big := ledgerResponse(strings.Repeat("x", idempotency.MaxResponseBytes))
 		err := l.ResolveComplete(context.Background(), l.Reference(a.ID), res.Record.UpdateTime, big, clock.Now().Add(time.Hour))
-		ledgerWantCode(t, "ResolveComplete(oversize)", err, store.CodeInvalid)
+		wantCode(t, "ResolveComplete(oversize)", err, store.CodeInvalid)
 		ledgerMustReserve(t, l, a, idempotency.InProgress)
 	}},
 }

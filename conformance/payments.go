@@ -85,7 +85,7 @@ func wantEventTypes(t *testing.T, s store.EntitlementStore, want ...event.Type) 
 	return evs
 }
 
-var paymentTests = append([]subtest{
+var paymentTests = []subtest{
 	{"PaymentCreate", testPaymentCreate},
 	{"PaymentCompleteCredits", testPaymentCompleteCredits},
 	{"PaymentCompleteQuotaAndSubscription", testPaymentCompleteOtherGrants},
@@ -113,19 +113,19 @@ var paymentTests = append([]subtest{
 		ctx := t.Context()
 		p := createPayment(t, s, newPayment(newAgent(), "k", 500))
 		_, err := s.RefundPayment(ctx, p.ID, signing)
-		wantErrCode(t, "RefundPayment(pending)", err, store.CodeConflict)
+		wantCode(t, "RefundPayment(pending)", err, store.CodeConflict)
 		completePayment(t, s, p.ID)
 		_, err = s.FailPayment(ctx, p.ID, store.PaymentChange{Reason: "late"})
-		wantErrCode(t, "FailPayment(succeeded)", err, store.CodeConflict)
+		wantCode(t, "FailPayment(succeeded)", err, store.CodeConflict)
 		if got, err := s.GetPayment(ctx, p.ID); err != nil || got.Status != payment.StatusSucceeded {
 			t.Errorf("GetPayment = %s, %v; want %s", got.Status, err, payment.StatusSucceeded)
 		}
 		_, err = s.CompletePayment(ctx, "no-such-payment", signing)
-		wantErrCode(t, "CompletePayment(unknown)", err, store.CodeNotFound)
+		wantCode(t, "CompletePayment(unknown)", err, store.CodeNotFound)
 		_, err = s.FailPayment(ctx, "no-such-payment", store.PaymentChange{Reason: "x"})
-		wantErrCode(t, "FailPayment(unknown)", err, store.CodeNotFound)
+		wantCode(t, "FailPayment(unknown)", err, store.CodeNotFound)
 		_, err = s.RefundPayment(ctx, "no-such-payment", signing)
-		wantErrCode(t, "RefundPayment(unknown)", err, store.CodeNotFound)
+		wantCode(t, "RefundPayment(unknown)", err, store.CodeNotFound)
 	}},
 	{"PaymentInboundReplay", testPaymentInbound},
 	{"ReceiptsList", testReceiptsList},
@@ -153,7 +153,7 @@ var paymentTests = append([]subtest{
 			t.Errorf("GetReceipt after changing a returned receipt: %v, grants %+v", err, again.Grants)
 		}
 	}},
-}, paymentConcurrencyTests...)
+}
 
 func testPaymentCreate(t *testing.T, s store.EntitlementStore, clock *Clock) {
 	ctx := t.Context()
@@ -181,7 +181,7 @@ func testPaymentCreate(t *testing.T, s store.EntitlementStore, clock *Clock) {
 	}
 	other := newPayment(agent, "pay-1", 1600)
 	_, err = s.CreatePayment(ctx, other)
-	wantErrCode(t, "CreatePayment(same key, other parameters)", err, store.CodeConflict)
+	wantCode(t, "CreatePayment(same key, other parameters)", err, store.CodeConflict)
 
 	got, err := s.GetPayment(ctx, want.ID)
 	if d := cmpDiff(want, got); err != nil || d != "" {
@@ -196,11 +196,11 @@ func testPaymentCreate(t *testing.T, s store.EntitlementStore, clock *Clock) {
 		t.Errorf("FindPaymentByProviderIntentID: %v, mismatch (-want +got):\n%s", err, d)
 	}
 	_, err = s.GetPayment(ctx, "no-such-payment")
-	wantErrCode(t, "GetPayment(unknown)", err, store.CodeNotFound)
+	wantCode(t, "GetPayment(unknown)", err, store.CodeNotFound)
 	_, err = s.FindPaymentByIdempotencyKey(ctx, "no-such-key")
-	wantErrCode(t, "FindPaymentByIdempotencyKey(unknown)", err, store.CodeNotFound)
+	wantCode(t, "FindPaymentByIdempotencyKey(unknown)", err, store.CodeNotFound)
 	_, err = s.FindPaymentByProviderIntentID(ctx, "pi_unknown")
-	wantErrCode(t, "FindPaymentByProviderIntentID(unknown)", err, store.CodeNotFound)
+	wantCode(t, "FindPaymentByProviderIntentID(unknown)", err, store.CodeNotFound)
 	if evs := pendingEvents(t, s); len(evs) != 0 {
 		t.Errorf("CreatePayment wrote events %v, want none", eventTypes(evs))
 	}

@@ -1,7 +1,6 @@
 package conformance
 
 import (
-	"sync"
 	"testing"
 
 	"github.com/stipend-mcp/stipend/event"
@@ -11,71 +10,7 @@ import (
 // paymentCallers is how many concurrent calls the payment races make.
 const paymentCallers = 20
 
-// together runs f(0..n-1) on n goroutines released at once, and waits.
-func together(n int, f func(i int)) {
-	var ready, done sync.WaitGroup
-	start := make(chan struct{})
-	ready.Add(n)
-	done.Add(n)
-	for i := range n {
-		go func() {
-			defer done.Done()
-			ready.Done()
-			<-start
-			f(i)
-		}()
-	}
-	ready.Wait()
-	close(start)
-	done.Wait()
-}
-
-// failures counts the calls of a race that failed.
-func failures(errs []error) int {
-	n := 0
-	for _, err := range errs {
-		if err != nil {
-			n++
-		}
-	}
-	return n
-}
-
-// retryUnavailable retries, one at a time, the calls of a race that failed
-// with an Unavailable error: the contract allows one under contention (the
-// emulator's lock timeouts are one) and makes retrying safe, so each retry
-// must succeed and agree with the others. Any other error fails the test.
-func retryUnavailable(t *testing.T, name string, errs []error, call func(i int)) {
-	t.Helper()
-	for i, err := range errs {
-		if err == nil {
-			continue
-		}
-		if store.CodeOf(err) != store.CodeUnavailable {
-			t.Errorf("%s #%d: %v, want success (or an Unavailable error to retry)", name, i, err)
-			continue
-		}
-		t.Logf("%s #%d: %v; retrying", name, i, err)
-		call(i)
-		if errs[i] != nil {
-			t.Errorf("%s #%d retried after contention: %v", name, i, errs[i])
-		}
-	}
-}
-
-// firstOK returns the index of the first call that succeeded, failing the
-// test if none did.
-func firstOK(t *testing.T, errs []error) int {
-	t.Helper()
-	for i, err := range errs {
-		if err == nil {
-			return i
-		}
-	}
-	t.Fatalf("every concurrent call failed")
-	return 0
-}
-
+// paymentConcurrencyTests: the payment races of RunConcurrencyTests.
 var paymentConcurrencyTests = []subtest{
 	{"PaymentConcurrentCreate", func(t *testing.T, s store.EntitlementStore, _ *Clock) {
 		req := newPayment(newAgent(), "one-key", 700)

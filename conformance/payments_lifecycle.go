@@ -30,9 +30,9 @@ func testPaymentFail(t *testing.T, s store.EntitlementStore, clock *Clock) {
 		t.Errorf("FailPayment (again): %v, mismatch (-want +got):\n%s", err, d)
 	}
 	_, err = s.CompletePayment(ctx, p.ID, signing)
-	wantErrCode(t, "CompletePayment(failed)", err, store.CodeConflict)
+	wantCode(t, "CompletePayment(failed)", err, store.CodeConflict)
 	_, err = s.RefundPayment(ctx, p.ID, signing)
-	wantErrCode(t, "RefundPayment(failed)", err, store.CodeConflict)
+	wantCode(t, "RefundPayment(failed)", err, store.CodeConflict)
 	evs := wantEventTypes(t, s, event.PaymentFailed)
 	if len(evs) == 1 {
 		if got := eventData(t, evs[0])["id"]; got != p.ID {

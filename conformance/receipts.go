@@ -36,7 +36,7 @@ func testReceiptsList(t *testing.T, s store.EntitlementStore, clock *Clock) {
 		t.Errorf("ListReceipts over pages of 2 (-want +got):\n%s", d)
 	}
 	_, _, err := s.ListReceipts(ctx, agent, store.Page{Cursor: "~~~"})
-	wantErrCode(t, "ListReceipts(bad cursor)", err, store.CodeInvalid)
+	wantCode(t, "ListReceipts(bad cursor)", err, store.CodeInvalid)
 	_, err = s.GetReceipt(ctx, "no-such-receipt")
-	wantErrCode(t, "GetReceipt(unknown)", err, store.CodeNotFound)
+	wantCode(t, "GetReceipt(unknown)", err, store.CodeNotFound)
 }

@@ -144,7 +144,7 @@ func (r Result) Reservation() Reservation {
 }
 
 // Ledger is the idempotency ledger contract. Both backends (memledger and
-// fsledger) pass conformance.RunLedgerTests.
+// fsledger) pass conformance.RunLedgerTests and RunLedgerConcurrencyTests.
 //
 // Errors are *store.Error values (classify them with errors.Is and the store
 // sentinels): store.ErrConflict when a precondition failed, store.ErrNotFound

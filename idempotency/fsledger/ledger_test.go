@@ -22,11 +22,19 @@ func newLedger(tb testing.TB, now func() time.Time) *fsledger.Ledger {
 	return fsledger.New(client, collection, fsledger.WithClock(now))
 }
 
-func TestLedger(t *testing.T) {
+// newConformanceLedger is newLedger as the conformance suites take it.
+func newConformanceLedger(t *testing.T, now func() time.Time) idempotency.Ledger {
+	return newLedger(t, now)
+}
+
+func TestLedger_Conformance(t *testing.T) {
 	emulator.Host(t)
-	conformance.RunLedgerTests(t, func(t *testing.T, now func() time.Time) idempotency.Ledger {
-		return newLedger(t, now)
-	})
+	conformance.RunLedgerTests(t, newConformanceLedger)
+}
+
+func TestLedger_Concurrency(t *testing.T) {
+	emulator.Host(t)
+	conformance.RunLedgerConcurrencyTests(t, newConformanceLedger)
 }
 
 func TestLedger_Durable(t *testing.T) {

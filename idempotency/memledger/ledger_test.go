@@ -9,10 +9,17 @@ import (
 	"github.com/stipend-mcp/stipend/idempotency/memledger"
 )
 
-func TestLedger(t *testing.T) {
-	conformance.RunLedgerTests(t, func(t *testing.T, now func() time.Time) idempotency.Ledger {
-		return memledger.New(idempotency.CollectionName("test"), memledger.WithClock(now))
-	})
+// newLedger returns a new, empty memory ledger.
+func newLedger(_ *testing.T, now func() time.Time) idempotency.Ledger {
+	return memledger.New(idempotency.CollectionName("test"), memledger.WithClock(now))
+}
+
+func TestLedger_Conformance(t *testing.T) {
+	conformance.RunLedgerTests(t, newLedger)
+}
+
+func TestLedger_Concurrency(t *testing.T) {
+	conformance.RunLedgerConcurrencyTests(t, newLedger)
 }
 
 func TestLedger_NotDurable(t *testing.T) {

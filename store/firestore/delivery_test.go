@@ -10,9 +10,19 @@ import (
 	fsstore "github.com/stipend-mcp/stipend/store/firestore"
 )
 
-func TestDeliveryStore(t *testing.T) {
-	client := emulator.Client(t)
-	conformance.RunDeliveryStoreTests(t, func(t *testing.T, now func() time.Time) store.DeliveryStore {
-		return fsstore.New(client, fsstore.WithCollectionPrefix(emulator.Prefix(t)), fsstore.WithClock(now))
-	})
+// newDeliveryStore returns a store on the emulator with a collection prefix
+// of its own, so every subtest sees an empty store.
+func newDeliveryStore(t *testing.T, now func() time.Time) store.DeliveryStore {
+	t.Helper()
+	return fsstore.New(emulator.Client(t), fsstore.WithCollectionPrefix(emulator.Prefix(t)), fsstore.WithClock(now))
+}
+
+func TestDeliveryStore_Conformance(t *testing.T) {
+	emulator.Host(t)
+	conformance.RunDeliveryStoreTests(t, newDeliveryStore)
+}
+
+func TestDeliveryStore_Concurrency(t *testing.T) {
+	emulator.Host(t)
+	conformance.RunDeliveryStoreConcurrencyTests(t, newDeliveryStore)
 }

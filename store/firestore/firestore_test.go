@@ -17,17 +17,19 @@ func newStore(t *testing.T, now func() time.Time) store.EntitlementStore {
 	return fsstore.New(emulator.Client(t), fsstore.WithCollectionPrefix(emulator.Prefix(t)), fsstore.WithClock(now))
 }
 
-func TestEntitlementStore(t *testing.T) {
+func TestStore_Conformance(t *testing.T) {
 	emulator.Host(t)
-	conformance.RunEntitlementStoreTests(t, newStore)
+	conformance.RunTests(t, newStore)
 }
 
-func TestPayments(t *testing.T) {
+func TestStore_Concurrency(t *testing.T) {
 	emulator.Host(t)
-	conformance.RunPaymentTests(t, newStore)
+	conformance.RunConcurrencyTests(t, newStore, conformance.ConcurrencyOptions{})
 }
 
-func TestConcurrency(t *testing.T) {
+// TestStore_Property runs 10 rounds, not the default 30, to keep the
+// emulator suite short.
+func TestStore_Property(t *testing.T) {
 	emulator.Host(t)
-	conformance.RunConcurrencyTests(t, newStore, conformance.ConcurrencyOptions{Rounds: 10})
+	conformance.RunPropertyTests(t, newStore, conformance.ConcurrencyOptions{Rounds: 10})
 }

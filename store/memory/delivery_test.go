@@ -9,8 +9,15 @@ import (
 	"github.com/stipend-mcp/stipend/store/memory"
 )
 
-func TestDeliveryStore(t *testing.T) {
-	conformance.RunDeliveryStoreTests(t, func(t *testing.T, now func() time.Time) store.DeliveryStore {
-		return memory.New(memory.WithClock(now))
-	})
+// newDeliveryStore returns a new, empty memory store.
+func newDeliveryStore(_ *testing.T, now func() time.Time) store.DeliveryStore {
+	return memory.New(memory.WithClock(now))
+}
+
+func TestDeliveryStore_Conformance(t *testing.T) {
+	conformance.RunDeliveryStoreTests(t, newDeliveryStore)
+}
+
+func TestDeliveryStore_Concurrency(t *testing.T) {
+	conformance.RunDeliveryStoreConcurrencyTests(t, newDeliveryStore)
 }

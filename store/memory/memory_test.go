@@ -9,18 +9,19 @@ import (
 	"github.com/stipend-mcp/stipend/store/memory"
 )
 
+// newStore returns a new, empty memory store.
 func newStore(_ *testing.T, now func() time.Time) store.EntitlementStore {
 	return memory.New(memory.WithClock(now))
 }
 
-func TestStore(t *testing.T) {
-	conformance.RunEntitlementStoreTests(t, newStore)
-}
-
-func TestStore_Payments(t *testing.T) {
-	conformance.RunPaymentTests(t, newStore)
+func TestStore_Conformance(t *testing.T) {
+	conformance.RunTests(t, newStore)
 }
 
 func TestStore_Concurrency(t *testing.T) {
 	conformance.RunConcurrencyTests(t, newStore, conformance.ConcurrencyOptions{MaxCallers: 64})
+}
+
+func TestStore_Property(t *testing.T) {
+	conformance.RunPropertyTests(t, newStore, conformance.ConcurrencyOptions{MaxCallers: 64})
 }
