@@ -23,8 +23,8 @@ func (s *Store) CheckAndConsume(_ context.Context, req entitlement.ConsumeReques
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if prior := s.consumptions[consumptionKey{req.AgentID, req.IdempotencyKey}]; prior != nil {
-		return charge.ReplayOf(copyConsumption(prior), &req), nil
+	if prior, ok := s.used(req.AgentID, req.IdempotencyKey, s.clock()); ok {
+		return charge.ReplayOf(prior, &req), nil
 	}
 	if req.EntitlementID != "" {
 		return s.consumeLocked(&req, s.entitlements[req.EntitlementID], req.EntitlementID)
@@ -50,15 +50,16 @@ func (s *Store) Check(ctx context.Context, req entitlement.ConsumeRequest) (stor
 	return charge.Check(ctx, s, req, s.now().UTC())
 }
 
-// FindConsumption returns the consumption of the agent's key, or ErrNotFound.
-func (s *Store) FindConsumption(_ context.Context, agentID, key string) (entitlement.Consumption, error) {
+// FindKey returns what the agent's key was used for (charge.Charger), or
+// ErrNotFound.
+func (s *Store) FindKey(_ context.Context, agentID, key string) (charge.Used, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c := s.consumptions[consumptionKey{agentID, key}]
-	if c == nil {
-		return entitlement.Consumption{}, store.ErrNotFound
+	u, ok := s.used(agentID, key, s.clock())
+	if !ok {
+		return charge.Used{}, store.ErrNotFound
 	}
-	return copyConsumption(c), nil
+	return u, nil
 }
 
 // ActiveEntitlements returns the agent's active entitlements as stored (lazy
@@ -84,8 +85,8 @@ func (s *Store) ActiveEntitlements(_ context.Context, agentID string) ([]entitle
 func (s *Store) ConsumeOne(_ context.Context, req *entitlement.ConsumeRequest, entitlementID string) (store.ConsumeResult, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if prior := s.consumptions[consumptionKey{req.AgentID, req.IdempotencyKey}]; prior != nil {
-		return charge.ReplayOf(copyConsumption(prior), req), nil
+	if prior, ok := s.used(req.AgentID, req.IdempotencyKey, s.clock()); ok {
+		return charge.ReplayOf(prior, req), nil
 	}
 	return s.consumeLocked(req, s.entitlements[entitlementID], entitlementID)
 }
@@ -99,11 +100,13 @@ func (s *Store) consumeLocked(req *entitlement.ConsumeRequest, stored *entitleme
 	}
 	// The charge is computed on a copy and stored only once everything it
 	// writes is ready, so a failure leaves the store as it was. A denial
-	// keeps a lazy quota reset, which changes nothing a caller can see.
-	next := *stored
-	c, reason := next.Consume(s.clock(), req, uuid.NewString(), req.Fingerprint())
+	// keeps a lazy quota reset and the end of expired holds, which change
+	// nothing a caller can see.
+	now := s.clock()
+	next, expired := edit(stored, now)
+	c, reason := next.Consume(now, req, uuid.NewString(), req.Fingerprint())
 	if reason != "" {
-		*stored = next
+		s.commit(stored, &next, expired, now)
 		return charge.DeniedBy(entitlementID, reason), nil
 	}
 	res := store.ConsumeResult{Outcome: store.Consumed, Consumption: c, Entitlement: next.Clone()}
@@ -116,7 +119,7 @@ func (s *Store) consumeLocked(req *entitlement.ConsumeRequest, stored *entitleme
 		}
 		depleted = evs
 	}
-	*stored = next
+	s.commit(stored, &next, expired, now)
 	s.putConsumption(&c)
 	s.events.add(depleted...)
 	return res, nil

@@ -1,21 +1,64 @@
 package memory
 
-import "github.com/stipend-mcp/stipend/entitlement"
+import (
+	"time"
 
-// consumptionKey finds a consumption: an idempotency key is unique per
-// agent. It is the rule of entitlement.ConsumptionKey without the SHA-256,
-// which only exists to make a valid Firestore document ID.
+	"github.com/stipend-mcp/stipend/entitlement"
+	"github.com/stipend-mcp/stipend/store/internal/charge"
+)
+
+// consumptionKey finds what an idempotency key was used for: a key is
+// unique per agent. It is the rule of entitlement.ConsumptionKey without the
+// SHA-256, which only exists to make a valid Firestore document ID.
 type consumptionKey struct{ agentID, key string }
+
+// use is what one (agent, key) pair was used for: a consume (consumption
+// set), or a hold (hold set, and consumption too once it was captured). The
+// pointers are the records of Store.consumptions and Store.holds.
+type use struct {
+	consumption *entitlement.Consumption
+	hold        *entitlement.Hold
+}
+
+// used returns copies of what the agent's key was used for, with the hold
+// shown as it is at now, and false if the key is unused. Callers hold s.mu.
+func (s *Store) used(agentID, key string, now time.Time) (charge.Used, bool) {
+	u, ok := s.keys[consumptionKey{agentID, key}]
+	if !ok {
+		return charge.Used{}, false
+	}
+	var out charge.Used
+	if u.consumption != nil {
+		out.Consumption = copyConsumption(u.consumption)
+	}
+	if u.hold != nil {
+		out.Hold = copyHold(u.hold)
+		out.Hold.Refresh(now)
+	}
+	return out, true
+}
 
 func consumptionPos(c *entitlement.Consumption) position { return position{c.OccurredAt, c.ID} }
 
-// putConsumption stores and indexes a copy of c, a new consumption. Callers
+// putConsumption stores and indexes a copy of c, a new consumption (of a
+// consume, or of the capture of a hold stored under the same key). Callers
 // hold s.mu.
 func (s *Store) putConsumption(c *entitlement.Consumption) {
 	stored := copyConsumption(c)
-	s.consumptions[consumptionKey{c.AgentID, c.IdempotencyKey}] = &stored
+	s.consumptions[c.ID] = &stored
+	k := consumptionKey{c.AgentID, c.IdempotencyKey}
+	u := s.keys[k]
+	u.consumption = &stored
+	s.keys[k] = u
 	a := s.agent(c.AgentID)
 	a.consumptions = insertSorted(a.consumptions, &stored, byPosition(consumptionPos))
+}
+
+// putHold stores and indexes a copy of h, a new hold. Callers hold s.mu.
+func (s *Store) putHold(h *entitlement.Hold) {
+	stored := copyHold(h)
+	s.holds[h.ID] = &stored
+	s.keys[consumptionKey{h.AgentID, h.IdempotencyKey}] = use{hold: &stored}
 }
 
 // copyConsumption returns a copy of c that shares nothing with it.
@@ -24,6 +67,21 @@ func copyConsumption(c *entitlement.Consumption) entitlement.Consumption {
 	if c.RemainingAfter != nil {
 		rem := *c.RemainingAfter
 		out.RemainingAfter = &rem
+	}
+	if c.Refund != nil {
+		r := *c.Refund
+		out.Refund = &r
+	}
+	return out
+}
+
+// copyHold returns a copy of h that shares nothing with it.
+func copyHold(h *entitlement.Hold) entitlement.Hold {
+	out := *h
+	out.EndedAt = copyTime(h.EndedAt)
+	if h.Captured != nil {
+		c := *h.Captured
+		out.Captured = &c
 	}
 	return out
 }

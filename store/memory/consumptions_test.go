@@ -38,12 +38,12 @@ func TestStore_Consumptions(t *testing.T) {
 			if u, err := uuid.Parse(c.ID); err != nil || u.Version() != 4 {
 				t.Errorf("CheckAndConsume(%q): ID %q, want a version 4 UUID (%v)", req.IdempotencyKey, c.ID, err)
 			}
-			got, err := s.FindConsumption(t.Context(), req.AgentID, req.IdempotencyKey)
+			got, err := s.FindKey(t.Context(), req.AgentID, req.IdempotencyKey)
 			if err != nil {
-				t.Fatalf("FindConsumption(%q): %v", req.IdempotencyKey, err)
+				t.Fatalf("FindKey(%q): %v", req.IdempotencyKey, err)
 			}
-			if d := cmp.Diff(c, got); d != "" {
-				t.Errorf("FindConsumption(%q) (-charged +found):\n%s", req.IdempotencyKey, d)
+			if d := cmp.Diff(c, got.Consumption); d != "" || got.Hold.ID != "" {
+				t.Errorf("FindKey(%q) = hold %q (want none), consumption (-charged +found):\n%s", req.IdempotencyKey, got.Hold.ID, d)
 			}
 			charged = append(charged, c)
 		}
@@ -60,7 +60,7 @@ func TestStore_Consumptions(t *testing.T) {
 		c := consume(t, s, entitlement.ConsumeRequest{AgentID: "agent-1", Service: "search", Tool: "q", IdempotencyKey: "k"})
 		want := *c.RemainingAfter
 		*c.RemainingAfter = -1
-		found, err := s.FindConsumption(t.Context(), "agent-1", "k")
+		found, err := s.GetConsumption(t.Context(), c.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -70,11 +70,11 @@ func TestStore_Consumptions(t *testing.T) {
 			t.Fatalf("ListConsumptions = %d items, %v; want 1", len(list), err)
 		}
 		*list[0].RemainingAfter = -3
-		again, err := s.FindConsumption(t.Context(), "agent-1", "k")
+		again, err := s.FindKey(t.Context(), "agent-1", "k")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := *again.RemainingAfter; got != want {
+		if got := *again.Consumption.RemainingAfter; got != want {
 			t.Errorf("stored remainingAfter = %d after callers changed their copies, want %d", got, want)
 		}
 	})

@@ -38,8 +38,12 @@ type Store struct {
 	// entitlements by ID; agents indexes them (and the rest) per agent.
 	entitlements map[string]*entitlement.Entitlement
 	agents       map[string]*agentIndex
-	// consumptions by agent and idempotency key (consumptions.go).
-	consumptions map[consumptionKey]*entitlement.Consumption
+	// keys says what each agent's idempotency key was used for, a consume
+	// or a hold (consumptions.go); consumptions and holds are those records
+	// by ID. An entitlement's open holds are kept with it (Holds).
+	keys         map[consumptionKey]use
+	consumptions map[string]*entitlement.Consumption
+	holds        map[string]*entitlement.Hold
 
 	payments map[string]*payment.Payment
 	byPayKey map[string]string // idempotency key → payment ID
@@ -73,7 +77,9 @@ func New(opts ...Option) *Store {
 		accounts:     make(map[string]*entitlement.Account),
 		entitlements: make(map[string]*entitlement.Entitlement),
 		agents:       make(map[string]*agentIndex),
-		consumptions: make(map[consumptionKey]*entitlement.Consumption),
+		keys:         make(map[consumptionKey]use),
+		consumptions: make(map[string]*entitlement.Consumption),
+		holds:        make(map[string]*entitlement.Hold),
 		payments:     make(map[string]*payment.Payment),
 		byPayKey:     make(map[string]string),
 		byIntent:     make(map[string]string),
