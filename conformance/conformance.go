@@ -34,13 +34,16 @@ func RunTests(t *testing.T, newStore NewStore) {
 // concurrent callers: 20 concurrent CreatePayment calls with one key and 20
 // CompletePayment calls of one payment (one payment, one grant, one
 // receipt), MaxCallers callers charging one credits entitlement and one
-// quota that hold exactly what they spend, and a revocation among consumes.
-// Run it under -race. A failure names the seed of the random costs.
+// quota that hold exactly what they spend, a revocation among consumes,
+// MaxCallers callers authorizing and capturing on one entitlement, captures
+// racing releases of one hold (one wins), and holds and consumes racing on
+// one key (one call is made). Run it under -race. A failure names the seed
+// of the random costs.
 func RunConcurrencyTests(t *testing.T, newStore NewStore, opts ConcurrencyOptions) {
 	t.Helper()
 	opts = opts.withDefaults()
 	t.Logf("conformance: concurrency seed %d (reproduce with ConcurrencyOptions{Seed: %d})", opts.Seed, opts.Seed)
-	runTable(t, newStore, paymentConcurrencyTests, hotTests(opts))
+	runTable(t, newStore, paymentConcurrencyTests, hotTests(opts), holdConcurrencyTests(opts))
 }
 
 // RunPropertyTests runs Rounds rounds, one after another, each on a fresh
