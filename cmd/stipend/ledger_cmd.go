@@ -152,8 +152,7 @@ func openLedgerFor(ctx context.Context, f ledgerFlags) (idempotency.Ledger, func
 	if backend != fsledger.Backend {
 		return nil, nil, fmt.Errorf("reference %q: only firestore rows can be reconciled (the memory ledger lives and dies with its server)", f.ref)
 	}
-	m := &Main{Config: f.cfg}
-	client, err := m.ledgerClient(ctx)
+	client, err := openFirestore(ctx, f.cfg)
 	if err != nil {
 		return nil, nil, err
 	}

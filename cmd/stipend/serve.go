@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cloud.google.com/go/firestore"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +11,7 @@ import (
 	"os"
 	"time"
 
+	"cloud.google.com/go/firestore"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
@@ -39,12 +39,9 @@ type Main struct {
 	// DevKeys holds the raw development API keys when Run made them.
 	DevKeys *DevKeys
 
-	ln      net.Listener
-	closers []func() error // released by Close, last first
-	// firestore is the store's client, shared with the ledger (nil on the
-	// memory store).
-	firestore      *firestore.Client
-	serveErr       chan error // receives the HTTP server's exit
+	ln             net.Listener
+	closers        []func() error // released by Close, last first
+	serveErr       chan error     // receives the HTTP server's exit
 	stopDispatch   context.CancelFunc
 	dispatcherDone chan struct{}
 }
@@ -83,10 +80,17 @@ func (m *Main) Run(ctx context.Context) error {
 	m.Logger = newLogger(m.Stderr, c.LogLevel)
 	m.serveErr = make(chan error, 1)
 
-	st, err := m.openStore(ctx)
-	if err != nil {
-		return err
+	// One Firestore client serves the store and the ledger; Close closes
+	// it after the HTTP server has drained.
+	var client *firestore.Client
+	if c.Store == StoreFirestore {
+		var err error
+		if client, err = openFirestore(ctx, c); err != nil {
+			return err
+		}
+		m.closers = append(m.closers, client.Close)
 	}
+	st := m.openStore(ctx, client)
 	keys, err := m.apiKeys()
 	if err != nil {
 		return err
@@ -113,9 +117,7 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("api: %w", err)
 	}
-	if err := m.useLedger(ctx, srv); err != nil {
-		return err
-	}
+	m.useLedger(srv, client)
 	m.HTTPServer.Handler = srv.Handler()
 	m.HTTPServer.ErrorLog = slog.NewLogLogger(m.Logger.Handler(), slog.LevelWarn)
 

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"fmt"
 	"os"
 	"syscall"
 
@@ -32,48 +30,22 @@ func LedgerNamespace(collectionPrefix string) string {
 }
 
 // openLedger returns the ledger for the configured store: Firestore beside
-// the Firestore store (same database and client), memory beside the memory
-// store.
-func (m *Main) openLedger(ctx context.Context) (idempotency.Ledger, error) {
+// the Firestore store (on its client), memory beside the memory store.
+func (m *Main) openLedger(client *firestore.Client) idempotency.Ledger {
 	c := m.Config
 	collection := idempotency.CollectionName(LedgerNamespace(c.CollectionPrefix))
 	if c.Store == StoreMemory {
 		m.Logger.Warn("idempotency ledger in memory: development only, not durable, not horizontally safe")
-		return memledger.New(collection), nil
-	}
-	client := m.firestore
-	if client == nil { // the store was not opened by Run
-		var err error
-		if client, err = m.ledgerClient(ctx); err != nil {
-			return nil, err
-		}
-		m.closers = append(m.closers, client.Close)
+		return memledger.New(collection)
 	}
 	m.Logger.Info("idempotency ledger on firestore", "collection", collection, "database", c.FirestoreDatabase)
-	return fsledger.New(client, collection), nil
+	return fsledger.New(client, collection)
 }
 
-// ledgerClient opens a Firestore client on the configured database.
-func (m *Main) ledgerClient(ctx context.Context) (*firestore.Client, error) {
-	c := m.Config
-	project := c.FirestoreProject
-	if project == "" {
-		project = firestore.DetectProjectID
-	}
-	client, err := firestore.NewClientWithDatabase(ctx, project, c.FirestoreDatabase)
-	if err != nil {
-		return nil, fmt.Errorf("firestore client for the ledger (project %q, database %q): %w", c.FirestoreProject, c.FirestoreDatabase, err)
-	}
-	return client, nil
-}
-
-// useLedger opens the ledger and puts it in front of the key-requiring
-// routes of srv (api.LedgerRoutes).
-func (m *Main) useLedger(ctx context.Context, srv *api.Server) error {
-	ledger, err := m.openLedger(ctx)
-	if err != nil {
-		return err
-	}
+// useLedger opens the ledger (on client, nil on the memory store) and puts
+// it in front of the key-requiring routes of srv (api.LedgerRoutes).
+func (m *Main) useLedger(srv *api.Server, client *firestore.Client) {
+	ledger := m.openLedger(client)
 	opts := idempotency.Options{
 		Namespace:   LedgerNamespace(m.Config.CollectionPrefix),
 		Retention:   m.Config.LedgerRetention,
@@ -88,5 +60,4 @@ func (m *Main) useLedger(ctx context.Context, srv *api.Server) error {
 		}
 	}
 	srv.UseLedger(ledger, opts)
-	return nil
 }
