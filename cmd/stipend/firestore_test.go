@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/stipend-mcp/stipend/apikey"
+	main "github.com/stipend-mcp/stipend/cmd/stipend"
 	"github.com/stipend-mcp/stipend/internal/emulator"
 	"github.com/stipend-mcp/stipend/receipt"
 )
@@ -50,9 +51,9 @@ func writeKeyFiles(tb testing.TB, dir string) (apiKeys, signingKey, admin, host 
 // TestMain_FirestoreProduction runs the real program in production mode on
 // the Firestore emulator, in a named database, with key files.
 func TestMain_FirestoreProduction(t *testing.T) {
-	emulator.Host(t)
+	env := map[string]string{"FIRESTORE_EMULATOR_HOST": emulator.Host(t)}
 	apiKeys, signingKey, admin, host := writeKeyFiles(t, t.TempDir())
-	m := startMain(t,
+	m := startMainEnv(t, env,
 		"--env", "production", "--store", "firestore",
 		"--firestore-project", emulator.ProjectID, "--firestore-database", "stipend-cmd-test",
 		"--collection-prefix", emulator.Prefix(t),
@@ -76,5 +77,33 @@ func TestMain_FirestoreProduction(t *testing.T) {
 	}
 	if logs := m.stderr.String(); !strings.Contains(logs, `"message":"firestore store"`) {
 		t.Errorf("logs do not say which store is used:\n%s", logs)
+	}
+}
+
+// TestMain_EmulatorFromItsEnvironment: the program reaches the emulator that
+// the environment it is given names, whatever the process environment says
+// (the Firestore client library would otherwise read it from there).
+func TestMain_EmulatorFromItsEnvironment(t *testing.T) {
+	env := map[string]string{"FIRESTORE_EMULATOR_HOST": emulator.Host(t)}
+	t.Setenv("FIRESTORE_EMULATOR_HOST", "127.0.0.1:1") // nothing listens on port 1
+	m := startMainEnv(t, env,
+		"--store", "firestore", "--firestore-project", emulator.ProjectID,
+		"--collection-prefix", emulator.Prefix(t), "--webhook-concurrency", "0",
+	)
+	resp, err := http.Get(m.URL() + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /readyz: status %d, want 200 (the store and the ledger on the emulator of the map)\nstderr:\n%s", resp.StatusCode, m.stderr)
+	}
+	grantCredits(t, m.URL(), m.DevKeys.Admin, main.DevAgent)
+	status, body := call(t, http.DefaultClient, "POST", m.URL()+"/v1/consume", m.DevKeys.Host, consumeBody("env-1"))
+	if status != http.StatusOK || body["result"] != "consumed" {
+		t.Errorf("consume: status %d, body %v; want 200 consumed", status, body)
+	}
+	if logs := m.stderr.String(); !strings.Contains(logs, `"emulator":"`+env["FIRESTORE_EMULATOR_HOST"]+`"`) {
+		t.Errorf("the store's log line does not name the emulator of the map %s:\n%s", env["FIRESTORE_EMULATOR_HOST"], logs)
 	}
 }

@@ -93,7 +93,6 @@ func TestLedgerCmd_RetentionDefaultsToTheService(t *testing.T) {
 // TestLedgerCmd_InspectAndDelete reconciles a row whose write never
 // happened: inspect, a refused stale delete, the delete, and the key is free.
 func TestLedgerCmd_InspectAndDelete(t *testing.T) {
-	emulator.Host(t)
 	ctx := context.Background()
 	prefix := emulator.Prefix(t)
 	l := fsledger.New(emulator.Client(t), idempotency.CollectionName(main.LedgerNamespace(prefix)))
@@ -104,7 +103,7 @@ func TestLedgerCmd_InspectAndDelete(t *testing.T) {
 		t.Fatalf("Reserve: %v", err)
 	}
 	ref := l.Reference(a.ID)
-	env := map[string]string{"STIPEND_FIRESTORE_PROJECT": emulator.ProjectID}
+	env := map[string]string{"FIRESTORE_EMULATOR_HOST": emulator.Host(t), "STIPEND_FIRESTORE_PROJECT": emulator.ProjectID}
 
 	code, out, stderr := runLedger(env, "inspect", ref)
 	if code != 0 {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"os"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -27,10 +26,9 @@ func (m *Main) openStore(ctx context.Context, client *firestore.Client) backend 
 		return memory.New()
 	}
 	st := fsstore.New(client, fsstore.WithCollectionPrefix(c.CollectionPrefix))
-	emulator := os.Getenv("FIRESTORE_EMULATOR_HOST")
 	m.Logger.Info("firestore store",
-		"database", c.FirestoreDatabase, "collectionPrefix", c.CollectionPrefix, "emulator", emulator)
-	if emulator != "" && !c.Development() {
+		"database", c.FirestoreDatabase, "collectionPrefix", c.CollectionPrefix, "emulator", c.FirestoreEmulatorHost)
+	if c.FirestoreEmulatorHost != "" && !c.Development() {
 		m.Logger.Warn("production mode on the Firestore emulator (FIRESTORE_EMULATOR_HOST is set): the emulator keeps nothing durable")
 	}
 
