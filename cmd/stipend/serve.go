@@ -39,6 +39,7 @@ type Main struct {
 	// DevKeys holds the raw development API keys when Run made them.
 	DevKeys *DevKeys
 
+	failpoints     failpoints // set by ParseFlags; empty outside the crash test's build
 	ln             net.Listener
 	closers        []func() error // released by Close, last first
 	serveErr       chan error     // receives the HTTP server's exit
@@ -69,6 +70,7 @@ func (m *Main) ParseFlags(args []string, env map[string]string) error {
 		return err
 	}
 	m.Config = c
+	m.failpoints = readFailpoints(env)
 	return nil
 }
 

@@ -1,26 +1,13 @@
 package main
 
 import (
-	"os"
-	"syscall"
-
 	"cloud.google.com/go/firestore"
-	"github.com/labstack/echo/v4"
 
 	"github.com/stipend-mcp/stipend/api"
 	"github.com/stipend-mcp/stipend/idempotency"
 	"github.com/stipend-mcp/stipend/idempotency/fsledger"
 	"github.com/stipend-mcp/stipend/idempotency/memledger"
 )
-
-// FailpointEnv names the environment variable of the test failpoint: with
-// the value FailpointLedgerAfterHandler, a development server kills itself
-// (SIGKILL) after the first key-requiring write has answered and before the
-// ledger records it, to test crash recovery. Production ignores it.
-const FailpointEnv = "STIPEND_TEST_FAILPOINT"
-
-// FailpointLedgerAfterHandler is the failpoint's one value.
-const FailpointLedgerAfterHandler = "ledger-after-handler"
 
 // LedgerNamespace returns the deployment namespace of the idempotency
 // ledger. Deployments that share a database already differ by collection
@@ -52,12 +39,6 @@ func (m *Main) useLedger(srv *api.Server, client *firestore.Client) {
 		Development: m.Config.Development(),
 		Logger:      m.Logger,
 	}
-	if m.Config.Development() && os.Getenv(FailpointEnv) == FailpointLedgerAfterHandler {
-		m.Logger.Warn("test failpoint armed: the process kills itself after the first key-requiring write", "failpoint", FailpointLedgerAfterHandler)
-		opts.AfterHandler = func(echo.Context) {
-			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
-			select {} // never complete the ledger
-		}
-	}
+	m.failpoints.arm(m, &opts) // nothing outside the crash test's build
 	srv.UseLedger(ledger, opts)
 }
