@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stipend-mcp/stipend/apikey"
 	main "github.com/stipend-mcp/stipend/cmd/stipend"
@@ -48,6 +49,28 @@ func writeKeyFiles(tb testing.TB, dir string) (apiKeys, signingKey, admin, host 
 	return apiKeys, signingKey, admin, host
 }
 
+// waitReady waits until GET /readyz answers 200, within a minute. The first
+// calls to a freshly started emulator can outlast one probe's deadline on a
+// loaded machine, so a 503 is asked again, as a platform would.
+func waitReady(tb testing.TB, m *runningMain) {
+	tb.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		resp, err := http.Get(m.URL() + "/readyz")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("GET /readyz: status %d for a minute, want 200\nstderr:\n%s", resp.StatusCode, m.stderr)
+		}
+		time.Sleep(100 * time.Millisecond) // between probes; each waits up to its own deadline
+	}
+}
+
 // TestMain_FirestoreProduction runs the real program in production mode on
 // the Firestore emulator, in a named database, with key files.
 func TestMain_FirestoreProduction(t *testing.T) {
@@ -62,14 +85,7 @@ func TestMain_FirestoreProduction(t *testing.T) {
 	if out := m.stdout.String(); out != "" {
 		t.Errorf("production printed a development banner:\n%s", out)
 	}
-	resp, err := http.Get(m.URL() + "/readyz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Errorf("GET /readyz: status %d, want 200", resp.StatusCode)
-	}
+	waitReady(t, m)
 	grantCredits(t, m.URL(), admin, "agent-demo")
 	status, body := call(t, http.DefaultClient, "POST", m.URL()+"/v1/consume", host, consumeBody("fs-1"))
 	if status != http.StatusOK || body["result"] != "consumed" {
@@ -90,14 +106,7 @@ func TestMain_EmulatorFromItsEnvironment(t *testing.T) {
 		"--store", "firestore", "--firestore-project", emulator.ProjectID,
 		"--collection-prefix", emulator.Prefix(t), "--webhook-concurrency", "0",
 	)
-	resp, err := http.Get(m.URL() + "/readyz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET /readyz: status %d, want 200 (the store and the ledger on the emulator of the map)\nstderr:\n%s", resp.StatusCode, m.stderr)
-	}
+	waitReady(t, m) // the store and the ledger answer on the emulator of the map
 	grantCredits(t, m.URL(), m.DevKeys.Admin, main.DevAgent)
 	status, body := call(t, http.DefaultClient, "POST", m.URL()+"/v1/consume", m.DevKeys.Host, consumeBody("env-1"))
 	if status != http.StatusOK || body["result"] != "consumed" {
