@@ -172,7 +172,7 @@ type Consumption struct {
 	RemainingAfter *int64      `json:"remainingAfter,omitempty"`
 	// Fingerprint is the request's Fingerprint, for the replay check; it is
 	// never shown. Consumptions read back from a store carry it; the result
-	// of a fresh charge may leave it empty (the memory store does).
+	// of a fresh charge may leave it empty.
 	Fingerprint string `json:"-"`
 }
 
