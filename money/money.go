@@ -128,7 +128,12 @@ type FieldError struct {
 	Err    error
 }
 
-func (e *FieldError) Error() string { return e.Field + ": " + e.Reason }
+func (e *FieldError) Error() string {
+	if e.Field == "" {
+		return e.Reason
+	}
+	return e.Field + ": " + e.Reason
+}
 
 // Unwrap returns the sentinel behind the failure, if any.
 func (e *FieldError) Unwrap() error { return e.Err }
