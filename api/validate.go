@@ -12,15 +12,19 @@ import (
 	"github.com/stipend-mcp/stipend/money"
 )
 
-// newValidator returns a validator that names fields by their JSON names.
+// newValidator returns a validator that names fields by their JSON names;
+// an embedded struct adds no name, as its fields are the parent's in JSON.
 func newValidator() *validator.Validate {
-	v := validator.New(validator.WithRequiredStructEnabled())
+	v := validator.New(validator.WithRequiredStructEnabled(), validator.WithTagNameFuncBlankOmit())
 	v.RegisterTagNameFunc(func(f reflect.StructField) string {
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if name == "-" {
+		switch {
+		case name != "" && name != "-":
+			return name
+		case f.Anonymous:
 			return ""
 		}
-		return name
+		return f.Name
 	})
 	return v
 }
