@@ -14,6 +14,7 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/stipend-mcp/stipend/field"
 	"github.com/stipend-mcp/stipend/money"
 )
 
@@ -110,7 +111,7 @@ func DecodeJSON(data []byte, dst any) error {
 func decodeError(dec *jsontext.Decoder, err error) *Error {
 	var se *json.SemanticError
 	var xe *jsontext.SyntacticError
-	var fe *money.FieldError
+	var fe *field.Error
 	switch {
 	case errors.As(err, &xe):
 		return Invalid(fieldAt(dec, xe.JSONPointer, true), syntaxDetail(xe))

@@ -6,6 +6,8 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/stipend-mcp/stipend/field"
 )
 
 // MarshalJSON encodes m as {"cents":N,"currency":"XXX"}.
@@ -29,7 +31,7 @@ func (m Money) MarshalJSON() ([]byte, error) {
 // then the amount must pass Validate. Its errors are the decoder's
 // *jsontext.SyntacticError for malformed JSON, or a *json.SemanticError whose
 // JSONPointer names the offending member (or the amount, if it is not an
-// object) and whose Err is a *FieldError naming the same member relative to
+// object) and whose Err is a *field.Error naming the same member relative to
 // the amount.
 func (m *Money) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 	switch k := dec.PeekKind(); k {
@@ -38,7 +40,7 @@ func (m *Money) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 		_, err := dec.ReadToken()
 		return err
 	default:
-		return &json.SemanticError{Err: &FieldError{Reason: "must be an object with cents and currency" + notNull(k)}}
+		return &json.SemanticError{Err: &field.Error{Reason: "must be an object with cents and currency" + notNull(k)}}
 	}
 	if _, err := dec.ReadToken(); err != nil {
 		return err
@@ -59,12 +61,12 @@ func (m *Money) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 			}
 			var reason string
 			if out.Cents, reason = parseCents(v); reason != "" {
-				return memberError(dec.StackPointer(), &FieldError{Field: name, Reason: reason})
+				return memberError(dec.StackPointer(), &field.Error{Field: name, Reason: reason})
 			}
 		case name == "currency" && !seenCurrency:
 			seenCurrency = true
 			if k := dec.PeekKind(); k != '"' && k != 0 {
-				return memberError(dec.StackPointer(), &FieldError{Field: name, Reason: "must be a string" + notNull(k)})
+				return memberError(dec.StackPointer(), &field.Error{Field: name, Reason: "must be a string" + notNull(k)})
 			}
 			v, err := dec.ReadToken()
 			if err != nil {
@@ -72,9 +74,9 @@ func (m *Money) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 			}
 			out.Currency = v.String()
 		case name == "cents" || name == "currency":
-			return memberError(dec.StackPointer(), &FieldError{Field: name, Reason: "given more than once"})
+			return memberError(dec.StackPointer(), &field.Error{Field: name, Reason: "given more than once"})
 		default:
-			return memberError(dec.StackPointer(), &FieldError{Field: name, Reason: "unknown field"})
+			return memberError(dec.StackPointer(), &field.Error{Field: name, Reason: "unknown field"})
 		}
 	}
 	if _, err := dec.ReadToken(); err != nil { // '}'
@@ -83,11 +85,11 @@ func (m *Money) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 	// The amount is now the value last read; its pointer names it.
 	switch {
 	case !seenCents:
-		return memberError(dec.StackPointer().AppendToken("cents"), &FieldError{Field: "cents", Reason: "is required"})
+		return memberError(dec.StackPointer().AppendToken("cents"), &field.Error{Field: "cents", Reason: "is required"})
 	case !seenCurrency:
-		return memberError(dec.StackPointer().AppendToken("currency"), &FieldError{Field: "currency", Reason: "is required"})
+		return memberError(dec.StackPointer().AppendToken("currency"), &field.Error{Field: "currency", Reason: "is required"})
 	}
-	var fe *FieldError
+	var fe *field.Error
 	if err := out.Validate(); errors.As(err, &fe) {
 		return memberError(dec.StackPointer().AppendToken(fe.Field), fe)
 	}
@@ -120,22 +122,22 @@ func notNull(k jsontext.Kind) string {
 
 // memberError reports fe, the member of an amount at JSON Pointer p. Inside
 // the object p is the decoder's own StackPointer: the member last read.
-func memberError(p jsontext.Pointer, fe *FieldError) error {
+func memberError(p jsontext.Pointer, fe *field.Error) error {
 	return &json.SemanticError{JSONPointer: p, Err: fe}
 }
 
 // UnmarshalJSON is UnmarshalJSONFrom for encoding/json (v1) callers: data
-// must hold exactly one amount. Its errors are *FieldError values; malformed
+// must hold exactly one amount. Its errors are *field.Error values; malformed
 // JSON is one naming no field.
 func (m *Money) UnmarshalJSON(data []byte) error {
 	// Duplicates are left to UnmarshalJSONFrom, whose error names the member.
 	err := json.Unmarshal(data, m, jsontext.AllowDuplicateNames(true))
-	var fe *FieldError
+	var fe *field.Error
 	switch {
 	case err == nil:
 		return nil
 	case errors.As(err, &fe):
 		return fe
 	}
-	return &FieldError{Reason: "malformed JSON", Err: err}
+	return &field.Error{Reason: "malformed JSON", Err: err}
 }

@@ -9,6 +9,7 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/stipend-mcp/stipend/field"
 	"github.com/stipend-mcp/stipend/money"
 )
 
@@ -57,12 +58,12 @@ func TestMoney_Validate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		err := tt.m.Validate()
-		var fe *money.FieldError
+		var fe *field.Error
 		switch {
 		case tt.wantField == "" && err != nil:
 			t.Errorf("%+v.Validate() = %v, want nil", tt.m, err)
 		case tt.wantField != "" && (!errors.As(err, &fe) || fe.Field != tt.wantField):
-			t.Errorf("%+v.Validate() = %v, want a FieldError on %q", tt.m, err, tt.wantField)
+			t.Errorf("%+v.Validate() = %v, want a field.Error on %q", tt.m, err, tt.wantField)
 		}
 	}
 }
@@ -124,9 +125,9 @@ func TestMoney_UnmarshalJSON(t *testing.T) {
 			if err == nil {
 				t.Fatalf("Unmarshal(%s) = %+v, nil; want an error on %q", tt.in, got, tt.wantField)
 			}
-			var fe *money.FieldError
+			var fe *field.Error
 			if tt.wantField != "-" && (!errors.As(err, &fe) || fe.Field != tt.wantField) {
-				t.Errorf("Unmarshal(%s) err = %v, want a FieldError on %q", tt.in, err, tt.wantField)
+				t.Errorf("Unmarshal(%s) err = %v, want a field.Error on %q", tt.in, err, tt.wantField)
 			}
 		})
 	}
@@ -161,7 +162,7 @@ func TestMoney_UnmarshalJSONFrom(t *testing.T) {
 			}
 			err := jsonv2.Unmarshal([]byte(tt.in), &doc)
 			var se *jsonv2.SemanticError
-			var fe *money.FieldError
+			var fe *field.Error
 			if !errors.As(err, &se) || !errors.As(err, &fe) {
 				t.Fatalf("Unmarshal(%s) = %v, want a SemanticError with a FieldError", tt.in, err)
 			}
