@@ -98,7 +98,7 @@ func ValidSecret(s string) bool {
 
 func validURL(raw string) error {
 	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil {
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Hostname() == "" || u.User != nil {
 		return Errorf(CodeInvalid, "url: must be an absolute http or https URL without credentials")
 	}
 	if p := u.Port(); p != "" {
