@@ -73,7 +73,7 @@ func (e *Endpoint) Validate() error {
 	if e.ID == "" {
 		return Errorf(CodeInvalid, "id: required")
 	}
-	if err := validURL(e.URL); err != nil {
+	if err := ValidateURL(e.URL); err != nil {
 		return err
 	}
 	for i, t := range e.EventTypes {
@@ -96,7 +96,10 @@ func ValidSecret(s string) bool {
 	return strings.HasPrefix(s, SecretPrefix) && len(s) >= len(SecretPrefix)+16
 }
 
-func validURL(raw string) error {
+// ValidateURL is Validate's rule for an endpoint URL: absolute http or
+// https, a host, no credentials, and a port in 1–65535 if it names one.
+// The error is Invalid and names the field url.
+func ValidateURL(raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Hostname() == "" || u.User != nil {
 		return Errorf(CodeInvalid, "url: must be an absolute http or https URL without credentials")

@@ -34,6 +34,14 @@ const (
 	HeaderSignature = "webhook-signature"
 )
 
+// DefaultSecretGrace is how long a secret replaced by a rotation keeps
+// signing requests, next to the new one, when the rotation names no grace
+// period: time for receivers to switch to the new secret.
+const DefaultSecretGrace = 24 * time.Hour
+
+// MaxSecretGrace bounds a rotation's grace period.
+const MaxSecretGrace = 7 * 24 * time.Hour
+
 // NewSecret returns a new endpoint secret: "whsec_" and the base64 of 32
 // random bytes (the HMAC key).
 func NewSecret() string {
