@@ -62,8 +62,10 @@ func TestWebhooks_UpdateEndpoint(t *testing.T) {
 	if got := patch(map[string]any{"eventTypes": []string{}}); got.URL != "https://hooks.example/b" || len(got.EventTypes) != 0 {
 		t.Errorf("PATCH eventTypes [] = %+v; want the url kept and every event type", got)
 	}
-	if got := patch(`{}`); got.URL != "https://hooks.example/b" || got.Disabled {
-		t.Errorf("PATCH {} = %+v; want the endpoint unchanged", got)
+	for _, unchanged := range []string{`{}`, `{"url":null,"eventTypes":null,"disabled":null}`} {
+		if got := patch(unchanged); got.URL != "https://hooks.example/b" || len(got.EventTypes) != 0 || got.Disabled {
+			t.Errorf("PATCH %s = %+v; want the endpoint unchanged", unchanged, got)
+		}
 	}
 
 	// Enabled again after it was disabled (a 410 Gone does the same).
