@@ -56,6 +56,15 @@ func TestDecodeJSON(t *testing.T) {
 			t.Errorf("escapes: got %q %v", got.Name, got.Meta)
 		}
 	})
+	t.Run("EscapedNames", func(t *testing.T) {
+		var got sample
+		if err := api.DecodeJSON([]byte(`{"n\u0061me":"x","price":{"\u0063ents":2,"currency":"US\u0044"}}`), &got); err != nil {
+			t.Fatal(err)
+		}
+		if got.Name != "x" || got.Price != (money.Money{Cents: 2, Currency: "USD"}) {
+			t.Errorf("escaped names: got %+v", got)
+		}
+	})
 	t.Run("Nulls", func(t *testing.T) {
 		var got sample
 		if err := api.DecodeJSON([]byte(`{"cost":null,"at":null,"tags":null,"meta":null,"inner":null}`), &got); err != nil {
@@ -91,6 +100,8 @@ func TestDecodeJSON(t *testing.T) {
 		{"MoneyMissingCurrency", `{"cost":{"cents":1}}`, "cost.currency"},
 		{"MoneyNotObject", `{"cost":12}`, "cost"},
 		{"BadTime", `{"at":"yesterday"}`, "at"},
+		{"BadTimeOneDigitHour", `{"at":"2026-01-02T3:04:05Z"}`, "at"},
+		{"BadTimeZoneHour", `{"at":"2026-01-02T03:04:05+24:00"}`, "at"},
 		{"Trailing", `{"name":"a"}x`, ""},
 		{"TwoValues", `{} {}`, ""},
 		{"Empty", ``, ""},
@@ -108,6 +119,25 @@ func TestDecodeJSON(t *testing.T) {
 		{"BadLiteral", `{"flag":tru}`, "flag"},
 		{"TrailingComma", `{"name":"a",}`, ""},
 		{"BadNumber", `{"n":-}`, "n"},
+		{"TopNull", `null`, ""},
+		{"TopMalformedNull", `nul`, ""},
+		{"NullForInt", `{"n":null}`, "n"},
+		{"NullForBool", `{"flag":null}`, "flag"},
+		{"NullInArray", `{"tags":[null]}`, "tags[0]"},
+		{"NullInMap", `{"meta":{"k":null}}`, "meta.k"},
+		{"BadEscapeInArray", `{"tags":["a\q"]}`, "tags[0]"},
+		{"MissingCommaInArray", `{"tags":["a" "b"]}`, "tags[1]"},
+		{"TruncatedEmptyArray", `{"tags":[`, "tags[0]"},
+		{"NumericMapKey", `{"meta":{"1":2}}`, "meta.1"},
+		{"MoneyUnknownMember", `{"inner":{"cost":{"cents":1,"currency":"USD","x":1}}}`, "inner.cost.x"},
+		{"MoneyNullCents", `{"cost":{"cents":null,"currency":"USD"}}`, "cost.cents"},
+		{"MoneyStringCents", `{"cost":{"cents":"1","currency":"USD"}}`, "cost.cents"},
+		{"MoneyNullCurrency", `{"price":{"cents":1,"currency":null}}`, "price.currency"},
+		{"MoneyLowerCurrency", `{"price":{"cents":1,"currency":"usd"}}`, "price.currency"},
+		{"MoneyMissingCents", `{"price":{"currency":"USD"}}`, "price.cents"},
+		{"MoneyArray", `{"price":[1,"USD"]}`, "price"},
+		{"MoneyTruncated", `{"price":{"cents":1,`, "price"},
+		{"UnknownEscapedName", `{"a/b~c":1}`, "a/b~c"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -131,6 +161,12 @@ func FuzzDecodeJSON(f *testing.F) {
 	seeds := []string{
 		`{"agentId":"a","service":"s","tool":"t","idempotencyKey":"k","cost":{"cents":1,"currency":"USD"},"units":2}`,
 		`{"agentId":"a","amount":{"cents":100,"currency":"USD"},"provider":"manual","grant":{"type":"quota","scope":{"service":"s","tools":["x"]},"limit":5,"period":"day","expiresAt":"2030-01-01T00:00:00Z"}}`,
+		`{"agentId":"agent-a","service":"search","tool":"web","idempotencyKey":"k","maxCost":{"cents":5,"currency":"USD"},"maxUnits":1,"ttlSeconds":60}`,
+		`{"agentId":"agent-a","cost":{"cents":1,"currency":"USD"},"units":0}`,
+		`{"agentId":"agent-a"}`,
+		`{"cost":{"cents":1,"currency":"USD"},"units":1}`,
+		`{"ttlSeconds":86401}`,
+		`{"units":-1}`,
 		`{"cost":{"cents":1.5,"currency":"USD"}}`,
 		`{"cost":{"cents":9007199254740992,"currency":"USD"}}`,
 		`{"units":"1"}`,
@@ -146,10 +182,17 @@ func FuzzDecodeJSON(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	base := newEnv(f)
+	base.grantCredits(agentA, 1000)
+	var held struct{ Hold struct{ ID string } }
+	base.must(http.StatusOK, req{Method: "POST", Path: "/v1/authorize", Key: base.keys.Host, Body: authorizeBody(agentA, "fuzz-hold", 5)}).decode(f, &held)
+	var used struct{ Consumption struct{ ID string } }
+	base.must(http.StatusOK, req{Method: "POST", Path: "/v1/consume", Key: base.keys.Host, Body: consumeBody(agentA, "fuzz-used", 5)}).decode(f, &used)
+	paths := []string{"/v1/consume", "/v1/payments", "/v1/accounts/a/entitlements", "/v1/authorize",
+		"/v1/holds/" + held.Hold.ID + "/capture", "/v1/holds/" + held.Hold.ID + "/release", "/v1/consumptions/" + used.Consumption.ID + "/refund"}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		e := base.with(t)
 		e.noSpec = true // the spec check is slow; TestOpenAPI_Responses covers these answers
-		for _, path := range []string{"/v1/consume", "/v1/payments", "/v1/accounts/a/entitlements"} {
+		for _, path := range paths {
 			key := e.keys.Admin
 			if path == "/v1/consume" {
 				key = e.keys.Host
@@ -159,8 +202,8 @@ func FuzzDecodeJSON(f *testing.F) {
 			switch {
 			case res.Status >= 200 && res.Status < 300:
 				continue
-			case res.Status == 402 || res.Status == 409 || res.Status == 422:
-				continue // a well-formed request the store refused
+			case res.Status == 402 || res.Status == 404 || res.Status == 409 || res.Status == 422:
+				continue // a well-formed request the store refused (404: another agent's hold)
 			case res.Status >= 500:
 				t.Fatalf("%s %q: status %d body %s", path, body, res.Status, res.Body)
 			}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -110,6 +111,27 @@ func TestOpenAPI_Responses(t *testing.T) {
 	e.must(422, req{Method: "POST", Path: "/v1/consume", Key: host, Body: consumeBody(agentA, "matrix", 2)})
 	e.must(422, req{Method: "POST", Path: "/v1/check", Key: host, Body: consumeBody(agentA, "matrix", 2)})
 	e.must(200, req{Method: "POST", Path: "/v1/check", Key: host, Body: consumeBody(agentA, "matrix", 1)})
+	e.must(400, req{Method: "POST", Path: "/v1/authorize", Key: host, Body: `{"agentId":1}`})
+	e.must(402, req{Method: "POST", Path: "/v1/authorize", Key: host, Body: authorizeBody(agentB, "x", 1)})
+	e.must(422, req{Method: "POST", Path: "/v1/authorize", Key: host, Body: authorizeBody(agentA, "matrix", 1)})
+	e.must(400, req{Method: "POST", Path: "/v1/holds/" + f.holdID + "/capture", Key: host, Body: map[string]any{"agentId": agentA, "cost": usd(3)}})
+	e.must(404, req{Method: "POST", Path: "/v1/holds/nope/capture", Key: host, Body: map[string]any{"agentId": agentA}})
+	e.must(409, req{Method: "POST", Path: "/v1/holds/" + f.releaseHoldID + "/capture", Key: host, Body: map[string]any{"agentId": agentA}})
+	e.must(404, req{Method: "POST", Path: "/v1/holds/nope/release", Key: host, Body: map[string]any{"agentId": agentA}})
+	e.must(409, req{Method: "POST", Path: "/v1/holds/" + f.captureHoldID + "/release", Key: host, Body: map[string]any{"agentId": agentA}})
+	e.must(404, req{Method: "GET", Path: "/v1/holds/nope", Key: billing})
+	brief := f.authorizeBody("brief")
+	brief["ttlSeconds"] = 1
+	var held struct{ Hold struct{ ID string } }
+	e.must(200, req{Method: "POST", Path: "/v1/authorize", Key: host, Body: brief}).decode(t, &held)
+	e.clock.Advance(time.Second)
+	e.must(409, req{Method: "POST", Path: "/v1/holds/" + held.Hold.ID + "/capture", Key: host, Body: map[string]any{"agentId": agentA}})
+	e.must(400, req{Method: "POST", Path: "/v1/consumptions/" + f.consumptionID + "/refund", Key: billing, Body: `{"units":0}`})
+	e.must(404, req{Method: "POST", Path: "/v1/consumptions/nope/refund", Key: billing})
+	e.must(409, req{Method: "POST", Path: "/v1/consumptions/" + f.consumptionID + "/refund", Key: billing, Body: map[string]any{"cost": usd(1)}})
+	refundKey := map[string]string{"Idempotency-Key": "matrix-refund"}
+	e.must(200, req{Method: "POST", Path: "/v1/consumptions/" + f.consumptionID + "/refund", Key: billing, Header: refundKey})
+	e.must(422, req{Method: "POST", Path: "/v1/consumptions/" + f.consumptionID + "/refund", Key: billing, Body: map[string]any{"cost": usd(1)}, Header: refundKey})
 	e.must(415, req{Method: "POST", Path: "/v1/consume", Key: host, Body: "{}", Header: map[string]string{"Content-Type": "text/plain"}})
 	e.must(413, req{Method: "POST", Path: "/v1/consume", Key: host, Body: `{"agentId":"` + strings.Repeat("a", api.DefaultBodyLimit) + `"}`})
 	e.must(400, req{Method: "PUT", Path: "/v1/accounts/" + agentA, Key: billing, Body: `{"displayName":5}`})
@@ -133,6 +155,11 @@ func TestOpenAPI_Responses(t *testing.T) {
 	e.must(404, req{Method: "GET", Path: "/v1/receipts/nope", Key: billing})
 	e.must(400, req{Method: "POST", Path: "/v1/webhook-endpoints", Key: admin, Body: `{"url":"ftp://x"}`})
 	e.must(404, req{Method: "GET", Path: "/v1/webhook-endpoints/nope", Key: admin})
+	e.must(400, req{Method: "PATCH", Path: "/v1/webhook-endpoints/" + f.endpointID, Key: admin, Body: `{"url":"http://127.0.0.1/"}`})
+	e.must(404, req{Method: "PATCH", Path: "/v1/webhook-endpoints/nope", Key: admin, Body: `{}`})
+	e.must(404, req{Method: "DELETE", Path: "/v1/webhook-endpoints/nope", Key: admin})
+	e.must(400, req{Method: "POST", Path: "/v1/webhook-endpoints/" + f.endpointID + "/rotate-secret", Key: admin, Body: `{"gracePeriodSeconds":-1}`})
+	e.must(404, req{Method: "POST", Path: "/v1/webhook-endpoints/nope/rotate-secret", Key: admin})
 	e.must(400, req{Method: "GET", Path: "/v1/deliveries?status=lost", Key: admin})
 	e.must(404, req{Method: "GET", Path: "/v1/deliveries/nope", Key: admin})
 	e.must(409, req{Method: "POST", Path: "/v1/deliveries/" + f.deliveryID + "/retry", Key: admin})

@@ -35,19 +35,6 @@ type Error struct {
 	Err     error
 }
 
-// FieldError is problem.FieldError under its former name.
-//
-// Deprecated: use problem.FieldError.
-type FieldError = problem.FieldError
-
-// The problem kinds under their former names.
-//
-// Deprecated: use problem.BodyTooLarge and problem.UnsupportedMediaType.
-const (
-	KindBodyTooLarge         = problem.BodyTooLarge
-	KindUnsupportedMediaType = problem.UnsupportedMediaType
-)
-
 // Error describes the problem for logs.
 func (e *Error) Error() string {
 	if e.Err != nil {
@@ -134,4 +121,17 @@ func writeProblem(c echo.Context, p problem.Problem) error {
 		c.Response().Header().Set("WWW-Authenticate", `Bearer realm="stipend"`)
 	}
 	return problem.Write(c.Response(), c.Request(), p)
+}
+
+// messageOf is what a store error says, without its code: the message and
+// its cause (a domain rule's refusal, such as entitlement.ErrRefundRefused's).
+func messageOf(err error) string {
+	var se *store.Error
+	if !errors.As(err, &se) {
+		return err.Error()
+	}
+	if se.Err != nil {
+		return se.Message + ": " + se.Err.Error()
+	}
+	return se.Message
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"time"
 
 	"github.com/go-playground/validator/v10"
 
@@ -35,6 +36,13 @@ var limitTags = map[string]struct {
 		func(v reflect.Value) bool { return v.Int() >= 0 && v.Int() <= entitlement.MaxUnits },
 		fmt.Sprintf("must be between 1 and %d", entitlement.MaxUnits),
 	},
+	// holdttl is a hold's ttlSeconds; 0 stands for entitlement.DefaultHoldTTL.
+	"holdttl": {
+		func(v reflect.Value) bool {
+			return v.Int() >= 0 && v.Int() <= int64(entitlement.MaxHoldTTL/time.Second)
+		},
+		fmt.Sprintf("must be between 1 and %d", int64(entitlement.MaxHoldTTL/time.Second)),
+	},
 	// quotalimit is a grant's limit; 0 stands for none.
 	"quotalimit": {
 		func(v reflect.Value) bool { return v.Int() >= 0 && v.Int() <= MaxQuotaLimit },
@@ -43,15 +51,19 @@ var limitTags = map[string]struct {
 }
 
 // newValidator returns a validator that names fields by their JSON names
+// (an embedded struct adds no name, as its fields are the parent's in JSON)
 // and knows limitTags.
 func newValidator() *validator.Validate {
-	v := validator.New(validator.WithRequiredStructEnabled())
+	v := validator.New(validator.WithRequiredStructEnabled(), validator.WithTagNameFuncBlankOmit())
 	v.RegisterTagNameFunc(func(f reflect.StructField) string {
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if name == "-" {
+		switch {
+		case name != "" && name != "-":
+			return name
+		case f.Anonymous:
 			return ""
 		}
-		return name
+		return f.Name
 	})
 	for tag, t := range limitTags {
 		valid := t.valid
