@@ -124,12 +124,12 @@ func call(t *testing.T, cs *mcp.ClientSession, tool, key string, args map[string
 }
 
 // charged returns the charge in a successful result's _meta.
-func charged(t *testing.T, res *mcp.CallToolResult) mcpgate.Charge {
+func charged(t *testing.T, res *mcp.CallToolResult) mcpgate.Consumption {
 	t.Helper()
 	if res.IsError {
 		t.Fatalf("tool result is an error: %v", res.Meta[mcpgate.MetaRefusal])
 	}
-	var c mcpgate.Charge
+	var c mcpgate.Consumption
 	remarshal(t, res.Meta[mcpgate.MetaConsumption], &c)
 	if c.ConsumptionID == "" {
 		t.Fatalf("result _meta %v has no %s", res.Meta, mcpgate.MetaConsumption)
@@ -216,7 +216,7 @@ func TestPaidTools_EndToEnd(t *testing.T) {
 	if refusal.Error != mcpgate.RefusalPaymentRequired || !cmp.Equal(wantReasons, refusal.Reasons) {
 		t.Errorf("refusal = %s %v, want %s %v", refusal.Error, refusal.Reasons, mcpgate.RefusalPaymentRequired, wantReasons)
 	}
-	if want := (mcpgate.Terms{Cost: usd(5), Units: 1, Policy: mcpgate.PolicyBefore}); !cmp.Equal(&want, refusal.Price) {
+	if want := (mcpgate.Terms{Cost: usd(5), Units: 1, Policy: mcpgate.PolicyOnSuccess}); !cmp.Equal(&want, refusal.Price) {
 		t.Errorf("refusal price = %+v, want %+v", refusal.Price, want)
 	}
 	if echo := call(t, cs, "echo", "", map[string]any{"text": "hi"}); echo.IsError {

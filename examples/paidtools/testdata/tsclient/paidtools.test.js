@@ -38,8 +38,8 @@ for (const transport of TRANSPORTS) {
       const prices = Object.fromEntries([...main.tools].map(([name, t]) => [name, t._meta?.[META.price]]));
       assert.deepEqual(prices, {
         echo: { free: true },
-        forecast: { cost: { cents: 5, currency: 'USD' }, units: 1, policy: 'before' },
-        history: { cost: { cents: 20, currency: 'USD' }, units: 2, policy: 'before' },
+        forecast: { cost: { cents: 5, currency: 'USD' }, units: 1, policy: 'on_success' },
+        history: { cost: { cents: 20, currency: 'USD' }, units: 2, policy: 'on_success' },
       });
     });
 
@@ -57,7 +57,7 @@ for (const transport of TRANSPORTS) {
         message: undefined,
         service: 'weather',
         tool: 'forecast',
-        price: { cost: { cents: 5, currency: 'USD' }, units: 1, policy: 'before' },
+        price: { cost: { cents: 5, currency: 'USD' }, units: 1, policy: 'on_success' },
         reasons: [{ entitlementId: funded.entitlements[0].id, reason: 'insufficient_balance' }],
         purchaseUrl: PURCHASE_URL,
       });
@@ -82,7 +82,7 @@ for (const transport of TRANSPORTS) {
         PAIDTOOLS_PRICES: JSON.stringify({ echo: { free: true }, forecast: { cost: { cents: 7, currency: 'USD' } } }),
       });
       try {
-        assert.deepEqual(repriced.tools.get('forecast')._meta[META.price], { cost: { cents: 7, currency: 'USD' }, units: 1, policy: 'before' });
+        assert.deepEqual(repriced.tools.get('forecast')._meta[META.price], { cost: { cents: 7, currency: 'USD' }, units: 1, policy: 'on_success' });
         const { refusal } = refusalOf(await call(repriced.client, 'forecast', OSLO, { agent: payer, key }), repriced.tools, 'forecast');
         assert.equal(refusal.error, 'idempotency_key_conflict');
 
