@@ -256,6 +256,55 @@ func TestPaidTools_EndToEnd(t *testing.T) {
 	}
 }
 
+// TestPaidTools_ChargedOnSuccess shows the example's tools charged for the
+// work they do: a call whose tool fails is not charged, and hourly is
+// charged the hours it forecast, not its price.
+func TestPaidTools_ChargedOnSuccess(t *testing.T) {
+	ts, keys := startStipend(t)
+	billing, err := client.New(ts.URL, keys.billing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	funded := pay(t, billing, "pay-on-success", 50)
+	cs := connectExample(t, ts.URL, keys.host)
+	balance := func() int64 {
+		t.Helper()
+		e, err := billing.GetEntitlement(t.Context(), funded.Entitlements[0].ID)
+		if err != nil {
+			t.Fatalf("GetEntitlement: %v", err)
+		}
+		if e.Credits.Held.Cents != 0 {
+			t.Errorf("%d cents still held, want none", e.Credits.Held.Cents)
+		}
+		return e.Credits.Balance.Cents
+	}
+
+	for _, failing := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"history", map[string]any{"city": "Oslo", "year": 1900}},
+		{"hourly", map[string]any{"city": "Oslo", "hours": 30}},
+		{"forecast", map[string]any{}}, // fails the input schema
+	} {
+		res := call(t, cs, failing.tool, "", failing.args)
+		if !res.IsError || res.Meta[mcpgate.MetaConsumption] != nil {
+			t.Errorf("%s%v = isError %v, _meta %v; want the tool's error and no charge", failing.tool, failing.args, res.IsError, res.Meta)
+		}
+	}
+	if got := balance(); got != 50 {
+		t.Errorf("balance after three failed calls = %d cents, want 50", got)
+	}
+
+	c := charged(t, call(t, cs, "hourly", "", map[string]any{"city": "Oslo", "hours": 6}))
+	if !cmp.Equal(usd(6), c.Cost) || !cmp.Equal(usd(44), c.BalanceAfter) || c.HoldID == "" {
+		t.Errorf("6 hours charged %v leaving %v (hold %q), want 6 cents leaving 44, from a hold", c.Cost, c.BalanceAfter, c.HoldID)
+	}
+	if got := balance(); got != 44 {
+		t.Errorf("balance = %d cents, want 44", got)
+	}
+}
+
 func TestPaidTools_StreamableHTTP(t *testing.T) {
 	ts, keys := startStipend(t)
 	billing, err := client.New(ts.URL, keys.billing)
