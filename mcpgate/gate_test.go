@@ -158,18 +158,18 @@ func newGate(t *testing.T, c mcpgate.Config) *mcpgate.Gate {
 
 // connect serves s on an in-memory transport (wrapped with
 // mcpgate.Transport) and returns a connected SDK client session.
-func connect(t *testing.T, s *mcp.Server) *mcp.ClientSession {
-	t.Helper()
+func connect(tb testing.TB, s *mcp.Server) *mcp.ClientSession {
+	tb.Helper()
 	ct, st := mcp.NewInMemoryTransports()
-	ss, err := s.Connect(t.Context(), mcpgate.Transport(st), nil)
+	ss, err := s.Connect(tb.Context(), mcpgate.Transport(st), nil)
 	if err != nil {
-		t.Fatalf("server Connect: %v", err)
+		tb.Fatalf("server Connect: %v", err)
 	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(t.Context(), ct, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(tb.Context(), ct, nil)
 	if err != nil {
-		t.Fatalf("client Connect: %v", err)
+		tb.Fatalf("client Connect: %v", err)
 	}
-	t.Cleanup(func() { cs.Close(); ss.Close() })
+	tb.Cleanup(func() { cs.Close(); ss.Close() })
 	return cs
 }
 
