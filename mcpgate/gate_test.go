@@ -293,6 +293,17 @@ func TestGate_IdempotencyKey(t *testing.T) {
 	if keys[3] == keys[4] || keys[3] == keys[0] {
 		t.Errorf("two calls without a client key sent keys %s and %s, want two new ones", keys[3], keys[4])
 	}
+
+	// The round that continues a call after an input-required result carries
+	// requestState: under the same client key it is another charge.
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "forecast", Arguments: oslo, RequestState: "round-2",
+		Meta: mcp.Meta{mcpgate.MetaAgentID: "agent-1", mcpgate.MetaIdempotencyKey: "k1"}})
+	if err != nil || res.IsError {
+		t.Fatalf("CallTool with requestState: %v %v", res, err)
+	}
+	if keys = f.keys(); keys[5] == keys[0] {
+		t.Errorf("the second round of a call under client key k1 sent the first round's key %s, want its own", keys[5])
+	}
 }
 
 func TestGate_Refusals(t *testing.T) {
