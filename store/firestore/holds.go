@@ -10,9 +10,10 @@ import (
 
 // Holds: Authorize is charge.Authorize on AuthorizeOne; capture and release
 // read the hold once outside a transaction to learn its entitlement (which
-// never changes) and then queue on that entitlement's lane, where the batch
-// reads the hold again. A hold that has ended is answered from that first
-// read: its ending is final.
+// never changes) and then queue on that entitlement's lane, whose batch
+// takes that read for the hold while the entitlement's registry, read in
+// the batch's transaction, still holds it open (batch.go). A hold that has
+// ended is answered from the first read: its ending is final.
 
 // Authorize implements store.EntitlementStore.
 func (s *Store) Authorize(ctx context.Context, req entitlement.HoldRequest) (store.HoldResult, error) {
@@ -47,7 +48,7 @@ func (s *Store) CaptureHold(ctx context.Context, id, agentID string, amount enti
 	if err != nil {
 		return store.HoldResult{}, err
 	}
-	c := &call{ctx: ctx, op: opCapture, key: docID(id), agentID: agentID, amount: amount}
+	c := &call{ctx: ctx, op: opCapture, key: docID(id), agentID: agentID, amount: amount, pre: &k}
 	if _, done := settleCapture(&k, c); done != nil {
 		return done.hold, done.err
 	}
@@ -61,7 +62,7 @@ func (s *Store) ReleaseHold(ctx context.Context, id, agentID string) (store.Hold
 	if err != nil {
 		return store.HoldResult{}, err
 	}
-	c := &call{ctx: ctx, op: opRelease, key: docID(id), agentID: agentID}
+	c := &call{ctx: ctx, op: opRelease, key: docID(id), agentID: agentID, pre: &k}
 	if done := checkRelease(&k, c); done != nil {
 		return done.hold, done.err
 	}
