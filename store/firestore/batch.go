@@ -20,8 +20,10 @@ const callWrites = 2
 
 // batch is one attempt of a lane's transaction: the entitlement and the
 // documents of the calls' keys as read, and what the calls have done to
-// them so far. Firestore takes one write per document per commit, so every
-// document is changed here in memory and written once, at the end.
+// them so far. Every document is changed here in memory and written at
+// most once, at the end: one write per document per commit, however many
+// calls (and the batch's own expiry) touch it, which keeps the count
+// against the commit's 500 writes exact.
 type batch struct {
 	s      *Store
 	tx     *firestore.Transaction
