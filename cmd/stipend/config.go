@@ -38,7 +38,8 @@ type Config struct {
 	SigningKeyFiles       []string // the first signs; all verify
 	StripeWebhookSecret   string
 	WebhookAllowPrivate   bool
-	WebhookConcurrency    int // deliveries sent at once; 0 runs no dispatcher
+	WebhookConcurrency    int           // deliveries sent at once; 0 runs no dispatcher
+	HoldSweepInterval     time.Duration // how often expired holds are ended; 0 runs no sweep
 	CORSOrigins           []string
 	Issuer                string
 	ShutdownTimeout       time.Duration
@@ -72,6 +73,7 @@ var settings = []setting{
 	{"stripe-webhook-secret", "STIPEND_STRIPE_WEBHOOK_SECRET", "", "Stripe webhook signing secret (whsec_…); without it the Stripe route refuses every event", stringVar(func(c *Config) *string { return &c.StripeWebhookSecret })},
 	{"webhook-allow-private", "STIPEND_WEBHOOK_ALLOW_PRIVATE", "false", "let webhook endpoints on loopback/private addresses receive events", boolVar(func(c *Config) *bool { return &c.WebhookAllowPrivate })},
 	{"webhook-concurrency", "STIPEND_WEBHOOK_CONCURRENCY", "4", "webhook deliveries this instance sends at once; 0 sends none (another instance or process must)", intVar(func(c *Config) *int { return &c.WebhookConcurrency })},
+	{"hold-sweep-interval", "STIPEND_HOLD_SWEEP_INTERVAL", "30s", "how often this instance ends expired holds of idle entitlements; 0 sweeps none (another instance must)", durationVar(func(c *Config) *time.Duration { return &c.HoldSweepInterval })},
 	{"cors-origins", "STIPEND_CORS_ORIGINS", "", "comma-separated origins allowed to call the reader routes from a browser", listVar(func(c *Config) *[]string { return &c.CORSOrigins })},
 	{"issuer", "STIPEND_ISSUER", "stipend", "issuer written into every receipt", stringVar(func(c *Config) *string { return &c.Issuer })},
 	{"shutdown-timeout", "STIPEND_SHUTDOWN_TIMEOUT", "8s", "how long SIGTERM waits for in-flight requests", durationVar(func(c *Config) *time.Duration { return &c.ShutdownTimeout })},
@@ -156,6 +158,8 @@ func (c Config) Validate() error {
 		return errors.New("--ledger-retention: must be positive")
 	case c.WebhookConcurrency < 0 || c.WebhookConcurrency > 256:
 		return errors.New("--webhook-concurrency: must be between 0 and 256")
+	case c.HoldSweepInterval < 0:
+		return errors.New("--hold-sweep-interval: must not be negative")
 	case c.Issuer == "":
 		return errors.New("--issuer: is required")
 	case c.DevKeysOut != "" && c.APIKeysFile != "":

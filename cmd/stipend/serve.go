@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/stipend-mcp/stipend/api"
+	"github.com/stipend-mcp/stipend/holdsweep"
 	"github.com/stipend-mcp/stipend/webhook"
 )
 
@@ -45,6 +46,7 @@ type Main struct {
 	serveErr       chan error     // receives the HTTP server's exit
 	stopDispatch   context.CancelFunc
 	dispatcherDone chan struct{}
+	stopSweep      context.CancelFunc
 }
 
 // NewMain returns a Main writing to the process's stdout and stderr.
@@ -134,7 +136,20 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	go func() { m.serveErr <- m.HTTPServer.Serve(ln) }()
 	m.startDispatcher(st)
+	m.startHoldSweep(st)
 	return nil
+}
+
+// startHoldSweep ends expired holds of idle entitlements in the background
+// until Close.
+func (m *Main) startHoldSweep(st backend) {
+	if m.Config.HoldSweepInterval == 0 {
+		m.Logger.Info("hold sweep off (--hold-sweep-interval 0)")
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	m.stopSweep = cancel
+	go holdsweep.Run(ctx, st, m.Config.HoldSweepInterval, m.Logger)
 }
 
 // startDispatcher sends webhook deliveries in the background until Close.
@@ -181,6 +196,10 @@ func (m *Main) Close() error {
 	deadline := time.Now().Add(m.Config.ShutdownTimeout)
 	if m.stopDispatch != nil {
 		m.stopDispatch() // stop claiming now; attempts already started finish
+	}
+	if m.stopSweep != nil {
+		m.stopSweep() // a sweep cut short ends nothing twice: the next instance's finishes it
+		m.stopSweep = nil
 	}
 	if m.ln != nil {
 		ctx, cancel := context.WithDeadline(context.Background(), deadline)
