@@ -128,6 +128,9 @@ func (s *Server) grantEntitlement(c echo.Context) error {
 		return err
 	}
 	now := s.now().UTC()
+	if err := b.ahead("", now); err != nil {
+		return err
+	}
 	p := payment.Payment{AgentID: agent}
 	if b.Balance != nil {
 		p.Amount = *b.Balance

@@ -86,6 +86,14 @@ func (s *Server) createPayment(c echo.Context) error {
 		return err
 	}
 	now := s.now().UTC()
+	if err := b.Grant.ahead("grant.", now); err != nil {
+		// A retry of a payment created while its grant's instants were
+		// still ahead answers that payment, as any retry with its key does.
+		if p, ferr := s.store.FindPaymentByIdempotencyKey(storeCtx(c), key); ferr == nil && p.Fingerprint == fingerprint {
+			return c.JSON(http.StatusOK, p)
+		}
+		return err
+	}
 	p := payment.Payment{
 		ID:               uuid.NewString(),
 		AgentID:          b.AgentID,

@@ -32,7 +32,7 @@ var denialCases = []denialCase{
 	{name: "SubscriptionOver", reason: entitlement.ReasonExpired,
 		setup: func(a string, now time.Time) entitlement.Entitlement {
 			e := subscription(a, now.Add(-48*time.Hour))
-			e.Subscription.ValidUntil = now.Add(-time.Hour)
+			e.Subscription.ValidUntil = ptr(now.Add(-time.Hour))
 			return e
 		}},
 	{name: "SubscriptionNotStarted", reason: entitlement.ReasonExpired,

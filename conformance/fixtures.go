@@ -71,7 +71,7 @@ func subscription(agentID string, now time.Time) entitlement.Entitlement {
 	return entitlement.Entitlement{
 		ID: uuid.NewString(), AgentID: agentID, Type: entitlement.TypeSubscription,
 		Scope: entitlement.Scope{Service: testService}, Status: entitlement.StatusActive, CreatedAt: now,
-		Subscription: entitlement.Subscription{ValidFrom: now, ValidUntil: now.Add(30 * 24 * time.Hour)},
+		Subscription: entitlement.Subscription{ValidFrom: now, ValidUntil: ptr(now.Add(30 * 24 * time.Hour))},
 	}
 }
 

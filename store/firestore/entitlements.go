@@ -75,7 +75,7 @@ func normalized(e entitlement.Entitlement, now time.Time) entitlement.Entitlemen
 	case entitlement.TypeQuota:
 		e.Quota.ResetAt, e.Quota.Anchor = stamp(e.Quota.ResetAt), stamp(e.Quota.Anchor)
 	case entitlement.TypeSubscription:
-		e.Subscription.ValidFrom, e.Subscription.ValidUntil = stamp(e.Subscription.ValidFrom), stamp(e.Subscription.ValidUntil)
+		e.Subscription.ValidFrom, e.Subscription.ValidUntil = stamp(e.Subscription.ValidFrom), stampPtr(e.Subscription.ValidUntil)
 	}
 	return e
 }
