@@ -196,7 +196,6 @@ func (s *Store) FailPayment(ctx context.Context, id string, ch store.PaymentChan
 func (s *Store) RefundPayment(ctx context.Context, id string, ch store.PaymentChange) (store.Completion, error) {
 	var out store.Completion
 	err := s.run(ctx, "refund payment", func(ctx context.Context, tx *firestore.Transaction) error {
-		now := s.clock()
 		c, err := s.readChange(tx, id, &ch)
 		if err != nil {
 			return err
@@ -207,6 +206,7 @@ func (s *Store) RefundPayment(ctx context.Context, id string, ch store.PaymentCh
 			if p.Status == payment.StatusRefunded {
 				receiptID = p.RefundReceiptID
 			}
+			now := s.clock()
 			if out, err = s.current(tx, p, receiptID, now); err != nil {
 				return err
 			}
@@ -219,6 +219,7 @@ func (s *Store) RefundPayment(ctx context.Context, id string, ch store.PaymentCh
 		if err != nil {
 			return err
 		}
+		now := s.clock() // after the reads: see instantAfterReads
 		var writes []func() error
 		grants := make([]receipt.Grant, 0, len(es))
 		for i := range es {
