@@ -86,6 +86,9 @@ func problemOf(err error) (problem.Problem, bool) {
 		case store.CodeInternal:
 			return problem.New(m.status, m.kind, "internal error"), true
 		case store.CodeUnavailable:
+			if store.IsUncertain(err) {
+				return problem.New(m.status, m.kind, "the store did not confirm the change in time, so it may have been applied; retry with the same idempotency key to find out (the retry answers the change, made once)"), true
+			}
 			return problem.New(m.status, m.kind, "the store is unavailable; retrying with the same idempotency key is safe"), true
 		}
 		return problem.New(m.status, m.kind, se.Message), false

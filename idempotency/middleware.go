@@ -34,11 +34,15 @@ const DefaultMaxBodyBytes = 1 << 20
 // leave a finished request in progress.
 const completionTimeout = 10 * time.Second
 
-// handlerTimeout bounds a handler that holds a reservation. The handler runs
-// on a context detached from the client's: a client that hangs up mid-way
-// must not abort the change half-known, which would leave the key in
-// progress until an operator looks; the change finishes and the client's
-// retry gets the recorded answer.
+// handlerTimeout bounds a handler that holds a reservation when the
+// request's context has no deadline of its own. The handler runs on a
+// context detached from the client's hang-up: a client that hangs up
+// mid-way must not abort the change half-known, which would leave the key
+// in progress until an operator looks; the change finishes and the
+// client's retry gets the recorded answer. The request's deadline, which
+// the server sets to bound its store calls, is kept: a stalled store then
+// fails the handler in time (nothing changed, and the key is released,
+// unless a commit was in flight).
 const handlerTimeout = 30 * time.Second
 
 // unchangedKey is the echo context key MarkUnchanged sets.
@@ -203,7 +207,11 @@ func runHeld(c echo.Context, next echo.HandlerFunc, ledger Ledger, opts *Options
 	w := &capture{ResponseWriter: c.Response().Writer, limit: MaxResponseBytes}
 	c.Response().Writer = w
 	req := c.Request()
-	hctx, hcancel := context.WithTimeout(context.WithoutCancel(req.Context()), handlerTimeout)
+	deadline, ok := req.Context().Deadline()
+	if !ok {
+		deadline = time.Now().Add(handlerTimeout)
+	}
+	hctx, hcancel := context.WithDeadline(context.WithoutCancel(req.Context()), deadline)
 	defer hcancel()
 	c.SetRequest(req.WithContext(hctx))
 	if err := next(c); err != nil {

@@ -228,6 +228,31 @@ func TestMiddleware_ClientHangUpDoesNotCancelHandler(t *testing.T) {
 	f.wantCalls(t, 1)
 }
 
+// TestMiddleware_HandlerKeepsRequestDeadline: the handler's context drops
+// the client's hang-up but keeps the request's deadline (the server's bound
+// on store calls), so a stalled store fails the handler in time.
+func TestMiddleware_HandlerKeepsRequestDeadline(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	deadline := time.Now().Add(time.Hour)
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	var got time.Time
+	var had bool
+	f.handler = func(c echo.Context, n int64) error {
+		got, had = c.Request().Context().Deadline()
+		return created(c, n)
+	}
+	req := httptest.NewRequest(http.MethodPost, "/things/a", strings.NewReader(`{}`)).WithContext(ctx)
+	req.Header.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
+	req.Header.Set(idempotency.HeaderKey, "k1")
+	rec := httptest.NewRecorder()
+	f.e.ServeHTTP(rec, req)
+	wantStatus(t, "POST with a deadline", rec, http.StatusCreated)
+	if !had || !got.Equal(deadline) {
+		t.Errorf("handler's context: deadline %v (set %v), want the request's %v", got, had, deadline)
+	}
+}
+
 func TestMiddleware_OperatorCompletionIsReplayed(t *testing.T) {
 	f := newFixture(t, nil, nil)
 	f.handler = func(c echo.Context, n int64) error { return c.String(http.StatusBadGateway, "upstream lost") }

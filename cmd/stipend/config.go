@@ -43,6 +43,7 @@ type Config struct {
 	CORSOrigins           []string
 	Issuer                string
 	ShutdownTimeout       time.Duration
+	StoreTimeout          time.Duration // bounds each request's store calls
 	LedgerRetention       time.Duration // how long completed Idempotency-Key results replay
 	LogLevel              slog.Level
 	DevKeysOut            string
@@ -76,6 +77,7 @@ var settings = []setting{
 	{"hold-sweep-interval", "STIPEND_HOLD_SWEEP_INTERVAL", "30s", "how often this instance ends expired holds of idle entitlements; 0 sweeps none (another instance must)", durationVar(func(c *Config) *time.Duration { return &c.HoldSweepInterval })},
 	{"cors-origins", "STIPEND_CORS_ORIGINS", "", "comma-separated origins allowed to call the reader routes from a browser", listVar(func(c *Config) *[]string { return &c.CORSOrigins })},
 	{"issuer", "STIPEND_ISSUER", "stipend", "issuer written into every receipt", stringVar(func(c *Config) *string { return &c.Issuer })},
+	{"store-timeout", "STIPEND_STORE_TIMEOUT", "2s", "how long a request waits for the store before it answers 503 (unavailable; retry with the same key); keep it well under your callers' timeouts (the MCP gate's is 5s) so they can retry", durationVar(func(c *Config) *time.Duration { return &c.StoreTimeout })},
 	{"shutdown-timeout", "STIPEND_SHUTDOWN_TIMEOUT", "8s", "how long SIGTERM waits for in-flight requests", durationVar(func(c *Config) *time.Duration { return &c.ShutdownTimeout })},
 	{"ledger-retention", "STIPEND_LEDGER_RETENTION", "24h", "how long a completed Idempotency-Key request is replayed; pair it with the ledger's Firestore TTL policy (docs/idempotency.md)", durationVar(func(c *Config) *time.Duration { return &c.LedgerRetention })},
 	{"log-level", "STIPEND_LOG_LEVEL", "info", "debug, info, warn or error", levelVar(func(c *Config) *slog.Level { return &c.LogLevel })},
@@ -154,6 +156,8 @@ func (c Config) Validate() error {
 		return errors.New("--firestore-database: is required (the default database is \"(default)\")")
 	case c.ShutdownTimeout <= 0:
 		return errors.New("--shutdown-timeout: must be positive")
+	case c.StoreTimeout <= 0:
+		return errors.New("--store-timeout: must be positive")
 	case c.LedgerRetention <= 0:
 		return errors.New("--ledger-retention: must be positive")
 	case c.WebhookConcurrency < 0 || c.WebhookConcurrency > 256:

@@ -20,6 +20,7 @@ func defaults() main.Config {
 		FirestoreDatabase:  "(default)",
 		Issuer:             "stipend",
 		ShutdownTimeout:    8 * time.Second,
+		StoreTimeout:       2 * time.Second,
 		LedgerRetention:    24 * time.Hour,
 		LogLevel:           slog.LevelInfo,
 		WebhookConcurrency: 4,
@@ -68,6 +69,7 @@ func TestParseConfig(t *testing.T) {
 				"STIPEND_SHUTDOWN_TIMEOUT": "3s", "STIPEND_LOG_LEVEL": "debug", "STIPEND_CORS_ORIGINS": "https://a.example, https://b.example",
 				"STIPEND_WEBHOOK_ALLOW_PRIVATE": "true", "STIPEND_STRIPE_WEBHOOK_SECRET": "whsec_x", "STIPEND_WEBHOOK_CONCURRENCY": "0",
 				"STIPEND_FIRESTORE_PROJECT": "p1", "STIPEND_FIRESTORE_DATABASE": "stipend", "STIPEND_DEV_KEYS_OUT": "/tmp/k.json",
+				"STIPEND_STORE_TIMEOUT": "750ms",
 			},
 			want: with(func(c *main.Config) {
 				c.Addr, c.CollectionPrefix, c.Issuer = ":9090", "staging_", "acme"
@@ -75,17 +77,18 @@ func TestParseConfig(t *testing.T) {
 				c.CORSOrigins = []string{"https://a.example", "https://b.example"}
 				c.WebhookAllowPrivate, c.StripeWebhookSecret, c.WebhookConcurrency = true, "whsec_x", 0
 				c.FirestoreProject, c.FirestoreDatabase, c.DevKeysOut = "p1", "stipend", "/tmp/k.json"
+				c.StoreTimeout = 750 * time.Millisecond
 			}),
 		},
 		{
 			name: "FlagWinsOverEnv",
-			args: []string{"--addr", ":1", "--log-level=warn", "--webhook-allow-private=false", "--cors-origins", "https://c.example", "--shutdown-timeout=1s"},
+			args: []string{"--addr", ":1", "--log-level=warn", "--webhook-allow-private=false", "--cors-origins", "https://c.example", "--shutdown-timeout=1s", "--store-timeout=5s"},
 			env: map[string]string{
 				"STIPEND_ADDR": ":9090", "STIPEND_LOG_LEVEL": "debug", "STIPEND_WEBHOOK_ALLOW_PRIVATE": "true",
-				"STIPEND_CORS_ORIGINS": "https://a.example", "STIPEND_SHUTDOWN_TIMEOUT": "30s",
+				"STIPEND_CORS_ORIGINS": "https://a.example", "STIPEND_SHUTDOWN_TIMEOUT": "30s", "STIPEND_STORE_TIMEOUT": "1s",
 			},
 			want: with(func(c *main.Config) {
-				c.Addr, c.LogLevel, c.ShutdownTimeout = ":1", slog.LevelWarn, time.Second
+				c.Addr, c.LogLevel, c.ShutdownTimeout, c.StoreTimeout = ":1", slog.LevelWarn, time.Second, 5*time.Second
 				c.CORSOrigins = []string{"https://c.example"}
 			}),
 		},
@@ -180,6 +183,8 @@ func TestParseConfig_Errors(t *testing.T) {
 		{"BadIntEnv", nil, map[string]string{"STIPEND_WEBHOOK_CONCURRENCY": "four"}, "STIPEND_WEBHOOK_CONCURRENCY"},
 		{"NegativeConcurrency", []string{"--webhook-concurrency", "-1"}, nil, "--webhook-concurrency"},
 		{"ZeroShutdownTimeout", []string{"--shutdown-timeout", "0s"}, nil, "--shutdown-timeout: must be positive"},
+		{"ZeroStoreTimeout", []string{"--store-timeout", "0s"}, nil, "--store-timeout: must be positive"},
+		{"BadStoreTimeoutEnv", nil, map[string]string{"STIPEND_STORE_TIMEOUT": "fast"}, "STIPEND_STORE_TIMEOUT"},
 		{"EmptyDatabase", []string{"--firestore-database="}, nil, "--firestore-database: is required"},
 		{"ProductionRefusesMemory", nil, merge(production, map[string]string{"STIPEND_STORE": "memory"}), "production refuses the memory store"},
 		{"ProductionRefusesMemoryByDefault", []string{"--env", "production"}, nil, "production refuses the memory store"},

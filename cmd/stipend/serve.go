@@ -56,8 +56,8 @@ func NewMain() *Main {
 		Stderr: os.Stderr,
 		HTTPServer: &http.Server{
 			ReadHeaderTimeout: 10 * time.Second,
-			// Bodies are small (64 KiB); store calls are bounded by the
-			// retry budget (20 s) and the ledger's handler limit (30 s).
+			// Bodies are small (64 KiB); a request's store calls are
+			// bounded by --store-timeout.
 			ReadTimeout:  30 * time.Second,
 			WriteTimeout: time.Minute,
 			IdleTimeout:  2 * time.Minute,
@@ -107,16 +107,17 @@ func (m *Main) Run(ctx context.Context) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	srv, err := api.New(api.Config{
-		Store:       st,
-		Keys:        keys,
-		Signer:      signer,
-		Issuer:      c.Issuer,
-		Logger:      m.Logger,
-		Registry:    reg,
-		CORSOrigins: c.CORSOrigins,
-		Development: c.Development(),
-		Now:         time.Now,
-		Webhooks:    &api.WebhookConfig{StripeSecret: c.StripeWebhookSecret, AllowPrivate: c.WebhookAllowPrivate},
+		Store:        st,
+		Keys:         keys,
+		Signer:       signer,
+		Issuer:       c.Issuer,
+		Logger:       m.Logger,
+		Registry:     reg,
+		CORSOrigins:  c.CORSOrigins,
+		Development:  c.Development(),
+		Now:          time.Now,
+		StoreTimeout: c.StoreTimeout,
+		Webhooks:     &api.WebhookConfig{StripeSecret: c.StripeWebhookSecret, AllowPrivate: c.WebhookAllowPrivate},
 	})
 	if err != nil {
 		return fmt.Errorf("api: %w", err)
