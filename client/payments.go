@@ -24,11 +24,11 @@ type PaymentRequest struct {
 
 // CreatePayment creates a pending payment, idempotently on idempotencyKey
 // (sent as the Idempotency-Key header): the same key and body answer the
-// existing payment with created false; the same key with another body is a
-// conflict (IsConflict). Retried on network errors and 503. Role: billing, admin.
+// existing payment with created false; the same key with another body is
+// refused (IsKeyReused). Retried on network errors and 503. Role: billing, admin.
 func (c *Client) CreatePayment(ctx context.Context, idempotencyKey string, r PaymentRequest) (p *payment.Payment, created bool, err error) {
 	var out payment.Payment
-	status, err := c.do(ctx, call{method: http.MethodPost, path: "/v1/payments", body: r, idemKey: idempotencyKey, retry: true}, &out)
+	status, err := c.do(ctx, call{method: http.MethodPost, path: "/v1/payments", body: r, idemKey: idempotencyKey, keyRequired: true, retry: true}, &out)
 	if err != nil {
 		return nil, false, err
 	}
