@@ -14,7 +14,6 @@ import (
 	"github.com/stipend-mcp/stipend/entitlement"
 	"github.com/stipend-mcp/stipend/idempotency"
 	"github.com/stipend-mcp/stipend/idempotency/memledger"
-	"github.com/stipend-mcp/stipend/money"
 	"github.com/stipend-mcp/stipend/payment"
 	"github.com/stipend-mcp/stipend/receipt"
 	"github.com/stipend-mcp/stipend/store/memory"
@@ -86,7 +85,7 @@ func TestClient_AgainstTheService(t *testing.T) {
 	c := startStipend(t)
 	ctx := t.Context()
 	const agent = "agent-1"
-	usd := func(cents int64) *money.Money { return &money.Money{Cents: cents, Currency: "USD"} }
+	usd := client.USD
 
 	acct, err := c.billing.PutAccount(ctx, agent, client.AccountUpdate{DisplayName: "Agent One"})
 	if err != nil || acct.AgentID != agent || acct.DisplayName != "Agent One" {

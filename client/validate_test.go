@@ -169,3 +169,20 @@ func TestClient_RefusesWhatTheServerWould(t *testing.T) {
 		})
 	}
 }
+
+// TestAmount: a priced call takes one expression; an amount the helpers
+// made wrong is refused unsent like any other.
+func TestAmount(t *testing.T) {
+	if got, want := client.USD(150), (&money.Money{Cents: 150, Currency: "USD"}); *got != *want {
+		t.Errorf("USD(150) = %+v, want %+v", got, want)
+	}
+	if got, want := client.Amount(150, "EUR"), (&money.Money{Cents: 150, Currency: "EUR"}); *got != *want {
+		t.Errorf("Amount(150, EUR) = %+v, want %+v", got, want)
+	}
+	c := startStipend(t)
+	_, err := c.host.Consume(t.Context(), client.ConsumeRequest{AgentID: "a", Service: "s", Tool: "t", IdempotencyKey: "k", Cost: client.Amount(150, "eur")})
+	var p *client.Problem
+	if !client.IsInvalid(err) || !errors.As(err, &p) || len(p.Errors) != 1 || p.Errors[0].Field != "cost.currency" {
+		t.Errorf("Consume with Amount(150, \"eur\") = %v, want invalid naming cost.currency", err)
+	}
+}
