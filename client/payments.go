@@ -2,6 +2,8 @@ package client
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 
 	"github.com/google/uuid"
@@ -111,4 +113,24 @@ func (c *Client) ListReceipts(ctx context.Context, agentID string, p Page) (*Lis
 		return nil, err
 	}
 	return &out, nil
+}
+
+// JWKS returns the public keys that verify Stipend's receipts (GET
+// /.well-known/jwks.json, no key needed), for receipt.Verify:
+//
+//	set, err := c.JWKS(ctx)
+//	r, err := receipt.Verify(signed.JWS, set)
+//
+// Fetch it again when a receipt names a kid the set does not have: the
+// server may have rotated its signing key.
+func (c *Client) JWKS(ctx context.Context) (receipt.JWKS, error) {
+	var raw json.RawMessage
+	if _, err := c.do(ctx, call{method: http.MethodGet, path: "/.well-known/jwks.json", retry: true}, &raw); err != nil {
+		return receipt.JWKS{}, err
+	}
+	set, err := receipt.ParseJWKS(raw)
+	if err != nil {
+		return receipt.JWKS{}, fmt.Errorf("client: decoding the answer to GET /.well-known/jwks.json: %w", err)
+	}
+	return set, nil
 }
