@@ -14,9 +14,15 @@
 // invalid amount, such as a lower-case currency) is refused before it is
 // sent, with the *Problem the server would answer (IsInvalid).
 //
+// Webhook endpoints and deliveries are the store's own types
+// (store.Endpoint, store.Delivery); the JWKS is receipt.JWKS, which
+// receipt.Verify takes. The List methods answer one page; the All methods
+// range over every item of a list (iter.Seq2), page after page.
+//
 // The package stays light: beyond the standard library and Stipend's domain
-// packages it imports github.com/google/uuid and, through package receipt
-// (for signed receipts), github.com/go-jose/go-jose/v4 and
+// packages it imports github.com/google/uuid and, through package money,
+// github.com/go-json-experiment/json, and through package receipt (for
+// signed receipts), github.com/go-jose/go-jose/v4 and
 // github.com/gowebpki/jcs; none of the server's dependencies. go.mod says
 // which of the module's requirements only its tests use.
 package client
