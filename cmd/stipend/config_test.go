@@ -23,6 +23,7 @@ func defaults() main.Config {
 		LedgerRetention:    24 * time.Hour,
 		LogLevel:           slog.LevelInfo,
 		WebhookConcurrency: 4,
+		HoldSweepInterval:  30 * time.Second,
 	}
 }
 
