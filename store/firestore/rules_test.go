@@ -1,9 +1,12 @@
 package firestore_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 
@@ -12,12 +15,13 @@ import (
 	fsstore "github.com/stipend-mcp/stipend/store/firestore"
 )
 
-// TestRules_DenyClients shows, with plain REST requests to the emulator
-// (which scripts/test starts with firestore.rules.example loaded), that a
-// client without the Admin path's "Authorization: Bearer owner" header can
-// neither read nor write, while the Admin path reads the same document.
+// TestRules_DenyClients loads firestore.rules.example into the emulator and
+// shows, with plain REST requests, that a client without the Admin path's
+// "Authorization: Bearer owner" header can neither read nor write, while the
+// Admin path reads the same document.
 func TestRules_DenyClients(t *testing.T) {
 	host := emulator.Host(t)
+	loadRules(t, host, "../../firestore.rules.example")
 	prefix := emulator.Prefix(t)
 	s := fsstore.New(emulator.Client(t), fsstore.WithCollectionPrefix(prefix))
 	a, err := s.UpsertAccount(context.Background(), entitlement.Account{AgentID: "agent-rules"})
@@ -55,5 +59,38 @@ func TestRules_DenyClients(t *testing.T) {
 				t.Errorf("%s %s: status %d, want %d; body: %s", tc.method, tc.url, got, tc.want, body)
 			}
 		})
+	}
+}
+
+// loadRules makes the rules file at path the emulator's rules for
+// emulator.ProjectID, whoever started the emulator and with whatever rules.
+// The Admin path the other tests use ignores rules, so they are unaffected.
+func loadRules(t *testing.T, host, path string) {
+	t.Helper()
+	rules, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type file struct {
+		Name    string `json:"name"`
+		Content string `json:"content"`
+	}
+	body, err := json.Marshal(map[string]any{"rules": map[string]any{"files": []file{{Name: "firestore.rules", Content: string(rules)}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + host + "/emulator/v1/projects/" + emulator.ProjectID + ":securityRules"
+	req, err := http.NewRequest(http.MethodPut, url, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("PUT %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	if got, _ := io.ReadAll(resp.Body); resp.StatusCode != http.StatusOK {
+		t.Fatalf("PUT %s (loading %s): status %d, want 200; body: %s", url, path, resp.StatusCode, got)
 	}
 }
