@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -15,13 +16,52 @@ import (
 	fsstore "github.com/stipend-mcp/stipend/store/firestore"
 )
 
-// TestRules_DenyClients loads firestore.rules.example into the emulator and
-// shows, with plain REST requests, that a client without the Admin path's
-// "Authorization: Bearer owner" header can neither read nor write, while the
-// Admin path reads the same document.
+// firebaseJSON is the part of the repository's firebase.json that the
+// Firebase CLI deploys to Firestore.
+type firebaseJSON struct {
+	Firestore struct {
+		Rules   string `json:"rules"`
+		Indexes string `json:"indexes"`
+	} `json:"firestore"`
+}
+
+// readFirebaseJSON reads the repository's firebase.json.
+func readFirebaseJSON(t *testing.T) firebaseJSON {
+	t.Helper()
+	b, err := os.ReadFile("../../firebase.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg firebaseJSON
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		t.Fatalf("firebase.json: %v", err)
+	}
+	return cfg
+}
+
+// TestFirebaseJSON_NamesTheTestedFiles: `firebase deploy` deploys the rules
+// TestRules_DenyClients loads and the indexes TestQueries_HaveIndexes checks.
+func TestFirebaseJSON_NamesTheTestedFiles(t *testing.T) {
+	cfg := readFirebaseJSON(t)
+	if got, want := cfg.Firestore.Indexes, "firestore.indexes.json"; got != want {
+		t.Errorf("firebase.json firestore.indexes = %q, want %q (the file TestQueries_HaveIndexes checks)", got, want)
+	}
+	if cfg.Firestore.Rules == "" {
+		t.Fatal("firebase.json names no firestore.rules file")
+	}
+	if _, err := os.Stat(filepath.Join("../..", cfg.Firestore.Rules)); err != nil {
+		t.Errorf("firebase.json firestore.rules: %v", err)
+	}
+}
+
+// TestRules_DenyClients loads the rules firebase.json names
+// (firestore.rules.example) into the emulator and shows, with plain REST
+// requests, that a client without the Admin path's "Authorization: Bearer
+// owner" header can neither read nor write, while the Admin path reads the
+// same document.
 func TestRules_DenyClients(t *testing.T) {
 	host := emulator.Host(t)
-	loadRules(t, host, "../../firestore.rules.example")
+	loadRules(t, host, filepath.Join("../..", readFirebaseJSON(t).Firestore.Rules))
 	prefix := emulator.Prefix(t)
 	s := fsstore.New(emulator.Client(t), fsstore.WithCollectionPrefix(prefix))
 	a, err := s.UpsertAccount(context.Background(), entitlement.Account{AgentID: "agent-rules"})
