@@ -22,8 +22,10 @@ var (
 )
 
 // Store keeps everything in maps behind one mutex. Every method holds the
-// mutex for its whole work, so each one is atomic; stored values are never
-// handed out, only deep copies.
+// mutex for its whole work, so each one is atomic, but Check and Authorize:
+// they run the candidate loop of package charge, each step under the mutex,
+// as the contract allows. Stored values are never handed out, only deep
+// copies.
 type Store struct {
 	mu  sync.Mutex
 	now func() time.Time
