@@ -170,6 +170,11 @@ type Consumption struct {
 	// state right after this call.
 	BalanceAfter   money.Money `json:"balanceAfter,omitzero"`
 	RemainingAfter *int64      `json:"remainingAfter,omitempty"`
+	// HoldID names the hold whose capture made this consumption; empty for
+	// a one-step consume.
+	HoldID string `json:"holdId,omitempty"`
+	// Refund is set once the consumption has been refunded (RefundConsumption).
+	Refund *Refund `json:"refund,omitempty"`
 	// Fingerprint is the request's Fingerprint, for the replay check; it is
 	// never shown. Consumptions read back from a store carry it; the result
 	// of a fresh charge may leave it empty (the memory store does).
@@ -178,8 +183,11 @@ type Consumption struct {
 
 // Refresh applies the lazy quota reset at now: once now ≥ ResetAt, Remaining
 // becomes Limit and ResetAt the first boundary after now. It reports whether
-// anything changed. Other kinds are left alone.
+// anything changed. It also sets Credits.Held or Quota.Held to what the open
+// holds not yet expired at now reserve (a view of Holds that is never stored
+// on its own, so it is not counted as a change).
 func (e *Entitlement) Refresh(now time.Time) bool {
+	e.tally(now)
 	if e.Type != TypeQuota || now.Before(e.Quota.ResetAt) {
 		return false
 	}
@@ -188,8 +196,10 @@ func (e *Entitlement) Refresh(now time.Time) bool {
 	return true
 }
 
-// Check reports why e cannot pay for r at now, or "" if it can. It applies the
-// lazy quota reset to e first, so a caller about to write e writes the reset too.
+// Check reports why e cannot pay for r at now, or "" if it can. Only what is
+// available counts: the balance (or remaining quota) less what open holds
+// reserve. It applies the lazy quota reset to e first, so a caller about to
+// write e writes the reset too.
 func (e *Entitlement) Check(now time.Time, r *ConsumeRequest) Reason {
 	switch {
 	case e.Status == StatusRevoked:
@@ -207,12 +217,12 @@ func (e *Entitlement) Check(now time.Time, r *ConsumeRequest) Reason {
 		if r.Cost.Currency != e.Credits.Balance.Currency {
 			return ReasonCurrencyMismatch
 		}
-		if e.Credits.Balance.Cents < r.Cost.Cents {
+		if e.Credits.Balance.Cents-e.held() < r.Cost.Cents {
 			return ReasonInsufficientBalance
 		}
 	case TypeQuota:
 		e.Refresh(now)
-		if e.Quota.Remaining < units(r) {
+		if e.Quota.Remaining-e.held() < units(r) {
 			return ReasonQuotaExhausted
 		}
 	}

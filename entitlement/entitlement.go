@@ -5,6 +5,7 @@
 package entitlement
 
 import (
+	"encoding/json"
 	"maps"
 	"slices"
 	"time"
@@ -71,12 +72,29 @@ type Entitlement struct {
 	Credits      Credits           `json:"credits,omitzero"`
 	Quota        Quota             `json:"quota,omitzero"`
 	Subscription Subscription      `json:"subscription,omitzero"`
+	// Holds are the open holds on e: what each reserves and until when.
+	// Stores keep them with the entitlement, so every spending decision sees
+	// them in the same transaction; only the rules in hold.go change them.
+	Holds []OpenHold `json:"-"`
 }
 
-// Credits is a prepaid balance. Granted is what was put in; Balance is what is left.
+// Credits is a prepaid balance. Granted is what was put in; Balance is what is
+// left; Held is the part of Balance that open holds reserve (what can be
+// spent is Balance − Held). Held is a view of Entitlement.Holds that Refresh
+// sets; stores need not keep it.
 type Credits struct {
 	Balance money.Money `json:"balance"`
 	Granted money.Money `json:"granted"`
+	Held    money.Money `json:"held"`
+}
+
+// MarshalJSON shows Held in the balance's currency, also on a value that
+// Refresh has not set.
+func (c Credits) MarshalJSON() ([]byte, error) {
+	type plain Credits
+	p := plain(c)
+	p.Held.Currency = c.Balance.Currency
+	return json.Marshal(p)
 }
 
 // Quota allows Limit units per Period. Remaining resets to Limit lazily, inside
@@ -89,6 +107,9 @@ type Quota struct {
 	Remaining int64     `json:"remaining"`
 	ResetAt   time.Time `json:"resetAt"`
 	Anchor    time.Time `json:"anchor"`
+	// Held is the part of Remaining that open holds reserve, a view of
+	// Entitlement.Holds that Refresh sets.
+	Held int64 `json:"held"`
 }
 
 // Subscription allows unlimited calls in [ValidFrom, ValidUntil).
@@ -134,5 +155,6 @@ func (e *Entitlement) Clone() Entitlement {
 		t := *e.RevokedAt
 		c.RevokedAt = &t
 	}
+	c.Holds = slices.Clone(e.Holds)
 	return c
 }

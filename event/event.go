@@ -18,10 +18,13 @@ const (
 	EntitlementGranted  Type = "entitlement.granted"
 	EntitlementRevoked  Type = "entitlement.revoked"
 	EntitlementDepleted Type = "entitlement.depleted"
+	// ConsumptionRefunded: RefundConsumption gave (part of) a charge back;
+	// data is the consumption with its refund.
+	ConsumptionRefunded Type = "consumption.refunded"
 )
 
 // Types lists every event type, in a stable order.
-var Types = []Type{PaymentSucceeded, PaymentFailed, PaymentRefunded, EntitlementGranted, EntitlementRevoked, EntitlementDepleted}
+var Types = []Type{PaymentSucceeded, PaymentFailed, PaymentRefunded, EntitlementGranted, EntitlementRevoked, EntitlementDepleted, ConsumptionRefunded}
 
 // Event is one outbox entry. Data is the JSON object delivered as the
 // webhook's "data"; it is stored and sent as these exact bytes.

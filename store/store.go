@@ -79,6 +79,12 @@ const (
 	// Allowed is only returned by Check: the call would be charged to
 	// Entitlement. Nothing was charged.
 	Allowed Outcome = "allowed"
+	// Held: Authorize reserved Hold on Entitlement.
+	Held Outcome = "held"
+	// Captured: CaptureHold charged the hold and created Consumption.
+	Captured Outcome = "captured"
+	// Released: ReleaseHold returned the whole hold.
+	Released Outcome = "released"
 )
 
 // ConsumeResult is the answer of CheckAndConsume and Check. It holds values,
@@ -93,6 +99,27 @@ type ConsumeResult struct {
 	// (Consumed), or the one that would be charged (Allowed).
 	Entitlement entitlement.Entitlement
 	Denials     []entitlement.Denial
+}
+
+// HoldResult is the answer of Authorize, CaptureHold and ReleaseHold: the
+// hold as it is after the call, the entitlement it is on (after the call;
+// zero on Replay, Conflict and Denied), the consumption a capture made (also
+// on its Replay), and Denials for Denied.
+type HoldResult struct {
+	Outcome     Outcome
+	Hold        entitlement.Hold
+	Entitlement entitlement.Entitlement
+	Consumption entitlement.Consumption
+	Denials     []entitlement.Denial
+}
+
+// RefundResult is the answer of RefundConsumption: the consumption with its
+// refund and the entitlement after it. Replayed is true when the same refund
+// had already been made and nothing changed now.
+type RefundResult struct {
+	Consumption entitlement.Consumption
+	Entitlement entitlement.Entitlement
+	Replayed    bool
 }
 
 // CreatePaymentResult is the answer of CreatePayment.
@@ -155,11 +182,12 @@ type EntitlementStore interface {
 	// ListEntitlements lists an agent's entitlements, oldest first (by
 	// CreatedAt, then ID), with pending lazy quota resets shown as applied.
 	ListEntitlements(ctx context.Context, agentID string, f EntitlementFilter, p Page) (items []entitlement.Entitlement, nextCursor string, err error)
-	// RevokeEntitlement marks the entitlement revoked and writes an
-	// entitlement.revoked event, atomically. It is idempotent: revoking a
-	// revoked entitlement returns it unchanged and writes nothing.
-	// ErrNotFound if absent. While calls charge the entitlement it may answer
-	// Unavailable under contention; retrying is safe.
+	// RevokeEntitlement marks the entitlement revoked, releases its open
+	// holds and writes an entitlement.revoked event, in ONE atomic step. It
+	// is idempotent: revoking a revoked entitlement returns it unchanged and
+	// writes nothing. ErrNotFound if absent. While calls charge the
+	// entitlement it may answer Unavailable under contention; retrying is
+	// safe.
 	RevokeEntitlement(ctx context.Context, id string) (entitlement.Entitlement, error)
 
 	// CheckAndConsume charges one tool call, exactly once per (agent, key).
@@ -167,8 +195,8 @@ type EntitlementStore interface {
 	// entitlement.ConsumeRequest.Normalize is Invalid.
 	//
 	// If a consumption with ConsumptionKey(agent, key) exists: Replay with it
-	// when its fingerprint equals req.Fingerprint(), else Conflict; nothing is
-	// charged. Otherwise, with req.EntitlementID set, that entitlement is read,
+	// when its fingerprint equals req.Fingerprint(), else Conflict; a key
+	// used by a hold (Authorize) is a Conflict too; nothing is charged then. Otherwise, with req.EntitlementID set, that entitlement is read,
 	// checked (entitlement.Check) and charged, and the consumption created, in
 	// ONE atomic step; without it, the agent's entitlements are tried in
 	// entitlement.SortCandidates order, each in its own atomic step, until one
@@ -191,6 +219,57 @@ type EntitlementStore interface {
 	// ListConsumptions lists an agent's consumptions at or after since (zero:
 	// all), oldest first (by OccurredAt, then ID).
 	ListConsumptions(ctx context.Context, agentID string, since time.Time, p Page) (items []entitlement.Consumption, nextCursor string, err error)
+	// GetConsumption returns the consumption, or ErrNotFound.
+	GetConsumption(ctx context.Context, id string) (entitlement.Consumption, error)
+	// RefundConsumption gives amount (nil fields: all that was charged) of
+	// consumption id back to its entitlement, marks the consumption refunded
+	// and writes a consumption.refunded event, in ONE atomic step
+	// (entitlement.Entitlement.Refund has the rules). A consumption is
+	// refunded once: a second call with the same amount answers the stored
+	// refund with Replayed true, another amount is a Conflict. ErrNotFound
+	// for an unknown consumption; Invalid (a *field.Error inside)
+	// for more than was charged, a wrong currency or a negative amount;
+	// Conflict (wrapping entitlement.ErrRefundRefused) when the entitlement
+	// is revoked or a quota consumption is from an earlier period.
+	RefundConsumption(ctx context.Context, id string, amount entitlement.Amount) (RefundResult, error)
+
+	// Authorize reserves, for one tool call, up to req's maximum on the
+	// entitlement CheckAndConsume would charge: the same candidates in the
+	// same order, the same denial reasons, each candidate in its own atomic
+	// step (entitlement.Entitlement.Authorize). req must have passed
+	// Normalize. The (agent, idempotency key) pair names one consume or one
+	// hold, never both: a key already used by a consumption or a hold
+	// answers Replay with the original hold (whatever its status now) when
+	// its fingerprint equals req.Fingerprint(), else Conflict; nothing is
+	// reserved then. Outcomes: Held, Replay, Conflict, Denied. Contention
+	// rules are CheckAndConsume's.
+	Authorize(ctx context.Context, req entitlement.HoldRequest) (HoldResult, error)
+	// GetHold returns the hold, or ErrNotFound. A hold past its expiry that
+	// no transaction has ended yet is shown expired (nothing is written).
+	GetHold(ctx context.Context, id string) (entitlement.Hold, error)
+	// CaptureHold ends the open hold id of agentID by charging amount (nil
+	// fields: the hold's maximum; entitlement.Hold.Settle has the rules) and
+	// creating the consumption (its HoldID names the hold), returning the
+	// rest of the reservation, in ONE atomic step. Outcomes: Captured, or
+	// Replay when the hold was already captured with the same amount.
+	// Errors: ErrNotFound for an unknown hold or another agent's; Invalid
+	// (a *field.Error inside) for an amount the hold does not
+	// cover; Conflict for a hold released, or captured with another amount;
+	// Conflict wrapping entitlement.ErrHoldExpired for a hold past its
+	// expiry (which then ends expired, if it had not).
+	CaptureHold(ctx context.Context, id, agentID string, amount entitlement.Amount) (HoldResult, error)
+	// ReleaseHold ends the open hold id of agentID, returning all it
+	// reserved, in ONE atomic step. Outcomes: Released, or Replay when the
+	// hold had already been released or had expired (the result's hold says
+	// which). ErrNotFound for an unknown hold or another agent's; Conflict
+	// for a captured hold.
+	ReleaseHold(ctx context.Context, id, agentID string) (HoldResult, error)
+	// ExpireHolds ends the holds whose expiry has passed, on up to limit
+	// entitlements, each entitlement in its own atomic step, and returns how
+	// many holds it ended. Every transaction that touches an entitlement
+	// ends its expired holds too; this sweep is for idle entitlements. Many
+	// instances may sweep at once: a hold ends exactly once.
+	ExpireHolds(ctx context.Context, limit int) (int, error)
 
 	// CreatePayment stores p, which must pass p.Validate (Invalid otherwise),
 	// as a new pending payment (with a new ID when p.ID is empty), unless a

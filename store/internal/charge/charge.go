@@ -14,34 +14,59 @@ import (
 	"github.com/stipend-mcp/stipend/store"
 )
 
-// Charger is the part of an adapter that Consume and Check build on. It
-// keeps the candidate-selection rules of CheckAndConsume in one place, so the
-// adapters only provide lookups and the one atomic step.
+// Charger is the part of an adapter that Consume, Check and Authorize build
+// on. It keeps the candidate-selection rules of CheckAndConsume in one place,
+// so the adapters only provide lookups and the atomic steps.
 type Charger interface {
-	// FindConsumption returns the consumption stored under
-	// entitlement.ConsumptionKey(agentID, key), or store.ErrNotFound.
-	FindConsumption(ctx context.Context, agentID, key string) (entitlement.Consumption, error)
+	// FindKey returns what the agent's idempotency key was used for (the
+	// record stored under entitlement.ConsumptionKey(agentID, key)), or
+	// store.ErrNotFound.
+	FindKey(ctx context.Context, agentID, key string) (Used, error)
 	// ActiveEntitlements returns every active entitlement of the agent, in
 	// any order, as stored (lazy resets not applied). The values may share
-	// scope tools, metadata and expiry times with stored state: callers must
-	// not modify those.
+	// scope tools, metadata, expiry times and holds with stored state:
+	// callers must not modify those.
 	ActiveEntitlements(ctx context.Context, agentID string) ([]entitlement.Entitlement, error)
-	// ConsumeOne is the atomic step: inside one transaction it re-checks the
-	// consumption key (Replay/Conflict), reads the entitlement (a Denied with
-	// not_found if absent or owned by another agent), applies
-	// entitlement.Consume, and writes the entitlement and the consumption.
+	// ConsumeOne is the atomic step of a consume: inside one transaction it
+	// re-checks the key (ReplayOf), reads the entitlement (a Denied with
+	// not_found if absent or owned by another agent), ends its expired holds,
+	// applies entitlement.Consume, and writes the entitlement and the
+	// consumption.
 	ConsumeOne(ctx context.Context, req *entitlement.ConsumeRequest, entitlementID string) (store.ConsumeResult, error)
+	// AuthorizeOne is the atomic step of a hold, as ConsumeOne but with
+	// HoldReplayOf and entitlement.Authorize, writing the entitlement (with
+	// its open hold) and the hold.
+	AuthorizeOne(ctx context.Context, req *entitlement.HoldRequest, entitlementID string) (store.HoldResult, error)
 	// GetEntitlement is store.EntitlementStore.GetEntitlement.
 	GetEntitlement(ctx context.Context, id string) (entitlement.Entitlement, error)
 }
 
-// ReplayOf answers a request whose key already has consumption c: Replay if
-// the parameters match, Conflict otherwise.
-func ReplayOf(c entitlement.Consumption, req *entitlement.ConsumeRequest) store.ConsumeResult {
-	if c.Fingerprint != req.Fingerprint() {
+// Used is what an (agent, idempotency key) pair was used for: a consume
+// (Consumption), or a hold (Hold.ID set; Consumption too once it was
+// captured). Hold is as shown at the time of the lookup (Hold.Refresh).
+type Used struct {
+	Consumption entitlement.Consumption
+	Hold        entitlement.Hold
+}
+
+// ReplayOf answers a consume whose key was already used: Replay with the
+// consumption if it was a consume with the same parameters, Conflict
+// otherwise (other parameters, or a hold).
+func ReplayOf(u Used, req *entitlement.ConsumeRequest) store.ConsumeResult {
+	if u.Hold.ID != "" || u.Consumption.Fingerprint != req.Fingerprint() {
 		return store.ConsumeResult{Outcome: store.Conflict}
 	}
-	return store.ConsumeResult{Outcome: store.Replay, Consumption: c}
+	return store.ConsumeResult{Outcome: store.Replay, Consumption: u.Consumption}
+}
+
+// HoldReplayOf answers an Authorize whose key was already used: Replay with
+// the hold (and its consumption, if captured) if it was a hold with the same
+// parameters, Conflict otherwise.
+func HoldReplayOf(u Used, req *entitlement.HoldRequest) store.HoldResult {
+	if u.Hold.ID == "" || u.Hold.Fingerprint != req.Fingerprint() {
+		return store.HoldResult{Outcome: store.Conflict}
+	}
+	return store.HoldResult{Outcome: store.Replay, Hold: u.Hold, Consumption: u.Consumption}
 }
 
 // Consume implements store.EntitlementStore.CheckAndConsume on top of c.
@@ -49,7 +74,7 @@ func Consume(ctx context.Context, c Charger, req entitlement.ConsumeRequest) (st
 	if err := req.Normalize(); err != nil {
 		return store.ConsumeResult{}, store.Wrap(store.CodeInvalid, err, "consume request")
 	}
-	if prior, err := c.FindConsumption(ctx, req.AgentID, req.IdempotencyKey); err == nil {
+	if prior, err := c.FindKey(ctx, req.AgentID, req.IdempotencyKey); err == nil {
 		return ReplayOf(prior, &req), nil
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return store.ConsumeResult{}, err
@@ -57,21 +82,59 @@ func Consume(ctx context.Context, c Charger, req entitlement.ConsumeRequest) (st
 	if req.EntitlementID != "" {
 		return c.ConsumeOne(ctx, &req, req.EntitlementID)
 	}
-	candidates, denials, err := candidates(ctx, c, &req)
-	if err != nil {
-		return store.ConsumeResult{}, err
-	}
-	for _, e := range candidates {
-		res, err := c.ConsumeOne(ctx, &req, e.ID)
-		if err != nil {
-			return store.ConsumeResult{}, err
-		}
-		if res.Outcome != store.Denied {
-			return res, nil
-		}
-		denials = append(denials, res.Denials...)
+	res, denials, err := first(ctx, c, &req, func(id string) (store.ConsumeResult, []entitlement.Denial, error) {
+		res, err := c.ConsumeOne(ctx, &req, id)
+		return res, res.Denials, err
+	}, func(r store.ConsumeResult) bool { return r.Outcome != store.Denied })
+	if err != nil || len(denials) == 0 {
+		return res, err
 	}
 	return Denied(denials), nil
+}
+
+// Authorize implements store.EntitlementStore.Authorize on top of c: the
+// candidates of Consume, each tried with AuthorizeOne.
+func Authorize(ctx context.Context, c Charger, req entitlement.HoldRequest) (store.HoldResult, error) {
+	if err := req.Normalize(); err != nil {
+		return store.HoldResult{}, store.Wrap(store.CodeInvalid, err, "authorize request")
+	}
+	if prior, err := c.FindKey(ctx, req.AgentID, req.IdempotencyKey); err == nil {
+		return HoldReplayOf(prior, &req), nil
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return store.HoldResult{}, err
+	}
+	if req.EntitlementID != "" {
+		return c.AuthorizeOne(ctx, &req, req.EntitlementID)
+	}
+	res, denials, err := first(ctx, c, &req.ConsumeRequest, func(id string) (store.HoldResult, []entitlement.Denial, error) {
+		res, err := c.AuthorizeOne(ctx, &req, id)
+		return res, res.Denials, err
+	}, func(r store.HoldResult) bool { return r.Outcome != store.Denied })
+	if err != nil || len(denials) == 0 {
+		return res, err
+	}
+	return store.HoldResult{Outcome: store.Denied, Denials: denied(denials)}, nil
+}
+
+// first tries req's candidates in order with try until one answers done, and
+// returns that answer; if none does, it returns every denial (never empty).
+func first[R any](ctx context.Context, c Charger, req *entitlement.ConsumeRequest, try func(entitlementID string) (R, []entitlement.Denial, error), done func(R) bool) (R, []entitlement.Denial, error) {
+	var zero R
+	candidates, denials, err := candidates(ctx, c, req)
+	if err != nil {
+		return zero, nil, err
+	}
+	for _, e := range candidates {
+		res, d, err := try(e.ID)
+		if err != nil {
+			return zero, nil, err
+		}
+		if done(res) {
+			return res, nil, nil
+		}
+		denials = append(denials, d...)
+	}
+	return zero, denied(denials), nil
 }
 
 // Check implements store.EntitlementStore.Check on top of c at now.
@@ -79,7 +142,7 @@ func Check(ctx context.Context, c Charger, req entitlement.ConsumeRequest, now t
 	if err := req.Normalize(); err != nil {
 		return store.ConsumeResult{}, store.Wrap(store.CodeInvalid, err, "check request")
 	}
-	if prior, err := c.FindConsumption(ctx, req.AgentID, req.IdempotencyKey); err == nil {
+	if prior, err := c.FindKey(ctx, req.AgentID, req.IdempotencyKey); err == nil {
 		return ReplayOf(prior, &req), nil
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return store.ConsumeResult{}, err
@@ -89,14 +152,15 @@ func Check(ctx context.Context, c Charger, req entitlement.ConsumeRequest, now t
 		return store.ConsumeResult{}, err
 	}
 	for i := range candidates {
-		e := candidates[i]
+		// Candidates may share parts with stored state (Charger): the
+		// holds an atomic step would end first are ended on a copy.
+		e := candidates[i].Clone()
+		e.ExpireHolds(now)
 		if reason := e.Check(now, &req); reason != "" {
 			denials = append(denials, entitlement.Denial{EntitlementID: e.ID, Reason: reason})
 			continue
 		}
-		// Candidates may share parts with stored state (Charger); the
-		// answer shares nothing.
-		return store.ConsumeResult{Outcome: store.Allowed, Entitlement: e.Clone()}, nil
+		return store.ConsumeResult{Outcome: store.Allowed, Entitlement: e}, nil
 	}
 	return Denied(denials), nil
 }
@@ -135,10 +199,19 @@ func candidates(ctx context.Context, c Charger, req *entitlement.ConsumeRequest)
 // Denied is the Denied answer with every reason; an agent with no
 // entitlement at all gets one not_found denial.
 func Denied(d []entitlement.Denial) store.ConsumeResult {
+	return store.ConsumeResult{Outcome: store.Denied, Denials: denied(d)}
+}
+
+func denied(d []entitlement.Denial) []entitlement.Denial {
 	if len(d) == 0 {
-		d = []entitlement.Denial{{Reason: entitlement.ReasonNotFound}}
+		return []entitlement.Denial{{Reason: entitlement.ReasonNotFound}}
 	}
-	return store.ConsumeResult{Outcome: store.Denied, Denials: d}
+	return d
+}
+
+// HoldDeniedBy is DeniedBy for AuthorizeOne.
+func HoldDeniedBy(entitlementID string, reason entitlement.Reason) store.HoldResult {
+	return store.HoldResult{Outcome: store.Denied, Denials: []entitlement.Denial{{EntitlementID: entitlementID, Reason: reason}}}
 }
 
 // DeniedBy is the Denied answer of the atomic step when the one entitlement
