@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stipend-mcp/stipend/api"
 	"github.com/stipend-mcp/stipend/entitlement"
@@ -122,6 +123,17 @@ func TestInput_Limits(t *testing.T) {
 			}
 		})
 	}
+	t.Run("HoldTTL", func(t *testing.T) {
+		body := authorizeBody(agentA, "k-ttl", 1)
+		body["ttlSeconds"] = int64(entitlement.MaxHoldTTL / time.Second)
+		e.must(http.StatusPaymentRequired, req{Method: "POST", Path: "/v1/authorize", Key: e.keys.Host, Body: body})
+		body["ttlSeconds"] = int64(entitlement.MaxHoldTTL/time.Second) + 1
+		res := e.must(http.StatusBadRequest, req{Method: "POST", Path: "/v1/authorize", Key: e.keys.Host, Body: body})
+		wantField(t, res, "ttlSeconds")
+		if p := res.problem(t); len(p.Errors) > 0 && !strings.Contains(p.Errors[0].Detail, "86400") {
+			t.Errorf("ttlSeconds past its bound: detail %q, want it to name 86400", p.Errors[0].Detail)
+		}
+	})
 	t.Run("QuotaLimit", func(t *testing.T) {
 		quota := func(limit int64) map[string]any {
 			return map[string]any{"type": "quota", "scope": map[string]any{"service": "s"}, "limit": limit, "period": "day"}

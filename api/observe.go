@@ -89,7 +89,7 @@ func newMetrics(r *prometheus.Registry) (*metrics, error) {
 		}, []string{"route", "method", "status"}),
 		consumeResults: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "stipend_consume_results_total",
-			Help: "Consume and check answers by result and, for denials, the main reason.",
+			Help: "Consume, check and authorize answers by result and, for denials, the main reason.",
 		}, []string{"route", "result", "reason"}),
 		storeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "stipend_store_errors_total",

@@ -17,13 +17,33 @@ import (
 	"github.com/stipend-mcp/stipend/money"
 )
 
-// instant answers every consume at once, in process.
+// instant answers every call at once, in process.
 type instant struct{}
 
 func (instant) Consume(_ context.Context, r client.ConsumeRequest) (*client.ConsumeResult, error) {
 	return &client.ConsumeResult{Result: client.ResultConsumed, Consumption: entitlement.Consumption{
 		ID: "c1", EntitlementID: "e1", Cost: *r.Cost, Units: 1, BalanceAfter: money.Money{Cents: 1, Currency: "USD"},
 	}}, nil
+}
+
+func (instant) Authorize(_ context.Context, r client.AuthorizeRequest) (*client.HoldResult, error) {
+	return &client.HoldResult{Result: client.ResultHeld, Hold: entitlement.Hold{ID: "h1", EntitlementID: "e1",
+		EntitlementType: entitlement.TypeCredits, Status: entitlement.HoldOpen, MaxCost: *r.MaxCost, MaxUnits: 1}}, nil
+}
+
+func (instant) CaptureHold(_ context.Context, id string, _ client.CaptureRequest) (*client.CaptureResult, error) {
+	return &client.CaptureResult{Result: client.ResultCaptured, Consumption: entitlement.Consumption{
+		ID: "c1", EntitlementID: "e1", HoldID: id, Cost: money.Money{Cents: 5, Currency: "USD"}, Units: 1,
+		BalanceAfter: money.Money{Cents: 1, Currency: "USD"},
+	}}, nil
+}
+
+func (instant) ReleaseHold(_ context.Context, id, _ string) (*client.HoldResult, error) {
+	return &client.HoldResult{Result: client.ResultReleased, Hold: entitlement.Hold{ID: id, Status: entitlement.HoldReleased}}, nil
+}
+
+func (instant) GetHold(_ context.Context, id string) (*entitlement.Hold, error) {
+	return &entitlement.Hold{ID: id, Status: entitlement.HoldOpen}, nil
 }
 
 // BenchmarkMiddleware measures the gate's own work on one priced call

@@ -18,7 +18,7 @@ import (
 	"github.com/stipend-mcp/stipend/payment"
 )
 
-// instantStipend answers every consume at once, in process: the gate's own
+// instantStipend answers every call at once, in process: the gate's own
 // cost without Stipend's.
 type instantStipend struct{}
 
@@ -26,6 +26,26 @@ func (instantStipend) Consume(_ context.Context, r client.ConsumeRequest) (*clie
 	return &client.ConsumeResult{Result: client.ResultConsumed, Consumption: entitlement.Consumption{
 		ID: "c1", EntitlementID: "e1", Cost: *r.Cost, Units: 1, BalanceAfter: money.Money{Cents: 1, Currency: "USD"},
 	}}, nil
+}
+
+func (instantStipend) Authorize(_ context.Context, r client.AuthorizeRequest) (*client.HoldResult, error) {
+	return &client.HoldResult{Result: client.ResultHeld, Hold: entitlement.Hold{ID: "h1", EntitlementID: "e1",
+		EntitlementType: entitlement.TypeCredits, Status: entitlement.HoldOpen, MaxCost: *r.MaxCost, MaxUnits: 1}}, nil
+}
+
+func (instantStipend) CaptureHold(_ context.Context, id string, _ client.CaptureRequest) (*client.CaptureResult, error) {
+	return &client.CaptureResult{Result: client.ResultCaptured, Consumption: entitlement.Consumption{
+		ID: "c1", EntitlementID: "e1", HoldID: id, Cost: money.Money{Cents: 5, Currency: "USD"}, Units: 1,
+		BalanceAfter: money.Money{Cents: 1, Currency: "USD"},
+	}}, nil
+}
+
+func (instantStipend) ReleaseHold(_ context.Context, id, _ string) (*client.HoldResult, error) {
+	return &client.HoldResult{Result: client.ResultReleased, Hold: entitlement.Hold{ID: id, Status: entitlement.HoldReleased}}, nil
+}
+
+func (instantStipend) GetHold(_ context.Context, id string) (*entitlement.Hold, error) {
+	return &entitlement.Hold{ID: id, Status: entitlement.HoldOpen}, nil
 }
 
 // BenchmarkGateOverhead measures one tools/call of the example's forecast
