@@ -38,6 +38,8 @@ require (
 	github.com/standard-webhooks/standard-webhooks/libraries v0.0.1
 	github.com/stripe/stripe-go/v82 v82.5.1
 	golang.org/x/text v0.44.0
+	// test only: store/firestore tests record commits through their own
+	// emulator connection (option.WithGRPCConn).
 	google.golang.org/api v0.304.0
 	google.golang.org/grpc v1.84.0
 )
