@@ -1,0 +1,7 @@
+/**
+ * Stipend for MCP servers built on the official TypeScript SDK: a typed
+ * client of Stipend's REST API.
+ *
+ * @module
+ */
+export * from './client/index.js';
