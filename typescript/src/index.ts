@@ -5,3 +5,4 @@
  * @module
  */
 export * from './client/index.js';
+export { type KeyMaterial, argumentsJSON, idempotencyKey, requestStamp } from './gate/key.js';
