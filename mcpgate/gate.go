@@ -99,8 +99,8 @@ type Biller interface {
 	CaptureHold(ctx context.Context, id string, r client.CaptureRequest) (*client.CaptureResult, error)
 	// ReleaseHold gives a hold back whole.
 	ReleaseHold(ctx context.Context, id, agentID string) (*client.HoldResult, error)
-	// GetHold reads a hold (to see how a hold another attempt ended was
-	// ended).
+	// GetHold reads a hold, to learn how another attempt of the same call
+	// ended it.
 	GetHold(ctx context.Context, id string) (*entitlement.Hold, error)
 }
 

@@ -158,18 +158,18 @@ func newGate(t *testing.T, c mcpgate.Config) *mcpgate.Gate {
 
 // connect serves s on an in-memory transport (wrapped with
 // mcpgate.Transport) and returns a connected SDK client session.
-func connect(t *testing.T, s *mcp.Server) *mcp.ClientSession {
-	t.Helper()
+func connect(tb testing.TB, s *mcp.Server) *mcp.ClientSession {
+	tb.Helper()
 	ct, st := mcp.NewInMemoryTransports()
-	ss, err := s.Connect(t.Context(), mcpgate.Transport(st), nil)
+	ss, err := s.Connect(tb.Context(), mcpgate.Transport(st), nil)
 	if err != nil {
-		t.Fatalf("server Connect: %v", err)
+		tb.Fatalf("server Connect: %v", err)
 	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(t.Context(), ct, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(tb.Context(), ct, nil)
 	if err != nil {
-		t.Fatalf("client Connect: %v", err)
+		tb.Fatalf("client Connect: %v", err)
 	}
-	t.Cleanup(func() { cs.Close(); ss.Close() })
+	tb.Cleanup(func() { cs.Close(); ss.Close() })
 	return cs
 }
 
@@ -292,6 +292,17 @@ func TestGate_IdempotencyKey(t *testing.T) {
 	}
 	if keys[3] == keys[4] || keys[3] == keys[0] {
 		t.Errorf("two calls without a client key sent keys %s and %s, want two new ones", keys[3], keys[4])
+	}
+
+	// The round that continues a call after an input-required result carries
+	// requestState: under the same client key it is another charge.
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "forecast", Arguments: oslo, RequestState: "round-2",
+		Meta: mcp.Meta{mcpgate.MetaAgentID: "agent-1", mcpgate.MetaIdempotencyKey: "k1"}})
+	if err != nil || res.IsError {
+		t.Fatalf("CallTool with requestState: %v %v", res, err)
+	}
+	if keys = f.keys(); keys[5] == keys[0] {
+		t.Errorf("the second round of a call under client key k1 sent the first round's key %s, want its own", keys[5])
 	}
 }
 

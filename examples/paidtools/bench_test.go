@@ -55,7 +55,8 @@ func (instantStipend) GetHold(_ context.Context, id string) (*entitlement.Hold, 
 //   - free: the gated server, calling the free echo tool (no charge);
 //   - instant: the gate charging an in-process stand-in (the gate's own cost);
 //   - stipend: the gate charging the real REST service (memory store) over
-//     loopback HTTP, every call with its own key, so every call is a charge.
+//     loopback HTTP, every call with its own key, so every call is a charge
+//     (forecast is charged on success: an authorize and a capture).
 //
 // Each iteration calls every setup once, in rotating order, so that load
 // from other processes on a shared machine falls on all of them alike. It
