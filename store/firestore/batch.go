@@ -1,6 +1,7 @@
 package firestore
 
 import (
+	"slices"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -19,8 +20,10 @@ const callWrites = 2
 
 // batch is one attempt of a lane's transaction: the entitlement and the
 // documents of the calls' keys as read, and what the calls have done to
-// them so far. Firestore takes one write per document per commit, so every
-// document is changed here in memory and written once, at the end.
+// them so far. Every document is changed here in memory and written at
+// most once, at the end: one write per document per commit, however many
+// calls (and the batch's own expiry) touch it, which keeps the count
+// against the commit's 500 writes exact.
 type batch struct {
 	s      *Store
 	tx     *firestore.Transaction
@@ -79,38 +82,49 @@ func (s *Store) applyBatch(tx *firestore.Transaction, entitlementID string, call
 
 // readBatch reads the batch's documents and ends the entitlement's expired
 // holds.
+//
+// A capture or release comes with its hold as read before it queued (open
+// then). While the entitlement's registry, read in this transaction, still
+// holds the hold, the hold is open now too, and so the document is what
+// that read saw: every transaction that ends a hold also removes it from
+// the registry, so it conflicts with this one. Those documents are then not
+// read again (on the emulator, reading existing documents in a transaction
+// is most of its cost); only a hold that has ended meanwhile is read, in a
+// second read of the transaction.
 func (s *Store) readBatch(tx *firestore.Transaction, entitlementID string, calls []*call) (*batch, error) {
 	b := &batch{s: s, tx: tx, now: s.clock(), entRef: s.entitlementRef(entitlementID), keys: make(map[string]*batchKey, len(calls))}
 	refs := []*firestore.DocumentRef{b.entRef}
 	for _, c := range calls {
-		if c.key == "" || b.keys[c.key] != nil {
-			continue
+		if c.key != "" && c.pre == nil && b.keys[c.key] == nil {
+			refs = append(refs, b.key(c.key).ref)
 		}
-		k := &batchKey{ref: s.col(colConsumptions).Doc(c.key)}
-		b.keys[c.key] = k
-		b.order = append(b.order, k)
-		refs = append(refs, k.ref)
+	}
+	var known []*batchKey // read before they queued, not in refs
+	for _, c := range calls {
+		if c.pre != nil && b.keys[c.key] == nil {
+			k := b.key(c.key)
+			k.keyDoc = c.pre.clone()
+			known = append(known, k)
+		}
 	}
 	snaps, err := tx.GetAll(refs)
 	if err != nil {
 		return nil, err
 	}
-	for _, snap := range snaps[1:] {
-		if !snap.Exists() {
-			continue
-		}
-		k := b.keys[snap.Ref.ID]
-		if k.keyDoc, err = keyFrom(snap); err != nil {
-			return nil, err
-		}
-		k.stored = true
+	if err := b.decodeKeys(snaps[1:]); err != nil {
+		return nil, err
 	}
 	b.writes = 1 // the entitlement
-	if b.found = snaps[0].Exists(); !b.found {
-		return b, nil
+	if b.found = snaps[0].Exists(); b.found {
+		if b.e, err = entitlementFrom(snaps[0]); err != nil {
+			return nil, err
+		}
 	}
-	if b.e, err = entitlementFrom(snaps[0]); err != nil {
+	if err := b.confirm(known); err != nil {
 		return nil, err
+	}
+	if !b.found {
+		return b, nil
 	}
 	b.changed = b.e.Refresh(b.now)
 	expiry := expiries(&b.e)
@@ -130,6 +144,54 @@ func (s *Store) readBatch(tx *firestore.Transaction, entitlementID string, calls
 		b.writes++
 	}
 	return b, nil
+}
+
+// key returns the batch's record of document id, adding it if new.
+func (b *batch) key(id string) *batchKey {
+	k := b.keys[id]
+	if k == nil {
+		k = &batchKey{ref: b.s.col(colConsumptions).Doc(id)}
+		b.keys[id] = k
+		b.order = append(b.order, k)
+	}
+	return k
+}
+
+// decodeKeys records the key documents read.
+func (b *batch) decodeKeys(snaps []*firestore.DocumentSnapshot) error {
+	for _, snap := range snaps {
+		k := b.keys[snap.Ref.ID]
+		k.keyDoc, k.stored = keyDoc{}, snap.Exists()
+		if !k.stored {
+			continue
+		}
+		var err error
+		if k.keyDoc, err = keyFrom(snap); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// confirm keeps the holds read before their calls queued that the
+// entitlement still holds open, and reads the others again.
+func (b *batch) confirm(known []*batchKey) error {
+	var refs []*firestore.DocumentRef
+	for _, k := range known {
+		if b.found && slices.ContainsFunc(b.e.Holds, func(o entitlement.OpenHold) bool { return o.ID == k.ref.ID }) {
+			k.stored = true
+			continue
+		}
+		refs = append(refs, k.ref)
+	}
+	if len(refs) == 0 {
+		return nil
+	}
+	snaps, err := b.tx.GetAll(refs)
+	if err != nil {
+		return err
+	}
+	return b.decodeKeys(snaps)
 }
 
 // touch marks k to be written.

@@ -55,7 +55,10 @@ type call struct {
 	fingerprint string                      // consume, authorize: the request's
 	agentID     string                      // capture, release: the caller's agent
 	amount      entitlement.Amount          // capture, refund
-	done        chan outcome                // buffered: the drainer never blocks on a caller
+	// pre is the hold as read before the call queued (capture, release):
+	// open then, and all but its status never changes.
+	pre  *keyDoc
+	done chan outcome // buffered: the drainer never blocks on a caller
 }
 
 // outcome is a call's answer: the field of its op, or err (which fails

@@ -28,6 +28,36 @@ type keyDoc struct {
 	Hold *entitlement.Hold
 }
 
+// clone returns a copy of k that shares nothing with it.
+func (k *keyDoc) clone() keyDoc {
+	var c keyDoc
+	if k.Cons != nil {
+		cons := *k.Cons
+		if cons.Refund != nil {
+			r := *cons.Refund
+			cons.Refund = &r
+		}
+		if cons.RemainingAfter != nil {
+			n := *cons.RemainingAfter
+			cons.RemainingAfter = &n
+		}
+		c.Cons = &cons
+	}
+	if k.Hold != nil {
+		h := *k.Hold
+		if h.EndedAt != nil {
+			t := *h.EndedAt
+			h.EndedAt = &t
+		}
+		if h.Captured != nil {
+			ch := *h.Captured
+			h.Captured = &ch
+		}
+		c.Hold = &h
+	}
+	return c
+}
+
 // used is what the key was used for, as charge.ReplayOf and HoldReplayOf
 // take it, with the hold shown as it is at now.
 func (k *keyDoc) used(now time.Time) charge.Used {

@@ -314,3 +314,44 @@ func TestRevoke_ReleasesEveryOpenHold(t *testing.T) {
 		}
 	}
 }
+
+// TestHold_EndOnAnotherInstance: an instance that did not authorize a hold
+// reads it to find its entitlement, and captures, releases and expires it
+// as the one that did.
+func TestHold_EndOnAnotherInstance(t *testing.T) {
+	f := newFixture(t)
+	other := fsstore.New(f.raw, fsstore.WithCollectionPrefix(f.prefix), fsstore.WithClock(f.clock.Now))
+	ctx := context.Background()
+	const agent = "agent-other"
+	e := createCredits(t, f.s, agent, 100)
+	h1 := authorize(t, f.s, holdReq(agent, "h1", 30, time.Hour, ""))
+	h2 := authorize(t, f.s, holdReq(agent, "h2", 30, time.Hour, ""))
+	h3 := authorize(t, f.s, holdReq(agent, "h3", 30, time.Minute, ""))
+
+	if _, err := other.CaptureHold(ctx, h1.ID, "agent-else", entitlement.Amount{}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("capture of another agent's hold: %v, want not found", err)
+	}
+	res, err := other.CaptureHold(ctx, h1.ID, agent, entitlement.Amount{Cost: cents(12)})
+	if err != nil || res.Outcome != store.Captured || res.Consumption.Cost.Cents != 12 {
+		t.Fatalf("capture on the other instance: %q %v (%+v), want captured 12", res.Outcome, err, res.Consumption.Cost)
+	}
+	if res, err := f.s.CaptureHold(ctx, h1.ID, agent, entitlement.Amount{Cost: cents(12)}); err != nil || res.Outcome != store.Replay {
+		t.Errorf("capture again on the instance that authorized it: %q %v, want replay", res.Outcome, err)
+	}
+	if res, err := other.ReleaseHold(ctx, h2.ID, agent); err != nil || res.Outcome != store.Released {
+		t.Errorf("release on the other instance: %q %v, want released", res.Outcome, err)
+	}
+	if _, err := f.s.CaptureHold(ctx, h2.ID, agent, entitlement.Amount{}); store.CodeOf(err) != store.CodeConflict {
+		t.Errorf("capture of a hold the other instance released: %v, want conflict", err)
+	}
+	f.clock.Advance(2 * time.Minute)
+	if _, err := other.CaptureHold(ctx, h3.ID, agent, entitlement.Amount{}); !errors.Is(err, entitlement.ErrHoldExpired) {
+		t.Errorf("capture of an expired hold on the other instance: %v, want ErrHoldExpired", err)
+	}
+	if res, err := f.s.ReleaseHold(ctx, h3.ID, agent); err != nil || res.Outcome != store.Replay || res.Hold.Status != entitlement.HoldExpired {
+		t.Errorf("release of the expired hold: %q %v status %q, want replay of an expired hold", res.Outcome, err, res.Hold.Status)
+	}
+	if b, h := balance(t, f.s, e.ID); b != 88 || h != 0 {
+		t.Errorf("balance %d held %d, want 88 held 0", b, h)
+	}
+}

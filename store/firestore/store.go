@@ -52,6 +52,8 @@ type Store struct {
 	reads reader
 	// lanes queues concurrent calls per entitlement (coalesce.go).
 	lanes lanes
+	// holds remembers the holds this instance authorized (remembered.go).
+	holds remembered
 	// maxBatch bounds the calls one batch transaction applies.
 	maxBatch int
 	// gather is how long a hot lane waits for its callers to come back.
