@@ -561,10 +561,18 @@ export type paths = {
         get: operations["getWebhookEndpoint"];
         put?: never;
         post?: never;
-        delete?: never;
+        /**
+         * Delete an endpoint
+         * @description Role: admin. The endpoint stops receiving at once: no new deliveries are made for it, and each of its deliveries still pending fails, without a request, when it next comes due. Its deliveries stay listed under /v1/deliveries. A repeated delete answers 404.
+         */
+        delete: operations["deleteWebhookEndpoint"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Change an endpoint's URL or event types, or enable it again
+         * @description Role: admin. Absent members stay as they are. A new url is checked as at registration (private targets refused unless the operator allows them). "disabled": false enables a disabled endpoint again (after a 410 Gone or a disable); deliveries that failed meanwhile stay failed (retry them with POST /v1/deliveries/{id}/retry). Disabling is POST /v1/webhook-endpoints/{id}/disable.
+         */
+        patch: operations["updateWebhookEndpoint"];
         trace?: never;
     };
     "/v1/webhook-endpoints/{id}/disable": {
@@ -584,6 +592,29 @@ export type paths = {
          * @description Role: admin.
          */
         post: operations["disableWebhookEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhook-endpoints/{id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Webhook endpoint ID. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Replace an endpoint's signing secret; the answer carries the new one, once
+         * @description Role: admin. The replaced secret keeps signing every request, next to the new one, for the grace period (webhook-signature then holds two space-separated v1 signatures, and a receiver holding either secret accepts), so receivers can switch without losing a request. A secret already replaced by an earlier rotation stops signing at once.
+         */
+        post: operations["rotateWebhookEndpointSecret"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1017,6 +1048,11 @@ export type components = {
             url: string;
             /** @description Empty: every event type. */
             eventTypes: ("payment.succeeded" | "payment.failed" | "payment.refunded" | "entitlement.granted" | "entitlement.revoked" | "entitlement.depleted")[];
+            /**
+             * Format: date-time
+             * @description While a rotation's grace period lasts: when the previous secret stops signing requests. Absent otherwise.
+             */
+            previousSecretExpiresAt?: string;
             disabled: boolean;
             disabledReason?: string;
             /** Format: date-time */
@@ -1024,11 +1060,17 @@ export type components = {
             /** Format: date-time */
             createdAt: string;
         };
+        /** @description An endpoint with its signing secret: the answer of registration and of a rotation, the only times the secret is shown. */
         EndpointCreated: {
             id: string;
             url: string;
             /** @description Empty: every event type. */
             eventTypes: ("payment.succeeded" | "payment.failed" | "payment.refunded" | "entitlement.granted" | "entitlement.revoked" | "entitlement.depleted")[];
+            /**
+             * Format: date-time
+             * @description While a rotation's grace period lasts: when the previous secret stops signing requests. Absent otherwise.
+             */
+            previousSecretExpiresAt?: string;
             disabled: boolean;
             disabledReason?: string;
             /** Format: date-time */
@@ -1043,8 +1085,24 @@ export type components = {
             url: string;
             eventTypes?: ("payment.succeeded" | "payment.failed" | "payment.refunded" | "entitlement.granted" | "entitlement.revoked" | "entitlement.depleted")[];
         };
+        /** @description Members that are absent (or null) stay as they are. */
+        EndpointPatch: {
+            /** @description http(s) URL, checked as at registration. */
+            url?: string | null;
+            /** @description Replaces the event types; empty: every event type. */
+            eventTypes?: ("payment.succeeded" | "payment.failed" | "payment.refunded" | "entitlement.granted" | "entitlement.revoked" | "entitlement.depleted")[] | null;
+            /**
+             * @description false enables a disabled endpoint again; true is refused (disable with POST /v1/webhook-endpoints/{id}/disable).
+             * @enum {boolean|null}
+             */
+            disabled?: false | null;
+        };
         DisableRequest: {
             reason?: string;
+        };
+        RotateSecretRequest: {
+            /** @description How long the replaced secret keeps signing, in seconds (default 86400, one day; at most 604800, seven days; 0 drops it at once). Absent or null: the default. */
+            gracePeriodSeconds?: number | null;
         };
         Delivery: {
             /** @description Also the webhook-id header, the same on every attempt. */
@@ -2167,6 +2225,68 @@ export interface operations {
             503: components["responses"]["P503"];
         };
     };
+    deleteWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Webhook endpoint ID. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["P400"];
+            401: components["responses"]["P401"];
+            403: components["responses"]["P403"];
+            404: components["responses"]["P404"];
+            500: components["responses"]["P500"];
+            503: components["responses"]["P503"];
+        };
+    };
+    updateWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Webhook endpoint ID. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EndpointPatch"];
+            };
+        };
+        responses: {
+            /** @description the updated endpoint */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Endpoint"];
+                };
+            };
+            400: components["responses"]["P400"];
+            401: components["responses"]["P401"];
+            403: components["responses"]["P403"];
+            404: components["responses"]["P404"];
+            413: components["responses"]["P413"];
+            415: components["responses"]["P415"];
+            500: components["responses"]["P500"];
+            503: components["responses"]["P503"];
+        };
+    };
     disableWebhookEndpoint: {
         parameters: {
             query?: never;
@@ -2198,6 +2318,46 @@ export interface operations {
             404: components["responses"]["P404"];
             413: components["responses"]["P413"];
             415: components["responses"]["P415"];
+            500: components["responses"]["P500"];
+            503: components["responses"]["P503"];
+        };
+    };
+    rotateWebhookEndpointSecret: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description This route goes through the idempotency ledger (docs/idempotency.md): 1–255 printable ASCII characters, bare or as a quoted string. The same key and request replays the stored answer with `Idempotent-Replayed: true`; 400 without it, 409 while the first request is in progress, 422 for a different request. */
+                "Idempotency-Key": string;
+            };
+            path: {
+                /** @description Webhook endpoint ID. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["RotateSecretRequest"];
+            };
+        };
+        responses: {
+            /** @description the endpoint and its new secret */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EndpointCreated"];
+                };
+            };
+            400: components["responses"]["P400"];
+            401: components["responses"]["P401"];
+            403: components["responses"]["P403"];
+            404: components["responses"]["P404"];
+            409: components["responses"]["P409Ledger"];
+            413: components["responses"]["P413"];
+            415: components["responses"]["P415"];
+            422: components["responses"]["P422"];
             500: components["responses"]["P500"];
             503: components["responses"]["P503"];
         };
