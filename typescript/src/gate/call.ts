@@ -1,6 +1,14 @@
 import type { CallToolRequest, CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 
-import { type Problem, type Schemas, type StipendClient, isConflict, isPaymentRequired, isUnavailable } from '../client/index.js';
+import {
+  type Problem,
+  type Schemas,
+  type StipendClient,
+  isConflict,
+  isPaymentRequired,
+  isUnavailable,
+  problemKind,
+} from '../client/index.js';
 import { Meter, meters } from './amount.js';
 import type { CallInfo, GateLogger, ToolExtra } from './config.js';
 import { type KeyMaterial, idempotencyKey } from './key.js';
@@ -50,8 +58,9 @@ async function ask<T>(p: Promise<{ data?: T; error?: unknown; response: Response
   }
 }
 
-function isKind(a: { problem: Problem | undefined }, kind: string): boolean {
-  return a.problem?.type?.endsWith('/problems/' + kind) === true;
+/** Reports whether a failed answer is a 409 of the problem kind (such as "hold-expired"). */
+function is409(a: { status: number; problem: Problem | undefined }, kind: string): boolean {
+  return a.status === 409 && problemKind(a.problem) === kind;
 }
 
 /** res with _meta[key] = value. */
@@ -250,7 +259,7 @@ export class GatedCall {
       const result = answer.data.result === 'captured' ? 'consumed' : 'replay'; // replay: another attempt captured it
       return withMeta(res, META.consumption, chargeOf(answer.data.consumption, result));
     }
-    if (answer.status === 409 && isKind(answer, 'hold-expired')) {
+    if (is409(answer, 'hold-expired')) {
       s.log.error(
         "the tool ran past its hold's expiry, so the call cannot be charged; its result is withheld (raise holdTtlSeconds above the tool's longest run)",
         { tool: this.tool, agent: this.agent, hold: hold.id, expiresAt: hold.expiresAt, holdTtlSeconds: s.holdTtlSeconds },
@@ -259,7 +268,7 @@ export class GatedCall {
         this.refusal('hold_expired', 'the tool ran longer than its charge could be held, so the call was not charged and its result was withheld'),
       );
     }
-    if (answer.status === 409 && isKind(answer, 'hold-conflict')) {
+    if (is409(answer, 'hold-conflict')) {
       return this.endedElsewhere(hold, res);
     }
     s.log.error('capturing the hold failed; it expires uncharged, so the agent is not charged for this call', {
@@ -306,7 +315,7 @@ export class GatedCall {
     if (answer.ok) {
       return;
     }
-    if (answer.status === 409 && isKind(answer, 'hold-conflict')) {
+    if (is409(answer, 'hold-conflict')) {
       this.s.log.info('the call failed, and another attempt of it had already been charged', { tool: this.tool, agent: this.agent, hold: hold.id });
       return;
     }
