@@ -99,6 +99,7 @@ describe('gate, in process, against stipend serve', () => {
     trustClientAgentId: true,
     purchaseUrl: 'https://example.com/buy',
     logger: log,
+    timeoutMs: 60_000, // a loaded test machine is slow
     ...more,
   });
 

@@ -81,6 +81,7 @@ describe('gate over streamable HTTP, in process', () => {
   const config = (service: string, more: Partial<GateConfig> = {}): GateConfig => ({
     stipend: createStipendClient({ baseUrl: stipend.url, apiKey: stipend.keys.host }),
     service,
+    timeoutMs: 60_000, // a loaded test machine is slow
     prices: Object.fromEntries(['forecast', 'history', 'echo', 'calc'].map((t) => [t, { ...credits(1, 'USD'), policy: 'before' as const }])),
     ...more,
   });

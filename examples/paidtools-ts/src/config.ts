@@ -11,6 +11,8 @@ export interface Config {
   readonly addr: string | undefined;
   readonly failOpen: boolean;
   readonly purchaseUrl: string | undefined;
+  /** Bounds each call to Stipend, retries included; undefined: the gate's default (5 s). */
+  readonly timeoutMs: number | undefined;
   /** Replaces the built-in price table when set. */
   readonly prices: Readonly<Record<string, Price>> | undefined;
 }
@@ -27,6 +29,13 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
       throw new Error(`PAIDTOOLS_FAIL_OPEN: ${JSON.stringify(env.PAIDTOOLS_FAIL_OPEN)} is not true or false`);
     }
     failOpen = env.PAIDTOOLS_FAIL_OPEN === 'true';
+  }
+  let timeoutMs: number | undefined;
+  if (env.PAIDTOOLS_TIMEOUT_MS) {
+    timeoutMs = Number(env.PAIDTOOLS_TIMEOUT_MS);
+    if (!Number.isInteger(timeoutMs) || timeoutMs <= 0) {
+      throw new Error(`PAIDTOOLS_TIMEOUT_MS: ${JSON.stringify(env.PAIDTOOLS_TIMEOUT_MS)} is not a positive whole number of milliseconds`);
+    }
   }
   let prices: Record<string, Price> | undefined;
   if (env.PAIDTOOLS_PRICES) {
@@ -49,6 +58,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
     addr: env.PAIDTOOLS_ADDR || undefined,
     failOpen,
     purchaseUrl: env.PAIDTOOLS_PURCHASE_URL || undefined,
+    timeoutMs,
     prices,
   };
 }
@@ -62,6 +72,7 @@ export function newGate(c: Config, overrides: Partial<GateConfig> = {}): Gate {
     prices: c.prices ?? PRICES,
     failOpen: c.failOpen,
     purchaseUrl: c.purchaseUrl,
+    ...(c.timeoutMs ? { timeoutMs: c.timeoutMs } : {}),
     // One agent per process, or the one each call names in its _meta: this
     // example trusts its clients to say who pays, as the Go example does. A
     // server open to untrusted clients verifies tokens instead (authInfo).

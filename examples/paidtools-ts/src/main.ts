@@ -18,6 +18,7 @@
 //                           127.0.0.1:8090, path /mcp); otherwise serve stdio
 //   PAIDTOOLS_FAIL_OPEN     "true" runs calls uncharged while Stipend is down
 //   PAIDTOOLS_PURCHASE_URL  where agents' owners buy credits, shown on refusals
+//   PAIDTOOLS_TIMEOUT_MS    bounds each call to Stipend, retries included (default 5000)
 //   PAIDTOOLS_PRICES        a JSON price table replacing the built-in one, such as
 //                           {"echo":{"free":true},"forecast":{"cost":{"cents":7,"currency":"USD"},"policy":"before"}};
 //                           every tool must have a price ("policy": "on_success",
