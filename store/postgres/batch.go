@@ -1,0 +1,389 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/stipend-mcp/stipend/entitlement"
+	"github.com/stipend-mcp/stipend/event"
+	"github.com/stipend-mcp/stipend/store"
+	"github.com/stipend-mcp/stipend/store/internal/charge"
+	"github.com/stipend-mcp/stipend/store/internal/coalesce"
+)
+
+// A batch is the calls queued on one entitlement's lane (coalesce),
+// applied in order in one transaction that locks the entitlement row once:
+// consumes, holds, captures and releases alike, so the hot path of a tool
+// call (authorize, then capture) coalesces as a one-step consume does.
+
+// opKind says what a queued call does.
+type opKind uint8
+
+const (
+	opConsume opKind = iota
+	opAuthorize
+	opCapture
+	opRelease
+)
+
+// op is one queued call.
+type op struct {
+	kind      opKind
+	consume   *entitlement.ConsumeRequest // opConsume
+	authorize *entitlement.HoldRequest    // opAuthorize
+	// holdID and agentID name the hold of a capture or release; amount is
+	// what a capture charges.
+	holdID, agentID string
+	amount          entitlement.Amount
+}
+
+// key is the (agent, idempotency key) a consume or hold uses.
+func (o *op) key() (keyPair, bool) {
+	switch o.kind {
+	case opConsume:
+		return keyPair{o.consume.AgentID, o.consume.IdempotencyKey}, true
+	case opAuthorize:
+		return keyPair{o.authorize.AgentID, o.authorize.IdempotencyKey}, true
+	}
+	return keyPair{}, false
+}
+
+// opResult is what one call answers: consume for a consume, hold for the rest.
+type opResult struct {
+	consume store.ConsumeResult
+	hold    store.HoldResult
+}
+
+// applyBatch is the lanes' Apply: one transaction, retried as a whole.
+func (s *Store) applyBatch(ctx context.Context, entitlementID string, calls []coalesce.Call[op]) ([]coalesce.Result[opResult], error) {
+	var results []coalesce.Result[opResult]
+	err := s.run(ctx, "charge entitlement", func(tx pgx.Tx) error {
+		b := &batch{ctx: ctx, tx: tx, now: s.clock(), entitlementID: entitlementID}
+		var err error
+		results, err = b.apply(calls)
+		return err
+	})
+	return results, err
+}
+
+// batch is one attempt of a batch's transaction: what it read, and what it
+// will write.
+type batch struct {
+	ctx           context.Context
+	tx            pgx.Tx
+	now           time.Time
+	entitlementID string
+
+	e     entitlement.Entitlement
+	found bool
+	used  map[keyPair]charge.Used
+	holds map[string]entitlement.Hold // loaded for captures and releases
+
+	// What the batch writes.
+	expired      []string
+	consumptions []entitlement.Consumption
+	newHolds     []entitlement.Hold
+	endedHolds   []entitlement.Hold
+	newKeys      []newKey
+	events       []pendingEvent
+}
+
+type newKey struct {
+	keyPair
+	consumptionID, holdID *string
+}
+
+// apply reads what the calls need (the entitlement, locked; their keys;
+// their holds), applies each call in order to what it read, and writes.
+func (b *batch) apply(calls []coalesce.Call[op]) ([]coalesce.Result[opResult], error) {
+	if err := b.read(calls); err != nil {
+		return nil, err
+	}
+	before := b.e.Clone()
+	if b.found {
+		b.expireHolds()
+	}
+	results := make([]coalesce.Result[opResult], len(calls))
+	for i := range calls {
+		var err error
+		results[i].Value, err = b.call(&calls[i].Op)
+		if err != nil {
+			if store.CodeOf(err) == store.CodeInternal {
+				return nil, err // corrupt state: nothing of the batch is written
+			}
+			results[i].Err = err
+		}
+	}
+	if err := b.write(&before); err != nil {
+		return nil, err
+	}
+	return results, nil
+}
+
+// read locks and reads the entitlement, then (in statements that start
+// after the lock is held, so they see what the last holder committed) the
+// calls' keys and holds.
+func (b *batch) read(calls []coalesce.Call[op]) error {
+	ctx := b.ctx
+	e, err := scanEntitlement(b.tx.QueryRow(ctx, `SELECT `+entitlementColumns+` FROM entitlements WHERE id = $1 FOR UPDATE`, b.entitlementID))
+	switch {
+	case err == nil:
+		b.e, b.found = e, true
+	case !errors.Is(err, pgx.ErrNoRows):
+		return err
+	}
+	var pairs []keyPair
+	var holdIDs []string
+	for i := range calls {
+		if k, ok := calls[i].Op.key(); ok {
+			pairs = append(pairs, k)
+		} else {
+			holdIDs = append(holdIDs, calls[i].Op.holdID)
+		}
+	}
+	if b.used, err = usedKeys(ctx, b.tx, pairs, b.now); err != nil {
+		return err
+	}
+	if b.used == nil {
+		b.used = map[keyPair]charge.Used{}
+	}
+	b.holds, err = holdsByID(ctx, b.tx, holdIDs)
+	return err
+}
+
+// expireHolds ends the entitlement's expired holds first, as every
+// transaction that touches an entitlement does (entitlement.ExpireHolds).
+func (b *batch) expireHolds() {
+	b.expired = b.e.ExpireHolds(b.now)
+	for _, id := range b.expired {
+		if h, ok := b.holds[id]; ok {
+			h.End(entitlement.HoldExpired, b.now)
+			b.holds[id] = h
+		}
+	}
+}
+
+// call applies one call. An error is that call's alone, except an Internal
+// one, which fails the batch.
+func (b *batch) call(o *op) (opResult, error) {
+	switch o.kind {
+	case opConsume:
+		return opResult{consume: b.consume(o.consume)}, nil
+	case opAuthorize:
+		return opResult{hold: b.authorize(o.authorize)}, nil
+	case opCapture:
+		r, err := b.capture(o)
+		return opResult{hold: r}, err
+	default:
+		r, err := b.release(o)
+		return opResult{hold: r}, err
+	}
+}
+
+func (b *batch) consume(req *entitlement.ConsumeRequest) store.ConsumeResult {
+	k := keyPair{req.AgentID, req.IdempotencyKey}
+	if u, ok := b.used[k]; ok {
+		return charge.ReplayOf(u, req)
+	}
+	if !b.found || b.e.AgentID != req.AgentID {
+		return charge.DeniedBy(b.entitlementID, entitlement.ReasonNotFound)
+	}
+	c, reason := b.e.Consume(b.now, req, uuid.NewString(), req.Fingerprint())
+	if reason != "" {
+		return charge.DeniedBy(b.entitlementID, reason)
+	}
+	b.used[k] = charge.Used{Consumption: c}
+	b.addConsumption(c)
+	b.newKeys = append(b.newKeys, newKey{keyPair: k, consumptionID: &c.ID})
+	return store.ConsumeResult{Outcome: store.Consumed, Consumption: c, Entitlement: b.shown()}
+}
+
+func (b *batch) authorize(req *entitlement.HoldRequest) store.HoldResult {
+	k := keyPair{req.AgentID, req.IdempotencyKey}
+	if u, ok := b.used[k]; ok {
+		return charge.HoldReplayOf(u, req)
+	}
+	if !b.found || b.e.AgentID != req.AgentID {
+		return charge.HoldDeniedBy(b.entitlementID, entitlement.ReasonNotFound)
+	}
+	h, reason := b.e.Authorize(b.now, req, uuid.NewString(), req.Fingerprint())
+	if reason != "" {
+		return charge.HoldDeniedBy(b.entitlementID, reason)
+	}
+	b.used[k] = charge.Used{Hold: h}
+	b.holds[h.ID] = h
+	b.newHolds = append(b.newHolds, h)
+	b.newKeys = append(b.newKeys, newKey{keyPair: k, holdID: &h.ID})
+	return store.HoldResult{Outcome: store.Held, Hold: h, Entitlement: b.shown()}
+}
+
+// hold returns the hold a capture or release names, or ErrNotFound for an
+// unknown hold or another agent's.
+func (b *batch) hold(o *op) (entitlement.Hold, error) {
+	h, ok := b.holds[o.holdID]
+	if !ok || h.AgentID != o.agentID || !b.found || h.EntitlementID != b.e.ID {
+		return entitlement.Hold{}, errHoldNotFound(o.holdID)
+	}
+	return h, nil
+}
+
+func (b *batch) capture(o *op) (store.HoldResult, error) {
+	h, err := b.hold(o)
+	if err != nil {
+		return store.HoldResult{}, err
+	}
+	ch, err := h.Settle(o.amount)
+	if err != nil {
+		return store.HoldResult{}, store.Wrap(store.CodeInvalid, err, "capture hold %q", h.ID)
+	}
+	switch h.Status {
+	case entitlement.HoldCaptured:
+		if *h.Captured != ch {
+			return store.HoldResult{}, store.Errorf(store.CodeConflict, "hold %q was captured with another amount", h.ID)
+		}
+		c, err := b.capturedConsumption(&h)
+		if err != nil {
+			return store.HoldResult{}, err
+		}
+		return store.HoldResult{Outcome: store.Replay, Hold: h, Consumption: c}, nil
+	case entitlement.HoldReleased:
+		return store.HoldResult{}, store.Errorf(store.CodeConflict, "hold %q was released", h.ID)
+	case entitlement.HoldExpired:
+		return store.HoldResult{}, store.Wrap(store.CodeConflict, entitlement.ErrHoldExpired, "capture hold %q", h.ID)
+	}
+	c, ok := b.e.Capture(b.now, &h, ch, uuid.NewString())
+	if !ok {
+		// Open in its row but not in the entitlement's registry (holds
+		// past their expiry were ended above).
+		return store.HoldResult{}, store.Errorf(store.CodeInternal, "corrupt data: open hold %s is not on entitlement %s", h.ID, b.e.ID)
+	}
+	b.holds[h.ID] = h
+	b.endedHolds = append(b.endedHolds, h)
+	b.addConsumption(c)
+	k := keyPair{h.AgentID, h.IdempotencyKey}
+	b.used[k] = charge.Used{Hold: h, Consumption: c}
+	return store.HoldResult{Outcome: store.Captured, Hold: h, Entitlement: b.shown(), Consumption: c}, nil
+}
+
+// capturedConsumption returns the consumption of a hold captured before
+// this batch (or earlier in it).
+func (b *batch) capturedConsumption(h *entitlement.Hold) (entitlement.Consumption, error) {
+	if u, ok := b.used[keyPair{h.AgentID, h.IdempotencyKey}]; ok && u.Consumption.ID == h.ConsumptionID {
+		return u.Consumption, nil
+	}
+	cs, err := consumptionsByID(b.ctx, b.tx, []string{h.ConsumptionID})
+	if err != nil {
+		return entitlement.Consumption{}, err
+	}
+	c, ok := cs[h.ConsumptionID]
+	if !ok {
+		return entitlement.Consumption{}, store.Errorf(store.CodeInternal, "corrupt data: captured hold %s names missing consumption %s", h.ID, h.ConsumptionID)
+	}
+	return c, nil
+}
+
+func (b *batch) release(o *op) (store.HoldResult, error) {
+	h, err := b.hold(o)
+	if err != nil {
+		return store.HoldResult{}, err
+	}
+	switch h.Status {
+	case entitlement.HoldCaptured:
+		return store.HoldResult{}, store.Errorf(store.CodeConflict, "hold %q was captured", h.ID)
+	case entitlement.HoldReleased, entitlement.HoldExpired:
+		return store.HoldResult{Outcome: store.Replay, Hold: h}, nil
+	}
+	if !b.e.Release(b.now, &h) {
+		return store.HoldResult{}, store.Errorf(store.CodeInternal, "corrupt data: open hold %s is not on entitlement %s", h.ID, b.e.ID)
+	}
+	b.holds[h.ID] = h
+	b.endedHolds = append(b.endedHolds, h)
+	return store.HoldResult{Outcome: store.Released, Hold: h, Entitlement: b.shown()}, nil
+}
+
+// addConsumption records a new consumption, and the depleted event of a
+// charge that emptied the entitlement.
+func (b *batch) addConsumption(c entitlement.Consumption) {
+	b.consumptions = append(b.consumptions, c)
+	if c.Depleted() {
+		after := b.shown()
+		b.events = append(b.events, pending(event.EntitlementDepleted, b.e.AgentID, &after))
+	}
+}
+
+// shown is the entitlement as a result shows it now.
+func (b *batch) shown() entitlement.Entitlement {
+	e := b.e.Clone()
+	e.Refresh(b.now)
+	return e
+}
+
+// write sends every write of the batch in one round trip, rows before the
+// keys that name them, and keys in a fixed order, so two batches that
+// share keys wait for each other instead of deadlocking.
+func (b *batch) write(before *entitlement.Entitlement) error {
+	wb := &pgx.Batch{}
+	if b.found && !sameState(before, &b.e) {
+		args, err := updateEntitlementArgs(&b.e)
+		if err != nil {
+			return err
+		}
+		wb.Queue(updateEntitlementSQL, args...)
+	}
+	if len(b.expired) > 0 {
+		wb.Queue(endHoldsSQL, b.expired, string(entitlement.HoldExpired), b.now)
+	}
+	for i := range b.newHolds {
+		wb.Queue(insertHoldSQL, holdArgs(&b.newHolds[i])...)
+	}
+	for i := range b.endedHolds {
+		wb.Queue(endHoldSQL, endHoldArgs(&b.endedHolds[i])...)
+	}
+	for i := range b.consumptions {
+		wb.Queue(insertConsumptionSQL, consumptionArgs(&b.consumptions[i])...)
+	}
+	slices.SortFunc(b.newKeys, func(x, y newKey) int {
+		if c := strings.Compare(x.agent, y.agent); c != 0 {
+			return c
+		}
+		return strings.Compare(x.key, y.key)
+	})
+	firstKey := wb.Len()
+	for _, k := range b.newKeys {
+		wb.Queue(insertKeySQL, k.agent, k.key, k.consumptionID, k.holdID)
+	}
+	firstEvent := wb.Len()
+	for _, p := range b.events {
+		q, args, err := insertEvent(p, b.now)
+		if err != nil {
+			return err
+		}
+		wb.Queue(q, args...)
+	}
+	if wb.Len() == 0 {
+		return nil
+	}
+	res := b.tx.SendBatch(b.ctx, wb)
+	for i := range wb.Len() {
+		tag, err := res.Exec()
+		if err != nil {
+			_ = res.Close()
+			return err
+		}
+		if i >= firstKey && i < firstEvent && tag.RowsAffected() != 1 {
+			_ = res.Close()
+			return errRetry // another transaction took the key: read it as used
+		}
+	}
+	if err := res.Close(); err != nil {
+		return fmt.Errorf("charge batch: %w", err)
+	}
+	return nil
+}
