@@ -21,24 +21,29 @@ type NewLedger func(t *testing.T, now func() time.Time) idempotency.Ledger
 
 // RunTests runs the contract of store.EntitlementStore: accounts,
 // entitlements, CheckAndConsume and its denials, Check, consumptions, the
-// event outbox, payments and receipts.
+// event outbox, payments and receipts, holds (Authorize and its denials,
+// capture, release, expiry) and refunds.
 func RunTests(t *testing.T, newStore NewStore) {
 	t.Helper()
 	runTable(t, newStore, accountTests, entitlementTests, consumeTests, denialTests,
-		selectionTests, checkTests, consumptionTests, eventTests, paymentTests)
+		selectionTests, checkTests, consumptionTests, eventTests, paymentTests,
+		authorizeTests, holdDenialTests, captureTests, releaseTests, expiryTests, refundTests)
 }
 
 // RunConcurrencyTests runs the guarantees of store.EntitlementStore under
 // concurrent callers: 20 concurrent CreatePayment calls with one key and 20
 // CompletePayment calls of one payment (one payment, one grant, one
 // receipt), MaxCallers callers charging one credits entitlement and one
-// quota that hold exactly what they spend, and a revocation among consumes.
-// Run it under -race. A failure names the seed of the random costs.
+// quota that hold exactly what they spend, a revocation among consumes,
+// MaxCallers callers authorizing and capturing on one entitlement, captures
+// racing releases of one hold (one wins), and holds and consumes racing on
+// one key (one call is made). Run it under -race. A failure names the seed
+// of the random costs.
 func RunConcurrencyTests(t *testing.T, newStore NewStore, opts ConcurrencyOptions) {
 	t.Helper()
 	opts = opts.withDefaults()
 	t.Logf("conformance: concurrency seed %d (reproduce with ConcurrencyOptions{Seed: %d})", opts.Seed, opts.Seed)
-	runTable(t, newStore, paymentConcurrencyTests, hotTests(opts))
+	runTable(t, newStore, paymentConcurrencyTests, hotTests(opts), holdConcurrencyTests(opts))
 }
 
 // RunPropertyTests runs Rounds rounds, one after another, each on a fresh
@@ -47,9 +52,15 @@ func RunConcurrencyTests(t *testing.T, newStore NewStore, opts ConcurrencyOption
 // parameters and costs, and the invariants of CheckAndConsume checked after
 // the round (one charge per key, replays and conflicts that agree with it,
 // stored consumptions that add up to what every balance lost, none below
-// zero). Run it under -race. A failure names the seed and the round; rerun
-// with ConcurrencyOptions{Seed: seed} to reproduce the same rounds. It stops
-// after the first failing round.
+// zero). Each round is followed by a hold round (HoldsNN) on another fresh
+// store: the same population, callers mixing consumes, holds, captures of
+// random amounts, releases, ExpireHolds sweeps and moves of the clock, and
+// the invariants of holds (available never below zero, during and after;
+// one call per key; every hold ended exactly once, as its captures and
+// releases answered; initial − final = Σ consumes + Σ captures; replays
+// identical). Run it under -race. A failure names the seed and the round;
+// rerun with ConcurrencyOptions{Seed: seed} to reproduce the same rounds. It
+// stops after the first failing round.
 func RunPropertyTests(t *testing.T, newStore NewStore, opts ConcurrencyOptions) {
 	t.Helper()
 	opts = opts.withDefaults()
@@ -59,6 +70,12 @@ func RunPropertyTests(t *testing.T, newStore NewStore, opts ConcurrencyOptions) 
 			p := &property{t: t, seed: opts.Seed, round: round, rng: rand.New(rand.NewPCG(uint64(opts.Seed), uint64(round)))}
 			clock := NewClock()
 			p.run(newStore(t, clock.Now), clock, opts.MaxCallers)
+		})
+		passed = passed && t.Run(fmt.Sprintf("Holds%02d", round), func(t *testing.T) {
+			p := &property{t: t, seed: opts.Seed, round: round, rng: rand.New(rand.NewPCG(uint64(opts.Seed), uint64(round)|1<<32))}
+			clock := NewClock()
+			r := &holdRound{property: p, s: newStore(t, clock.Now), clock: clock}
+			r.run(opts.MaxCallers)
 		})
 		if !passed {
 			return // one failing round is enough to read

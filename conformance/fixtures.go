@@ -27,11 +27,14 @@ const (
 )
 
 // equate treats nil and empty maps and slices alike, and ignores the stored
-// fingerprint of a consumption: backends differ there and the contract does
-// not say.
+// fingerprints of a consumption and a hold (backends differ there and the
+// contract does not say) and an entitlement's registry of open holds, which
+// the compared Held views show.
 var equate = cmp.Options{
 	cmpopts.EquateEmpty(),
 	cmpopts.IgnoreFields(entitlement.Consumption{}, "Fingerprint"),
+	cmpopts.IgnoreFields(entitlement.Hold{}, "Fingerprint"),
+	cmpopts.IgnoreFields(entitlement.Entitlement{}, "Holds"),
 	cmpopts.IgnoreFields(payment.Payment{}, "IdempotencyKey", "Fingerprint"),
 }
 

@@ -177,7 +177,7 @@ type Consumption struct {
 	Refund *Refund `json:"refund,omitempty"`
 	// Fingerprint is the request's Fingerprint, for the replay check; it is
 	// never shown. Consumptions read back from a store carry it; the result
-	// of a fresh charge may leave it empty (the memory store does).
+	// of a fresh charge may leave it empty.
 	Fingerprint string `json:"-"`
 }
 

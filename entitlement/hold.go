@@ -239,13 +239,19 @@ func (e *Entitlement) heldAt(now time.Time) int64 {
 	return n
 }
 
-// tally sets the Held view of e at now.
+// tally sets the Held view of e at now. Nothing held is the zero value, as
+// on an entitlement no rule has refreshed (Credits.MarshalJSON shows its
+// currency), so one state has one value.
 func (e *Entitlement) tally(now time.Time) {
+	held := e.heldAt(now)
 	switch e.Type {
 	case TypeCredits:
-		e.Credits.Held = money.Money{Cents: e.heldAt(now), Currency: e.Credits.Balance.Currency}
+		e.Credits.Held = money.Money{}
+		if held != 0 {
+			e.Credits.Held = money.Money{Cents: held, Currency: e.Credits.Balance.Currency}
+		}
 	case TypeQuota:
-		e.Quota.Held = e.heldAt(now)
+		e.Quota.Held = held
 	}
 }
 
@@ -401,25 +407,44 @@ func (h *Hold) Refresh(now time.Time) {
 // entitlement's state refuses a refund (a conflict, not bad input).
 var ErrRefundRefused = errors.New("refund refused")
 
+// RefundCharge is what a refund of a (nil fields: all that was charged)
+// gives back for c: the cost of a credits consumption, the units of any
+// other. Errors are *field.Error values (more than was charged, a wrong
+// currency, a negative amount, or nothing at all). A store compares it with
+// c.Refund to tell a replayed refund from a conflicting one.
+func (c *Consumption) RefundCharge(a Amount) (Charge, error) {
+	ch, err := settle(Charge{Cost: c.Cost, Units: c.Units}, a, "the consumption")
+	if err != nil {
+		return Charge{}, err
+	}
+	switch c.EntitlementType {
+	case TypeCredits:
+		if ch.Cost.Cents == 0 {
+			return Charge{}, &field.Error{Field: "cost.cents", Reason: "must be more than zero"}
+		}
+		ch.Units = 0
+	default:
+		if ch.Units == 0 {
+			return Charge{}, &field.Error{Field: "units", Reason: "must be more than zero"}
+		}
+		ch.Cost = money.Money{}
+	}
+	return ch, nil
+}
+
 // Refund gives a (from Amount; nil fields: all that was charged) of the
 // consumption c back to e at now and marks c refunded. A consumption is
-// refunded at most once. Errors: a *field.Error (more than was charged, a
-// wrong currency, a negative amount) or an error wrapping ErrRefundRefused
-// (c already refunded, e revoked, or a quota consumption of an earlier
-// period: its units are not given back into another period).
+// refunded at most once. Errors: a *field.Error from RefundCharge, checked
+// first, or an error wrapping ErrRefundRefused (c already refunded, e
+// revoked, or a quota consumption of an earlier period: its units are not
+// given back into another period).
 func (e *Entitlement) Refund(now time.Time, c *Consumption, a Amount) error {
-	if c.Refund != nil {
-		return fmt.Errorf("%w: the consumption was already refunded", ErrRefundRefused)
-	}
-	ch, err := settle(Charge{Cost: c.Cost, Units: c.Units}, a, "the consumption")
+	ch, err := c.RefundCharge(a)
 	if err != nil {
 		return err
 	}
-	switch {
-	case c.EntitlementType == TypeCredits && ch.Cost.Cents == 0:
-		return &field.Error{Field: "cost.cents", Reason: "must be more than zero"}
-	case c.EntitlementType == TypeQuota && ch.Units == 0:
-		return &field.Error{Field: "units", Reason: "must be more than zero"}
+	if c.Refund != nil {
+		return fmt.Errorf("%w: the consumption was already refunded", ErrRefundRefused)
 	}
 	e.Refresh(now)
 	switch {
@@ -431,15 +456,11 @@ func (e *Entitlement) Refund(now time.Time, c *Consumption, a Amount) error {
 	switch e.Type {
 	case TypeCredits:
 		e.Credits.Balance.Cents += ch.Cost.Cents
-		ch.Units = 0
 	case TypeQuota:
-		if e.Quota.Period.NextBoundary(e.Quota.Anchor, c.OccurredAt) != e.Quota.ResetAt {
+		if !e.Quota.Period.NextBoundary(e.Quota.Anchor, c.OccurredAt).Equal(e.Quota.ResetAt) {
 			return fmt.Errorf("%w: the consumption is from an earlier quota period", ErrRefundRefused)
 		}
 		e.Quota.Remaining = min(e.Quota.Remaining+ch.Units, e.Quota.Limit)
-		ch.Cost = money.Money{}
-	case TypeSubscription:
-		ch.Cost = money.Money{}
 	}
 	e.tally(now)
 	c.Refund = &Refund{Charge: ch, RefundedAt: now}

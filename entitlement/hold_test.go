@@ -206,6 +206,70 @@ func TestEntitlement_Refund(t *testing.T) {
 	})
 }
 
+func TestConsumption_RefundCharge(t *testing.T) {
+	e := credits(100)
+	c, _ := e.Consume(now, req(usd(40), 2), "c1", "")
+	q := quota(5, 5, now.Add(time.Hour))
+	qc, _ := q.Consume(now, req(usd(40), 3), "c2", "")
+	tests := []struct {
+		name      string
+		c         *entitlement.Consumption
+		a         entitlement.Amount
+		want      entitlement.Charge
+		wantField string
+	}{
+		{"CreditsAll", &c, entitlement.Amount{}, entitlement.Charge{Cost: *usd(40)}, ""},
+		{"CreditsPart", &c, entitlement.Amount{Cost: usd(15)}, entitlement.Charge{Cost: *usd(15)}, ""},
+		{"CreditsMore", &c, entitlement.Amount{Cost: usd(41)}, entitlement.Charge{}, "cost.cents"},
+		{"CreditsZero", &c, entitlement.Amount{Cost: usd(0)}, entitlement.Charge{}, "cost.cents"},
+		{"CreditsNegative", &c, entitlement.Amount{Cost: usd(-1)}, entitlement.Charge{}, "cost.cents"},
+		{"CreditsCurrency", &c, entitlement.Amount{Cost: &money.Money{Cents: 1, Currency: "EUR"}}, entitlement.Charge{}, "cost.currency"},
+		{"QuotaAll", &qc, entitlement.Amount{}, entitlement.Charge{Units: 3}, ""},
+		{"QuotaPart", &qc, entitlement.Amount{Units: int64p(1)}, entitlement.Charge{Units: 1}, ""},
+		{"QuotaMore", &qc, entitlement.Amount{Units: int64p(4)}, entitlement.Charge{}, "units"},
+		{"QuotaZero", &qc, entitlement.Amount{Units: int64p(0)}, entitlement.Charge{}, "units"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := tt.c.RefundCharge(tt.a)
+			if tt.wantField != "" {
+				if !isField(err, tt.wantField) {
+					t.Errorf("RefundCharge = %+v, %v; want a field error naming %s", got, err, tt.wantField)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Errorf("RefundCharge = %+v, %v; want %+v", got, err, tt.want)
+			}
+		})
+	}
+	// The amount is checked before the state: a refunded consumption still
+	// answers a bad amount with the field.
+	if err := e.Refund(now, &c, entitlement.Amount{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Refund(now, &c, entitlement.Amount{Cost: usd(41)}); !isField(err, "cost.cents") {
+		t.Errorf("Refund(41) of a refunded consumption = %v, want a cost.cents error", err)
+	}
+}
+
+func TestEntitlement_RefreshHeld(t *testing.T) {
+	// Nothing held is the zero value, whether or not a rule has run.
+	e := credits(100)
+	e.Refresh(now)
+	if e.Credits.Held != (money.Money{}) {
+		t.Errorf("held with no holds = %+v, want the zero value", e.Credits.Held)
+	}
+	h, _ := e.Authorize(now, holdReq(usd(10), 1, "h1"), "h1", "")
+	if e.Credits.Held != *usd(10) {
+		t.Errorf("held = %+v, want 10 USD", e.Credits.Held)
+	}
+	e.Release(now, &h)
+	if e.Credits.Held != (money.Money{}) {
+		t.Errorf("held after the release = %+v, want the zero value", e.Credits.Held)
+	}
+}
+
 func isField(err error, name string) bool {
 	var fe *field.Error
 	return errors.As(err, &fe) && fe.Field == name

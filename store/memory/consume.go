@@ -13,21 +13,6 @@ import (
 	"github.com/stipend-mcp/stipend/store/internal/charge"
 )
 
-// draft is what a consume computes before it takes the mutex: where the
-// consumption goes in the log's index, and the ID it gets.
-type draft struct {
-	slot   slot
-	id     uuid.UUID
-	idText string
-}
-
-func (s *Store) prepare(req *entitlement.ConsumeRequest) draft {
-	ch := draft{slot: s.consumptions.slot(req.AgentID, req.IdempotencyKey), id: s.ids.next()}
-	var buf [uuidLen]byte
-	ch.idText = string(appendUUID(buf[:0], ch.id))
-	return ch
-}
-
 // CheckAndConsume charges one tool call, exactly once per (agent, key). The
 // replay check, the candidate selection and the charge happen in one
 // critical section, so the whole call is atomic (stronger than the contract
@@ -36,14 +21,13 @@ func (s *Store) CheckAndConsume(_ context.Context, req entitlement.ConsumeReques
 	if err := req.Normalize(); err != nil {
 		return store.ConsumeResult{}, store.Wrap(store.CodeInvalid, err, "consume request")
 	}
-	ch := s.prepare(&req)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if prior := s.consumptions.find(&ch.slot, req.AgentID, req.IdempotencyKey); prior != 0 {
-		return charge.ReplayOf(s.consumptions.consumption(prior), &req), nil
+	if prior, ok := s.used(req.AgentID, req.IdempotencyKey, s.clock()); ok {
+		return charge.ReplayOf(prior, &req), nil
 	}
 	if req.EntitlementID != "" {
-		return s.consumeLocked(&req, &ch, s.entitlements[req.EntitlementID], req.EntitlementID)
+		return s.consumeLocked(&req, s.entitlements[req.EntitlementID], req.EntitlementID)
 	}
 	var active []*entitlement.Entitlement
 	if a := s.agents[req.AgentID]; a != nil {
@@ -52,7 +36,7 @@ func (s *Store) CheckAndConsume(_ context.Context, req entitlement.ConsumeReques
 	var buf [8]*entitlement.Entitlement
 	candidates, denials := entitlement.Candidates(buf[:0], active, req.Service, req.Tool)
 	for _, e := range candidates {
-		res, err := s.consumeLocked(&req, &ch, e, e.ID)
+		res, err := s.consumeLocked(&req, e, e.ID)
 		if err != nil || res.Outcome != store.Denied {
 			return res, err
 		}
@@ -66,16 +50,16 @@ func (s *Store) Check(ctx context.Context, req entitlement.ConsumeRequest) (stor
 	return charge.Check(ctx, s, req, s.now().UTC())
 }
 
-// FindConsumption returns the consumption of the agent's key, or ErrNotFound.
-func (s *Store) FindConsumption(_ context.Context, agentID, key string) (entitlement.Consumption, error) {
-	sl := s.consumptions.slot(agentID, key)
+// FindKey returns what the agent's key was used for (charge.Charger), or
+// ErrNotFound.
+func (s *Store) FindKey(_ context.Context, agentID, key string) (charge.Used, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := s.consumptions.find(&sl, agentID, key)
-	if r == 0 {
-		return entitlement.Consumption{}, store.ErrNotFound
+	u, ok := s.used(agentID, key, s.clock())
+	if !ok {
+		return charge.Used{}, store.ErrNotFound
 	}
-	return s.consumptions.consumption(r), nil
+	return u, nil
 }
 
 // ActiveEntitlements returns the agent's active entitlements as stored (lazy
@@ -99,34 +83,30 @@ func (s *Store) ActiveEntitlements(_ context.Context, agentID string) ([]entitle
 // ConsumeOne is the atomic step of charge.Consume (charge.Charger): under
 // the mutex it re-checks the key, then charges the one entitlement.
 func (s *Store) ConsumeOne(_ context.Context, req *entitlement.ConsumeRequest, entitlementID string) (store.ConsumeResult, error) {
-	ch := s.prepare(req)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if prior := s.consumptions.find(&ch.slot, req.AgentID, req.IdempotencyKey); prior != 0 {
-		return charge.ReplayOf(s.consumptions.consumption(prior), req), nil
+	if prior, ok := s.used(req.AgentID, req.IdempotencyKey, s.clock()); ok {
+		return charge.ReplayOf(prior, req), nil
 	}
-	return s.consumeLocked(req, &ch, s.entitlements[entitlementID], entitlementID)
+	return s.consumeLocked(req, s.entitlements[entitlementID], entitlementID)
 }
 
 // consumeLocked charges req to the stored entitlement (nil if absent) and
-// records the consumption as ch says. The caller holds s.mu and has checked
-// that the agent's key is unused.
-func (s *Store) consumeLocked(req *entitlement.ConsumeRequest, ch *draft, stored *entitlement.Entitlement, entitlementID string) (store.ConsumeResult, error) {
+// records the consumption. The caller holds s.mu and has checked that the
+// agent's key is unused.
+func (s *Store) consumeLocked(req *entitlement.ConsumeRequest, stored *entitlement.Entitlement, entitlementID string) (store.ConsumeResult, error) {
 	if stored == nil || stored.AgentID != req.AgentID {
 		return charge.DeniedBy(entitlementID, entitlement.ReasonNotFound), nil
 	}
-	if s.consumptions.full() {
-		return store.ConsumeResult{}, store.Errorf(store.CodeUnavailable, "memory store: no room for another consumption")
-	}
 	// The charge is computed on a copy and stored only once everything it
 	// writes is ready, so a failure leaves the store as it was. A denial
-	// keeps a lazy quota reset, which changes nothing a caller can see.
-	next := *stored
-	// The log keeps the request's parameters, not its fingerprint (see
-	// record), so the charge leaves the result's Fingerprint empty.
-	c, reason := next.Consume(s.clock(), req, ch.idText, "")
+	// keeps a lazy quota reset and the end of expired holds, which change
+	// nothing a caller can see.
+	now := s.clock()
+	next, expired := edit(stored, now)
+	c, reason := next.Consume(now, req, uuid.NewString(), req.Fingerprint())
 	if reason != "" {
-		*stored = next
+		s.commit(stored, &next, expired, now)
 		return charge.DeniedBy(entitlementID, reason), nil
 	}
 	res := store.ConsumeResult{Outcome: store.Consumed, Consumption: c, Entitlement: next.Clone()}
@@ -139,11 +119,9 @@ func (s *Store) consumeLocked(req *entitlement.ConsumeRequest, ch *draft, stored
 		}
 		depleted = evs
 	}
-	*stored = next
-	r := s.consumptions.add(&ch.slot, &c, ch.id, req)
+	s.commit(stored, &next, expired, now)
+	s.putConsumption(&c)
 	s.events.add(depleted...)
-	a := s.agents[req.AgentID]
-	a.consumptions = insertSorted(a.consumptions, r, s.consumptions.before)
 	return res, nil
 }
 
@@ -151,13 +129,12 @@ func (s *Store) consumeLocked(req *entitlement.ConsumeRequest, ch *draft, stored
 func (s *Store) ListConsumptions(_ context.Context, agentID string, since time.Time, p store.Page) ([]entitlement.Consumption, string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var rows []row
+	var rows []*entitlement.Consumption
 	if a := s.agents[agentID]; a != nil {
 		rows = a.consumptions
 	}
-	l := &s.consumptions
 	if !since.IsZero() {
-		rows = rows[sort.Search(len(rows), func(i int) bool { return !l.at(rows[i]).occurredAt().Before(since) }):]
+		rows = rows[sort.Search(len(rows), func(i int) bool { return !rows[i].OccurredAt.Before(since) }):]
 	}
-	return paginate(rows, p, listID("consumptions", agentID, since.UTC().Format(time.RFC3339Nano)), l.pos, nil, l.consumption)
+	return paginate(rows, p, listID("consumptions", agentID, since.UTC().Format(time.RFC3339Nano)), consumptionPos, nil, copyConsumption)
 }

@@ -98,8 +98,9 @@ func (s *Store) ListEntitlements(_ context.Context, agentID string, f store.Enti
 	return paginate(rows, p, list, entitlementPos, keep, func(e *entitlement.Entitlement) entitlement.Entitlement { return shown(e, now) })
 }
 
-// RevokeEntitlement marks the entitlement revoked and writes an
-// entitlement.revoked event; a revoked one is returned unchanged.
+// RevokeEntitlement marks the entitlement revoked, releases its open holds
+// and writes an entitlement.revoked event; a revoked one is returned
+// unchanged.
 func (s *Store) RevokeEntitlement(_ context.Context, id string) (entitlement.Entitlement, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -111,22 +112,38 @@ func (s *Store) RevokeEntitlement(_ context.Context, id string) (entitlement.Ent
 	if e.Status == entitlement.StatusRevoked {
 		return shown(e, now), nil
 	}
-	left := shown(e, now)
-	left.Status, left.RevokedAt = entitlement.StatusRevoked, &now
-	evs, err := s.newEvents(pending(event.EntitlementRevoked, e.AgentID, &left))
+	r := revocationOf(e, now)
+	evs, err := s.newEvents(pending(event.EntitlementRevoked, e.AgentID, &r.next))
 	if err != nil {
 		return entitlement.Entitlement{}, err
 	}
-	s.markRevoked(e, now)
+	s.revoke(&r, now)
 	s.events.add(evs...)
 	return shown(e, now), nil
 }
 
-// markRevoked marks the active e revoked at now, applying a pending lazy
-// reset. Callers hold s.mu.
-func (s *Store) markRevoked(e *entitlement.Entitlement, now time.Time) {
-	e.Refresh(now)
-	e.Status, e.RevokedAt = entitlement.StatusRevoked, &now
-	a := s.agents[e.AgentID]
-	a.active = slices.DeleteFunc(a.active, func(x *entitlement.Entitlement) bool { return x == e })
+// revocation is the change that revokes an active stored entitlement: next
+// is what it becomes (a pending lazy reset applied, no open hold left);
+// the holds past their expiry end expired, the others released.
+type revocation struct {
+	stored            *entitlement.Entitlement
+	next              entitlement.Entitlement
+	expired, released []string
+}
+
+func revocationOf(e *entitlement.Entitlement, now time.Time) revocation {
+	next, expired := edit(e, now)
+	released := next.ReleaseAll(now)
+	next.Refresh(now)
+	next.Status, next.RevokedAt = entitlement.StatusRevoked, &now
+	return revocation{stored: e, next: next, expired: expired, released: released}
+}
+
+// revoke writes r: the entitlement, the end of its holds, and its removal
+// from the agent's candidates. Callers hold s.mu.
+func (s *Store) revoke(r *revocation, now time.Time) {
+	s.commit(r.stored, &r.next, r.expired, now)
+	s.endHolds(r.released, entitlement.HoldReleased, now)
+	a := s.agents[r.stored.AgentID]
+	a.active = slices.DeleteFunc(a.active, func(x *entitlement.Entitlement) bool { return x == r.stored })
 }

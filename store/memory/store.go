@@ -22,8 +22,10 @@ var (
 )
 
 // Store keeps everything in maps behind one mutex. Every method holds the
-// mutex for its whole work, so each one is atomic; stored values are never
-// handed out, only deep copies.
+// mutex for its whole work, so each one is atomic, but Check and Authorize:
+// they run the candidate loop of package charge, each step under the mutex,
+// as the contract allows. Stored values are never handed out, only deep
+// copies.
 type Store struct {
 	mu  sync.Mutex
 	now func() time.Time
@@ -38,13 +40,12 @@ type Store struct {
 	// entitlements by ID; agents indexes them (and the rest) per agent.
 	entitlements map[string]*entitlement.Entitlement
 	agents       map[string]*agentIndex
-	// consumptions, found by agent and idempotency key (consumptions.go).
-	// This is the uniqueness rule of entitlement.ConsumptionKey (a key is
-	// unique per agent) without its SHA-256, which only exists to make a
-	// valid Firestore document ID.
-	consumptions consumptionLog
-	// ids makes consumption IDs (see ids.go).
-	ids idSource
+	// keys says what each agent's idempotency key was used for, a consume
+	// or a hold (consumptions.go); consumptions and holds are those records
+	// by ID. An entitlement's open holds are kept with it (Holds).
+	keys         map[consumptionKey]use
+	consumptions map[string]*entitlement.Consumption
+	holds        map[string]*entitlement.Hold
 
 	payments map[string]*payment.Payment
 	byPayKey map[string]string // idempotency key → payment ID
@@ -60,7 +61,7 @@ type agentIndex struct {
 	// active are the entitlements not revoked, for candidate selection.
 	active []*entitlement.Entitlement
 	// consumptions and receipts sorted by time, then ID.
-	consumptions []row
+	consumptions []*entitlement.Consumption
 	receipts     []*receipt.Signed
 }
 
@@ -78,14 +79,15 @@ func New(opts ...Option) *Store {
 		accounts:     make(map[string]*entitlement.Account),
 		entitlements: make(map[string]*entitlement.Entitlement),
 		agents:       make(map[string]*agentIndex),
-		consumptions: newConsumptionLog(),
+		keys:         make(map[consumptionKey]use),
+		consumptions: make(map[string]*entitlement.Consumption),
+		holds:        make(map[string]*entitlement.Hold),
 		payments:     make(map[string]*payment.Payment),
 		byPayKey:     make(map[string]string),
 		byIntent:     make(map[string]string),
 		receipts:     make(map[string]*receipt.Signed),
 		events:       newOutbox(),
 	}
-	s.ids.init()
 	for _, o := range opts {
 		o(s)
 	}

@@ -117,8 +117,7 @@ func (s *Store) RefundPayment(_ context.Context, id string, ch store.PaymentChan
 		Issuer: ch.Issuer, AgentID: p.AgentID, PaymentID: p.ID, Amount: p.Amount,
 		Grants: []receipt.Grant{}, IssuedAt: now,
 	}
-	var revoked []*entitlement.Entitlement
-	var evs []pendingEvent
+	var revoked []revocation
 	for _, eid := range p.EntitlementIDs {
 		e := s.entitlements[eid]
 		if e == nil {
@@ -127,10 +126,12 @@ func (s *Store) RefundPayment(_ context.Context, id string, ch store.PaymentChan
 		left := shown(e, now) // what remains, after a pending quota reset
 		r.Grants = append(r.Grants, receipt.GrantOf(&left))
 		if e.Status == entitlement.StatusActive {
-			left.Status, left.RevokedAt = entitlement.StatusRevoked, &now
-			revoked = append(revoked, e)
-			evs = append(evs, pending(event.EntitlementRevoked, p.AgentID, &left))
+			revoked = append(revoked, revocationOf(e, now))
 		}
+	}
+	var evs []pendingEvent
+	for i := range revoked {
+		evs = append(evs, pending(event.EntitlementRevoked, p.AgentID, &revoked[i].next))
 	}
 	signed, err := transition.SignReceipt(&ch, r)
 	if err != nil {
@@ -144,8 +145,8 @@ func (s *Store) RefundPayment(_ context.Context, id string, ch store.PaymentChan
 	}
 
 	*p = next
-	for _, e := range revoked {
-		s.markRevoked(e, now)
+	for i := range revoked {
+		s.revoke(&revoked[i], now)
 	}
 	s.putReceipt(&signed)
 	s.events.add(all...)
