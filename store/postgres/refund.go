@@ -8,9 +8,7 @@ import (
 
 	"github.com/stipend-mcp/stipend/entitlement"
 	"github.com/stipend-mcp/stipend/event"
-	"github.com/stipend-mcp/stipend/field"
 	"github.com/stipend-mcp/stipend/internal/pgfault"
-	"github.com/stipend-mcp/stipend/money"
 	"github.com/stipend-mcp/stipend/store"
 )
 
@@ -38,8 +36,12 @@ func (s *Store) RefundConsumption(ctx context.Context, id string, amount entitle
 		if err != nil {
 			return err
 		}
+		ch, err := c.RefundCharge(amount)
+		if err != nil {
+			return store.Wrap(store.CodeInvalid, err, "refund of consumption %q", id)
+		}
 		if c.Refund != nil {
-			if refundCharge(&c, amount) != c.Refund.Charge {
+			if c.Refund.Charge != ch {
 				return store.Wrap(store.CodeConflict, entitlement.ErrRefundRefused, "consumption %q was refunded with another amount", id)
 			}
 			e.Refresh(now)
@@ -48,10 +50,10 @@ func (s *Store) RefundConsumption(ctx context.Context, id string, amount entitle
 		}
 		expired := e.ExpireHolds(now)
 		if err := e.Refund(now, &c, amount); err != nil {
-			if fe, ok := errors.AsType[*field.Error](err); ok {
-				return store.Wrap(store.CodeInvalid, fe, "refund of consumption %q", id)
+			if errors.Is(err, entitlement.ErrRefundRefused) {
+				return store.Wrap(store.CodeConflict, err, "refund of consumption %q", id)
 			}
-			return store.Wrap(store.CodeConflict, err, "refund of consumption %q", id)
+			return store.Wrap(store.CodeInvalid, err, "refund of consumption %q", id)
 		}
 		if err := endHolds(ctx, tx, expired, entitlement.HoldExpired, now); err != nil {
 			return err
@@ -74,26 +76,6 @@ func (s *Store) RefundConsumption(ctx context.Context, id string, amount entitle
 	return out, err
 }
 
-// refundCharge is what a refund of c with amount gives back, as
-// entitlement.Entitlement.Refund records it (nil fields: all that was
-// charged; credits give back cents only, the others units only), for
-// telling a repeated refund from a different one.
-func refundCharge(c *entitlement.Consumption, a entitlement.Amount) entitlement.Charge {
-	ch := entitlement.Charge{Cost: c.Cost, Units: c.Units}
-	if a.Cost != nil {
-		ch.Cost = *a.Cost
-	}
-	if a.Units != nil {
-		ch.Units = *a.Units
-	}
-	if c.EntitlementType == entitlement.TypeCredits {
-		ch.Units = 0
-	} else {
-		ch.Cost = money.Money{}
-	}
-	return ch
-}
-
 // ExpireHolds implements store.EntitlementStore: it finds entitlements with
 // open holds past their expiry through the holds table and ends them, each
 // entitlement in a transaction of its own. An entitlement whose row another
@@ -101,7 +83,7 @@ func refundCharge(c *entitlement.Consumption, a entitlement.Amount) entitlement.
 // expired holds itself.
 func (s *Store) ExpireHolds(ctx context.Context, limit int) (int, error) {
 	if limit <= 0 {
-		return 0, nil
+		return 0, store.Errorf(store.CodeInvalid, "limit: must be positive")
 	}
 	now := s.clock()
 	rows, err := s.pool.Query(ctx, `SELECT DISTINCT entitlement_id FROM holds
