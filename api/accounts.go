@@ -95,26 +95,16 @@ func (s *Server) getAccount(c echo.Context) error {
 }
 
 // entitlementBody is the body of POST /v1/accounts/{agentId}/entitlements:
-// a grant plus, for credits, its balance.
+// a grant plus, for credits, its balance, and metadata.
 type entitlementBody struct {
-	Type       entitlement.Type   `json:"type" validate:"required,oneof=credits quota subscription"`
-	Scope      scopeBody          `json:"scope" validate:"required"`
-	Limit      int64              `json:"limit" validate:"quotalimit"`
-	Period     entitlement.Period `json:"period" validate:"omitempty,oneof=hour day week month"`
-	ValidUntil *time.Time         `json:"validUntil"`
-	ExpiresAt  *time.Time         `json:"expiresAt"`
-	Balance    *money.Money       `json:"balance"`
-	Metadata   map[string]string  `json:"metadata"`
-}
-
-func (b *entitlementBody) grant() *grantBody {
-	return &grantBody{Type: b.Type, Scope: b.Scope, Limit: b.Limit, Period: b.Period,
-		ValidUntil: b.ValidUntil, ExpiresAt: b.ExpiresAt}
+	grantBody
+	Balance  *money.Money      `json:"balance"`
+	Metadata map[string]string `json:"metadata"`
 }
 
 // Validate checks the rules across fields.
 func (b *entitlementBody) Validate() error {
-	if err := b.grant().validate(""); err != nil {
+	if err := b.validate(""); err != nil {
 		return err
 	}
 	switch {
@@ -142,7 +132,7 @@ func (s *Server) grantEntitlement(c echo.Context) error {
 	if b.Balance != nil {
 		p.Amount = *b.Balance
 	}
-	e := b.grant().template().Entitlement(uuid.NewString(), &p, now)
+	e := b.template().Entitlement(uuid.NewString(), &p, now)
 	e.Metadata = b.Metadata
 	out, err := s.store.CreateEntitlement(storeCtx(c), e)
 	if err != nil {

@@ -55,3 +55,31 @@ func BenchmarkConsumeHandler(b *testing.B) {
 	b.Run("Stipend", func(b *testing.B) { run(b, e.srv.Handler()) })
 	b.Run("Bare", func(b *testing.B) { run(b, bare) })
 }
+
+// BenchmarkDecodeJSON measures the strict decode of request bodies alone
+// (no validator tags): the consume body of every paid call, and a payment
+// with a grant (nested objects, an instant).
+func BenchmarkDecodeJSON(b *testing.B) {
+	bodies := []struct {
+		name string
+		body string
+		dst  func() any
+	}{
+		{"Consume", `{"agentId":"agent-a","service":"search","tool":"web","idempotencyKey":"k-12345","cost":{"cents":1,"currency":"USD"}}`,
+			func() any { return new(api.ConsumeBody) }},
+		{"Payment", `{"agentId":"agent-a","amount":{"cents":1500,"currency":"USD"},"provider":"manual","grant":{"type":"quota",` +
+			`"scope":{"service":"search","tools":["web","news"]},"limit":100,"period":"day","expiresAt":"2027-01-01T00:00:00Z"}}`,
+			func() any { return new(api.PaymentBody) }},
+	}
+	for _, bb := range bodies {
+		b.Run(bb.name, func(b *testing.B) {
+			body := []byte(bb.body)
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := api.DecodeJSON(body, bb.dst()); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -11,6 +11,8 @@ import (
 	"sync"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/stipend-mcp/stipend/problem"
 )
 
 var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
@@ -58,9 +60,9 @@ func (s *Server) decodeBody(c echo.Context, dst any, optional bool) error {
 		return s.check(dst)
 	}
 	if !isJSON(req.Header.Get(echo.HeaderContentType)) {
-		return &Error{Status: http.StatusUnsupportedMediaType, Kind: KindUnsupportedMediaType,
+		return &Error{Status: http.StatusUnsupportedMediaType, Kind: problem.UnsupportedMediaType,
 			Detail: "the body must be application/json",
-			Errors: []FieldError{{Field: "Content-Type", Detail: "must be application/json"}}}
+			Errors: []problem.FieldError{{Field: "Content-Type", Detail: "must be application/json"}}}
 	}
 	if err := DecodeJSON(buf.Bytes(), dst); err != nil {
 		return err
@@ -70,8 +72,8 @@ func (s *Server) decodeBody(c echo.Context, dst any, optional bool) error {
 
 func tooLarge(limit int64) *Error {
 	d := fmt.Sprintf("the body must be at most %d bytes", limit)
-	return &Error{Status: http.StatusRequestEntityTooLarge, Kind: KindBodyTooLarge, Detail: d,
-		Errors: []FieldError{{Field: "", Detail: d}}}
+	return &Error{Status: http.StatusRequestEntityTooLarge, Kind: problem.BodyTooLarge, Detail: d,
+		Errors: []problem.FieldError{{Field: "", Detail: d}}}
 }
 
 func isJSON(ct string) bool {

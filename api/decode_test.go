@@ -56,6 +56,15 @@ func TestDecodeJSON(t *testing.T) {
 			t.Errorf("escapes: got %q %v", got.Name, got.Meta)
 		}
 	})
+	t.Run("EscapedNames", func(t *testing.T) {
+		var got sample
+		if err := api.DecodeJSON([]byte(`{"n\u0061me":"x","price":{"\u0063ents":2,"currency":"US\u0044"}}`), &got); err != nil {
+			t.Fatal(err)
+		}
+		if got.Name != "x" || got.Price != (money.Money{Cents: 2, Currency: "USD"}) {
+			t.Errorf("escaped names: got %+v", got)
+		}
+	})
 	t.Run("Nulls", func(t *testing.T) {
 		var got sample
 		if err := api.DecodeJSON([]byte(`{"cost":null,"at":null,"tags":null,"meta":null,"inner":null}`), &got); err != nil {
@@ -91,6 +100,8 @@ func TestDecodeJSON(t *testing.T) {
 		{"MoneyMissingCurrency", `{"cost":{"cents":1}}`, "cost.currency"},
 		{"MoneyNotObject", `{"cost":12}`, "cost"},
 		{"BadTime", `{"at":"yesterday"}`, "at"},
+		{"BadTimeOneDigitHour", `{"at":"2026-01-02T3:04:05Z"}`, "at"},
+		{"BadTimeZoneHour", `{"at":"2026-01-02T03:04:05+24:00"}`, "at"},
 		{"Trailing", `{"name":"a"}x`, ""},
 		{"TwoValues", `{} {}`, ""},
 		{"Empty", ``, ""},
@@ -108,6 +119,25 @@ func TestDecodeJSON(t *testing.T) {
 		{"BadLiteral", `{"flag":tru}`, "flag"},
 		{"TrailingComma", `{"name":"a",}`, ""},
 		{"BadNumber", `{"n":-}`, "n"},
+		{"TopNull", `null`, ""},
+		{"TopMalformedNull", `nul`, ""},
+		{"NullForInt", `{"n":null}`, "n"},
+		{"NullForBool", `{"flag":null}`, "flag"},
+		{"NullInArray", `{"tags":[null]}`, "tags[0]"},
+		{"NullInMap", `{"meta":{"k":null}}`, "meta.k"},
+		{"BadEscapeInArray", `{"tags":["a\q"]}`, "tags[0]"},
+		{"MissingCommaInArray", `{"tags":["a" "b"]}`, "tags[1]"},
+		{"TruncatedEmptyArray", `{"tags":[`, "tags[0]"},
+		{"NumericMapKey", `{"meta":{"1":2}}`, "meta.1"},
+		{"MoneyUnknownMember", `{"inner":{"cost":{"cents":1,"currency":"USD","x":1}}}`, "inner.cost.x"},
+		{"MoneyNullCents", `{"cost":{"cents":null,"currency":"USD"}}`, "cost.cents"},
+		{"MoneyStringCents", `{"cost":{"cents":"1","currency":"USD"}}`, "cost.cents"},
+		{"MoneyNullCurrency", `{"price":{"cents":1,"currency":null}}`, "price.currency"},
+		{"MoneyLowerCurrency", `{"price":{"cents":1,"currency":"usd"}}`, "price.currency"},
+		{"MoneyMissingCents", `{"price":{"currency":"USD"}}`, "price.cents"},
+		{"MoneyArray", `{"price":[1,"USD"]}`, "price"},
+		{"MoneyTruncated", `{"price":{"cents":1,`, "price"},
+		{"UnknownEscapedName", `{"a/b~c":1}`, "a/b~c"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -5,3 +5,9 @@ var AppendConsumeAnswer = appendConsumeAnswer
 
 // ConsumeAnswer is the answer type appendConsumeAnswer must encode like.
 type ConsumeAnswer = consumeAnswer
+
+// ConsumeBody and PaymentBody are request bodies, for the decode benchmark.
+type (
+	ConsumeBody = consumeBody
+	PaymentBody = paymentBody
+)

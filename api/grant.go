@@ -18,7 +18,7 @@ type scopeBody struct {
 }
 
 // grantBody is the template of an entitlement: the "grant" of a payment,
-// and the body of a direct grant (with balance and metadata added there).
+// and, embedded in entitlementBody, the body of a direct grant.
 type grantBody struct {
 	Type       entitlement.Type   `json:"type" validate:"required,oneof=credits quota subscription"`
 	Scope      scopeBody          `json:"scope" validate:"required"`

@@ -37,6 +37,58 @@ func TestInput_OutOfRangeInstants(t *testing.T) {
 	wantField(t, e.must(http.StatusBadRequest, req{Method: "GET", Path: "/v1/accounts/" + agentA + "/consumptions?since=0000-01-01T00:00:00%2B01:00", Key: e.keys.Admin}), "since")
 }
 
+// TestInput_BodyFieldNames: a body's decoding and validation errors name
+// the field by its dotted JSON path on every route with a body, through
+// the grant embedded in a direct grant's body too.
+func TestInput_BodyFieldNames(t *testing.T) {
+	e := newEnv(t)
+	const (
+		quota   = `"type":"quota","scope":{"service":"s"},"limit":5,"period":"day"`
+		payment = `"agentId":"agent-a","amount":{"cents":100,"currency":"USD"},"provider":"manual"`
+		call    = `"agentId":"agent-a","service":"s","tool":"t","idempotencyKey":"k"`
+	)
+	entitlements := "/v1/accounts/" + agentA + "/entitlements"
+	tests := []struct {
+		name, path, body, field string
+	}{
+		{"GrantToolNotString", entitlements, `{"type":"quota","scope":{"service":"s","tools":["a",1]},"limit":5,"period":"day"}`, "scope.tools[1]"},
+		{"GrantToolEmpty", entitlements, `{"type":"quota","scope":{"service":"s","tools":["a",""]},"limit":5,"period":"day"}`, "scope.tools[1]"},
+		{"GrantServiceMissing", entitlements, `{"type":"quota","scope":{"tools":["a"]},"limit":5,"period":"day"}`, "scope.service"},
+		{"GrantLimitFraction", entitlements, `{"type":"quota","scope":{"service":"s"},"limit":1.5,"period":"day"}`, "limit"},
+		{"GrantLimitExponent", entitlements, `{"type":"quota","scope":{"service":"s"},"limit":1e3,"period":"day"}`, "limit"},
+		{"GrantLimitString", entitlements, `{"type":"quota","scope":{"service":"s"},"limit":"5","period":"day"}`, "limit"},
+		{"GrantPeriod", entitlements, `{"type":"quota","scope":{"service":"s"},"limit":5,"period":"year"}`, "period"},
+		{"GrantType", entitlements, `{"type":"gift","scope":{"service":"s"}}`, "type"},
+		{"GrantUnknown", entitlements, `{` + quota + `,"grant":{}}`, "grant"},
+		{"GrantDuplicate", entitlements, `{` + quota + `,"limit":6}`, "limit"},
+		{"GrantBalanceUnknown", entitlements, `{"type":"credits","scope":{"service":"s"},"balance":{"cents":1,"currency":"USD","x":1}}`, "balance.x"},
+		{"GrantBalanceZero", entitlements, `{"type":"credits","scope":{"service":"s"},"balance":{"cents":0,"currency":"USD"}}`, "balance.cents"},
+		{"GrantMetadataNotString", entitlements, `{` + quota + `,"metadata":{"k":1}}`, "metadata.k"},
+		{"PaymentToolNotString", "/v1/payments", `{` + payment + `,"grant":{"type":"quota","scope":{"service":"s","tools":[1]},"limit":5,"period":"day"}}`, "grant.scope.tools[0]"},
+		{"PaymentToolTooLong", "/v1/payments", `{` + payment + `,"grant":{"type":"quota","scope":{"service":"s","tools":["` + strings.Repeat("t", 201) + `"]},"limit":5,"period":"day"}}`, "grant.scope.tools[0]"},
+		{"PaymentGrantUnknown", "/v1/payments", `{` + payment + `,"grant":{` + quota + `,"balance":{}}}`, "grant.balance"},
+		{"PaymentAmountExponent", "/v1/payments", `{"agentId":"agent-a","amount":{"cents":1e2,"currency":"USD"},"provider":"manual","grant":{` + quota + `}}`, "amount.cents"},
+		{"PaymentGrantLimitFraction", "/v1/payments", `{` + payment + `,"grant":{"type":"quota","scope":{"service":"s"},"limit":0.5,"period":"day"}}`, "grant.limit"},
+		{"ConsumeCentsString", "/v1/consume", `{` + call + `,"cost":{"cents":"1","currency":"USD"}}`, "cost.cents"},
+		{"ConsumeUnitsFraction", "/v1/consume", `{` + call + `,"units":1.5}`, "units"},
+		{"ConsumeUnitsExponent", "/v1/consume", `{` + call + `,"units":1e3}`, "units"},
+		{"ConsumeUnitsString", "/v1/consume", `{` + call + `,"units":"1"}`, "units"},
+		{"ConsumeAgentNull", "/v1/consume", `{"agentId":null,"service":"s","tool":"t","idempotencyKey":"k"}`, "agentId"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := req{Method: "POST", Path: tt.path, Key: e.keys.Admin, Body: tt.body}
+			switch tt.path {
+			case "/v1/payments":
+				r.Key, r.Header = e.keys.Billing, map[string]string{"Idempotency-Key": tt.name}
+			case "/v1/consume":
+				r.Key = e.keys.Host
+			}
+			wantField(t, e.must(http.StatusBadRequest, r), tt.field)
+		})
+	}
+}
+
 // TestInput_ReservedMetadataKeys: keys Firestore would refuse are refused
 // by both stores' API alike, naming the field.
 func TestInput_ReservedMetadataKeys(t *testing.T) {

@@ -35,19 +35,6 @@ type Error struct {
 	Err     error
 }
 
-// FieldError is problem.FieldError under its former name.
-//
-// Deprecated: use problem.FieldError.
-type FieldError = problem.FieldError
-
-// The problem kinds under their former names.
-//
-// Deprecated: use problem.BodyTooLarge and problem.UnsupportedMediaType.
-const (
-	KindBodyTooLarge         = problem.BodyTooLarge
-	KindUnsupportedMediaType = problem.UnsupportedMediaType
-)
-
 // Error describes the problem for logs.
 func (e *Error) Error() string {
 	if e.Err != nil {

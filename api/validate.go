@@ -43,15 +43,19 @@ var limitTags = map[string]struct {
 }
 
 // newValidator returns a validator that names fields by their JSON names
+// (an embedded struct adds no name, as its fields are the parent's in JSON)
 // and knows limitTags.
 func newValidator() *validator.Validate {
-	v := validator.New(validator.WithRequiredStructEnabled())
+	v := validator.New(validator.WithRequiredStructEnabled(), validator.WithTagNameFuncBlankOmit())
 	v.RegisterTagNameFunc(func(f reflect.StructField) string {
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if name == "-" {
+		switch {
+		case name != "" && name != "-":
+			return name
+		case f.Anonymous:
 			return ""
 		}
-		return name
+		return f.Name
 	})
 	for tag, t := range limitTags {
 		valid := t.valid

@@ -15,10 +15,14 @@
 //	})
 //	server.AddReceivingMiddleware(gate.Middleware)
 //
-// A call no entitlement covers gets a tool result with isError set and a
-// Refusal as its structured content (why, the price, where to buy), so the
-// model can see and act on it; it is not a protocol error. A charged call's
-// result carries a Charge under the _meta key "io.stipend/consumption".
+// A call no entitlement covers gets a tool result with isError set: a text
+// saying why, the price and where to buy, for the model to read and act on,
+// and a Refusal for programs under the _meta key "io.stipend/refusal" (and as
+// structured content when the tool declares no output schema, which a refusal
+// could never match). It is not a protocol error. A charged call's result
+// carries a Charge under the _meta key "io.stipend/consumption". The gate
+// also shows each tool's Terms (price and charging policy) in its tools/list
+// entry, under the _meta key "io.stipend/price".
 //
 // Each charge carries an idempotency key, so a retried call is charged once.
 // The key comes from the request's _meta "io.stipend/idempotency-key" when
@@ -42,7 +46,6 @@ import (
 
 	"github.com/stipend-mcp/stipend/client"
 	"github.com/stipend-mcp/stipend/entitlement"
-	"github.com/stipend-mcp/stipend/money"
 )
 
 // The _meta keys the gate reads and writes.
@@ -60,6 +63,10 @@ const (
 	// MetaUnbilled (result) is true when the gate let a call run without
 	// charging it because Stipend was unreachable and FailOpen is set.
 	MetaUnbilled = "io.stipend/unbilled"
+	// MetaRefusal (result) holds the Refusal of a call the gate refused.
+	MetaRefusal = "io.stipend/refusal"
+	// MetaPrice (tools/list entry) holds the Terms of a tool in the price table.
+	MetaPrice = "io.stipend/price"
 )
 
 // DefaultTimeout bounds one charge, retries included.
@@ -93,37 +100,6 @@ type Config struct {
 	// Logger receives what the gate cannot tell the caller (Stipend
 	// failures, fail-open calls); nil means slog.Default().
 	Logger *slog.Logger
-}
-
-// Price is what one call of a tool costs. A zero Price is not free: it
-// charges one unit of a quota or a subscription.
-type Price struct {
-	// Free tools run without a call to Stipend.
-	Free bool `json:"free,omitempty"`
-	// Cost is charged to a credits entitlement.
-	Cost *money.Money `json:"cost,omitempty"`
-	// Units is charged to a quota entitlement; 0 means 1.
-	Units int64 `json:"units,omitempty"`
-}
-
-// Free is the price of a tool that runs without being charged.
-func Free() Price { return Price{Free: true} }
-
-// Credits is a price of cents in currency, paid from credits (or covered by
-// a subscription).
-func Credits(cents int64, currency string) Price {
-	return Price{Cost: &money.Money{Cents: cents, Currency: currency}}
-}
-
-// Units is a price of n quota units (or covered by a subscription).
-func Units(n int64) Price { return Price{Units: n} }
-
-// CreditsOrUnits is a price payable either way: cents from credits or n
-// units from a quota.
-func CreditsOrUnits(cents int64, currency string, n int64) Price {
-	p := Credits(cents, currency)
-	p.Units = n
-	return p
 }
 
 // Gate charges tool calls to Stipend; its Middleware goes on an mcp.Server.

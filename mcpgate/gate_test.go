@@ -50,18 +50,24 @@ var prices = map[string]mcpgate.Price{
 	"forecast": mcpgate.Credits(5, "USD"),
 }
 
-// toolServer is an MCP server with a free tool (echo) and a priced one
-// (forecast); ran counts the tool runs.
-func toolServer(g *mcpgate.Gate, ran *atomic.Int32) *mcp.Server {
+// toolServer is an MCP server with a free tool (echo), a priced one
+// (forecast) and one missing from the price table (unpriced); ran counts the
+// tool runs. With typed set every tool declares an output schema, as tools
+// added with mcp.AddTool do.
+func toolServer(g *mcpgate.Gate, ran *atomic.Int32, typed bool) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "tools", Version: "1"}, nil)
 	handler := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		ran.Add(1)
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
 	}
 	schema := json.RawMessage(`{"type":"object"}`)
-	s.AddTool(&mcp.Tool{Name: "echo", InputSchema: schema}, handler)
-	s.AddTool(&mcp.Tool{Name: "forecast", InputSchema: schema}, handler)
-	s.AddTool(&mcp.Tool{Name: "unpriced", InputSchema: schema}, handler)
+	var out any
+	if typed {
+		out = json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"],"additionalProperties":false}`)
+	}
+	for _, name := range []string{"echo", "forecast", "unpriced"} {
+		s.AddTool(&mcp.Tool{Name: name, InputSchema: schema, OutputSchema: out}, handler)
+	}
 	if g != nil {
 		s.AddReceivingMiddleware(g.Middleware)
 	}
@@ -130,7 +136,7 @@ func decode(t *testing.T, v any, out any) {
 func TestGate_Charges(t *testing.T) {
 	f := &fakeStipend{answer: consumed}
 	var ran atomic.Int32
-	cs := connect(t, toolServer(newGate(t, mcpgate.Config{Stipend: f}), &ran))
+	cs := connect(t, toolServer(newGate(t, mcpgate.Config{Stipend: f}), &ran, false))
 
 	t.Run("FreeToolIsNotCharged", func(t *testing.T) {
 		res := callTool(t, cs, "echo", nil, nil)
@@ -172,7 +178,7 @@ var cmpIgnoreKey = cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String
 func TestGate_IdempotencyKey(t *testing.T) {
 	f := &fakeStipend{answer: consumed}
 	var ran atomic.Int32
-	cs := connect(t, toolServer(newGate(t, mcpgate.Config{Stipend: f}), &ran))
+	cs := connect(t, toolServer(newGate(t, mcpgate.Config{Stipend: f}), &ran, false))
 	oslo := map[string]any{"city": "Oslo"}
 	withKey := func(k string) mcp.Meta { return mcp.Meta{mcpgate.MetaIdempotencyKey: k} }
 
@@ -202,6 +208,7 @@ func TestGate_IdempotencyKey(t *testing.T) {
 func TestGate_Refusals(t *testing.T) {
 	paymentRequired := &client.Problem{Status: 402, Reasons: []entitlement.Denial{{EntitlementID: "e1", Reason: entitlement.ReasonInsufficientBalance}}}
 	unavailable := &client.NetworkError{Op: "POST /v1/consume", Err: errors.New("connection refused")}
+	forecastTerms := &mcpgate.Terms{Cost: &money.Money{Cents: 5, Currency: "USD"}, Units: 1, Policy: mcpgate.PolicyBefore}
 	tests := []struct {
 		name     string
 		cfg      mcpgate.Config
@@ -209,71 +216,147 @@ func TestGate_Refusals(t *testing.T) {
 		tool     string
 		meta     mcp.Meta
 		want     mcpgate.Refusal
-		wantRuns int32
+		wantText []string
 	}{
 		{
 			name: "PaymentRequired", answer: paymentRequired, tool: "forecast",
 			cfg: mcpgate.Config{PurchaseURL: "https://example.com/buy"},
 			want: mcpgate.Refusal{Error: mcpgate.RefusalPaymentRequired, Service: "weather", Tool: "forecast",
-				Price: &mcpgate.Price{Cost: &money.Money{Cents: 5, Currency: "USD"}}, Reasons: paymentRequired.Reasons,
-				PurchaseURL: "https://example.com/buy"},
+				Price: forecastTerms, Reasons: paymentRequired.Reasons, PurchaseURL: "https://example.com/buy"},
+			wantText: []string{"payment required", "5 cents USD or 1 unit", "insufficient_balance (entitlement e1)", "Buy credits at https://example.com/buy"},
 		},
 		{
 			name: "UnavailableFailsClosed", answer: unavailable, tool: "forecast",
-			want: mcpgate.Refusal{Error: mcpgate.RefusalUnavailable, Service: "weather", Tool: "forecast", Retryable: true},
+			want:     mcpgate.Refusal{Error: mcpgate.RefusalUnavailable, Service: "weather", Tool: "forecast", Retryable: true},
+			wantText: []string{"try the call again"},
 		},
 		{
 			name: "Conflict", answer: &client.Problem{Status: 422}, tool: "forecast",
-			want: mcpgate.Refusal{Error: mcpgate.RefusalKeyConflict, Service: "weather", Tool: "forecast"},
+			want:     mcpgate.Refusal{Error: mcpgate.RefusalKeyConflict, Service: "weather", Tool: "forecast"},
+			wantText: []string{"idempotency key"},
 		},
 		{
 			name: "Misconfigured", answer: &client.Problem{Status: 403}, tool: "forecast",
-			want: mcpgate.Refusal{Error: mcpgate.RefusalBillingError, Service: "weather", Tool: "forecast"},
+			want:     mcpgate.Refusal{Error: mcpgate.RefusalBillingError, Service: "weather", Tool: "forecast"},
+			wantText: []string{"billing configuration error"},
 		},
 		{
 			name: "Unpriced", tool: "unpriced",
-			want: mcpgate.Refusal{Error: mcpgate.RefusalUnpriced, Service: "weather", Tool: "unpriced"},
+			want:     mcpgate.Refusal{Error: mcpgate.RefusalUnpriced, Service: "weather", Tool: "unpriced"},
+			wantText: []string{"no price"},
 		},
 		{
 			name: "NoAgent", tool: "forecast", meta: mcp.Meta{mcpgate.MetaAgentID: ""},
-			want: mcpgate.Refusal{Error: mcpgate.RefusalNoAgent, Service: "weather", Tool: "forecast",
-				Price: &mcpgate.Price{Cost: &money.Money{Cents: 5, Currency: "USD"}}},
+			want:     mcpgate.Refusal{Error: mcpgate.RefusalNoAgent, Service: "weather", Tool: "forecast", Price: forecastTerms},
+			wantText: []string{"which agent pays", "5 cents USD or 1 unit"},
 		},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			f := &fakeStipend{answer: func(client.ConsumeRequest) (*client.ConsumeResult, error) { return nil, tt.answer }}
-			tt.cfg.Stipend = f
-			var ran atomic.Int32
-			cs := connect(t, toolServer(newGate(t, tt.cfg), &ran))
-			res := callTool(t, cs, tt.tool, nil, tt.meta)
-			if !res.IsError {
-				t.Fatalf("CallTool(%s) isError = false, want a refusal", tt.tool)
+		for _, typed := range []bool{false, true} {
+			name := tt.name + "/NoOutputSchema"
+			if typed {
+				name = tt.name + "/OutputSchema"
 			}
-			var got mcpgate.Refusal
-			decode(t, res.StructuredContent, &got)
-			if got.Message == "" {
-				t.Errorf("refusal has no message")
-			}
-			got.Message = ""
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("refusal (-want +got):\n%s", diff)
-			}
-			text := res.Content[0].(*mcp.TextContent).Text
-			if text == "" {
-				t.Errorf("refusal has no text content")
-			}
-			if tt.want.Error == mcpgate.RefusalPaymentRequired {
-				for _, s := range []string{"5 cents USD", "insufficient_balance", tt.cfg.PurchaseURL} {
+			t.Run(name, func(t *testing.T) {
+				f := &fakeStipend{answer: func(client.ConsumeRequest) (*client.ConsumeResult, error) { return nil, tt.answer }}
+				tt.cfg.Stipend = f
+				var ran atomic.Int32
+				cs := connect(t, toolServer(newGate(t, tt.cfg), &ran, typed))
+				if _, err := cs.ListTools(t.Context(), nil); err != nil {
+					t.Fatalf("ListTools: %v", err)
+				}
+				res := callTool(t, cs, tt.tool, nil, tt.meta)
+				if !res.IsError {
+					t.Fatalf("CallTool(%s) isError = false, want a refusal", tt.tool)
+				}
+				var got mcpgate.Refusal
+				decode(t, res.Meta[mcpgate.MetaRefusal], &got)
+				if got.Message == "" {
+					t.Errorf("refusal has no message")
+				}
+				message := got.Message
+				got.Message = ""
+				if diff := cmp.Diff(tt.want, got); diff != "" {
+					t.Errorf("_meta refusal (-want +got):\n%s", diff)
+				}
+				if typed && res.StructuredContent != nil {
+					t.Errorf("structuredContent = %v, want none: the tool declares an output schema", res.StructuredContent)
+				}
+				if !typed {
+					var structured mcpgate.Refusal
+					decode(t, res.StructuredContent, &structured)
+					structured.Message = ""
+					if diff := cmp.Diff(tt.want, structured); diff != "" {
+						t.Errorf("structuredContent of a tool without an output schema (-want +_meta refusal):\n%s", diff)
+					}
+				}
+				if len(res.Content) != 1 {
+					t.Fatalf("refusal has %d contents, want one text", len(res.Content))
+				}
+				text := res.Content[0].(*mcp.TextContent).Text
+				for _, s := range append(tt.wantText, message) {
 					if !strings.Contains(text, s) {
 						t.Errorf("refusal text %q does not mention %q", text, s)
 					}
 				}
-			}
-			if got := ran.Load(); got != tt.wantRuns {
-				t.Errorf("tool ran %d times, want %d", got, tt.wantRuns)
-			}
-		})
+				if got := ran.Load(); got != 0 {
+					t.Errorf("tool ran %d times, want 0", got)
+				}
+			})
+		}
+	}
+}
+
+// TestGate_RefusalWithoutSession covers the middleware called directly (no
+// session to list the tools through): the refusal stays out of
+// structuredContent, since the tool may declare an output schema.
+func TestGate_RefusalWithoutSession(t *testing.T) {
+	g := newGate(t, mcpgate.Config{Stipend: &fakeStipend{answer: consumed}})
+	tool := func(context.Context, string, mcp.Request) (mcp.Result, error) {
+		t.Fatal("the tool ran")
+		return nil, nil
+	}
+	res, err := g.Middleware(tool)(t.Context(), "tools/call", &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "unpriced"}})
+	if err != nil {
+		t.Fatalf("middleware: %v", err)
+	}
+	r := res.(*mcp.CallToolResult)
+	if !r.IsError || r.StructuredContent != nil || r.Meta[mcpgate.MetaRefusal] == nil {
+		t.Errorf("refusal = isError %v, structuredContent %v, _meta %v; want isError, no structuredContent, a _meta refusal",
+			r.IsError, r.StructuredContent, r.Meta)
+	}
+}
+
+func TestGate_ListToolsShowsPrices(t *testing.T) {
+	g := newGate(t, mcpgate.Config{Stipend: &fakeStipend{answer: consumed}})
+	s := mcp.NewServer(&mcp.Implementation{Name: "tools", Version: "1"}, nil)
+	handler := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{}, nil
+	}
+	forecastMeta := mcp.Meta{"x": 1}
+	s.AddTool(&mcp.Tool{Name: "echo", InputSchema: json.RawMessage(`{"type":"object"}`)}, handler)
+	s.AddTool(&mcp.Tool{Name: "forecast", InputSchema: json.RawMessage(`{"type":"object"}`), Meta: forecastMeta}, handler)
+	s.AddTool(&mcp.Tool{Name: "unpriced", InputSchema: json.RawMessage(`{"type":"object"}`)}, handler)
+	s.AddReceivingMiddleware(g.Middleware)
+
+	res, err := connect(t, s).ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatalf("ListTools: %v", err)
+	}
+	got := map[string]mcp.Meta{}
+	for _, tool := range res.Tools {
+		got[tool.Name] = tool.Meta
+	}
+	want := map[string]mcp.Meta{
+		"echo":     {mcpgate.MetaPrice: map[string]any{"free": true}},
+		"forecast": {"x": float64(1), mcpgate.MetaPrice: map[string]any{"cost": map[string]any{"cents": float64(5), "currency": "USD"}, "units": float64(1), "policy": "before"}},
+		"unpriced": nil,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("tools/list _meta (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(mcp.Meta{"x": 1}, forecastMeta); diff != "" {
+		t.Errorf("the server's own tool _meta changed (-want +got):\n%s", diff)
 	}
 }
 
@@ -282,7 +365,7 @@ func TestGate_FailOpen(t *testing.T) {
 		return nil, &client.Problem{Status: 503}
 	}}
 	var ran atomic.Int32
-	cs := connect(t, toolServer(newGate(t, mcpgate.Config{Stipend: f, FailOpen: true}), &ran))
+	cs := connect(t, toolServer(newGate(t, mcpgate.Config{Stipend: f, FailOpen: true}), &ran, false))
 	res := callTool(t, cs, "forecast", nil, nil)
 	if res.IsError || ran.Load() != 1 {
 		t.Fatalf("fail open: isError=%v, tool ran %d times; want a result from one run", res.IsError, ran.Load())

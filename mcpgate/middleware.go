@@ -11,18 +11,26 @@ import (
 
 const methodCallTool = "tools/call"
 
-// Middleware charges every tools/call before passing it on to next; every
-// other method passes straight through. Add it with
+// Middleware charges every tools/call before passing it on to next, and
+// shows the price of each tool in tools/list results; every other method
+// passes straight through. Add it with
 // server.AddReceivingMiddleware(gate.Middleware).
 func (g *Gate) Middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method == methodListTools {
+			res, err := next(ctx, method, req)
+			if list, ok := res.(*mcp.ListToolsResult); ok && err == nil {
+				g.showPrices(list)
+			}
+			return res, err
+		}
 		call, ok := req.(*mcp.CallToolRequest)
 		if method != methodCallTool || !ok || call.Params == nil {
 			return next(ctx, method, req)
 		}
 		charge, refusal := g.charge(ctx, call)
 		if refusal != nil {
-			return refusal.result(), nil
+			return refusal.result(!declaresOutputSchema(ctx, next, call)), nil
 		}
 		res, err := next(ctx, method, req)
 		if err != nil || res == nil || charge == nil {
@@ -60,7 +68,7 @@ func (g *Gate) charge(ctx context.Context, call *mcp.CallToolRequest) (*Charge, 
 	}
 	agent, err := g.agentID(ctx, call)
 	if err != nil || agent == "" {
-		return nil, &Refusal{Error: RefusalNoAgent, Service: g.service, Tool: tool, Price: &price,
+		return nil, &Refusal{Error: RefusalNoAgent, Service: g.service, Tool: tool, Price: termsOf(price),
 			Message: "tool " + tool + " is paid, and the call does not say which agent pays for it"}
 	}
 	req := client.ConsumeRequest{
@@ -77,7 +85,7 @@ func (g *Gate) charge(ctx context.Context, call *mcp.CallToolRequest) (*Charge, 
 	errors.As(err, &p)
 	switch {
 	case client.IsPaymentRequired(err):
-		r := &Refusal{Error: RefusalPaymentRequired, Service: g.service, Tool: tool, Price: &price,
+		r := &Refusal{Error: RefusalPaymentRequired, Service: g.service, Tool: tool, Price: termsOf(price),
 			PurchaseURL: g.purchaseURL, Message: "payment required: no entitlement of this agent covers tool " + tool}
 		if p != nil {
 			r.Reasons = p.Reasons
@@ -105,4 +113,10 @@ func (g *Gate) charge(ctx context.Context, call *mcp.CallToolRequest) (*Charge, 
 	g.log.ErrorContext(ctx, "mcpgate: Stipend refused the charge", "tool", tool, "agent", agent, "err", err)
 	return nil, &Refusal{Error: RefusalBillingError, Service: g.service, Tool: tool,
 		Message: "the call could not be charged because of a billing configuration error"}
+}
+
+// termsOf returns the Terms of p for a refusal.
+func termsOf(p Price) *Terms {
+	t := p.Terms()
+	return &t
 }

@@ -3,10 +3,12 @@ package mcpgate_test
 import (
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/stipend-mcp/stipend/mcpgate"
+	"github.com/stipend-mcp/stipend/money"
 )
 
 func TestPrice_String(t *testing.T) {
@@ -15,7 +17,7 @@ func TestPrice_String(t *testing.T) {
 		want  string
 	}{
 		{mcpgate.Free(), "free"},
-		{mcpgate.Credits(5, "USD"), "5 cents USD"},
+		{mcpgate.Credits(5, "USD"), "5 cents USD or 1 unit"},
 		{mcpgate.Units(3), "3 units"},
 		{mcpgate.Price{}, "1 unit"},
 		{mcpgate.CreditsOrUnits(20, "EUR", 2), "20 cents EUR or 2 units"},
@@ -23,6 +25,25 @@ func TestPrice_String(t *testing.T) {
 	for _, tt := range tests {
 		if got := tt.price.String(); got != tt.want {
 			t.Errorf("%+v.String() = %q, want %q", tt.price, got, tt.want)
+		}
+	}
+}
+
+func TestPrice_Terms(t *testing.T) {
+	usd5 := &money.Money{Cents: 5, Currency: "USD"}
+	tests := []struct {
+		price mcpgate.Price
+		want  mcpgate.Terms
+	}{
+		{mcpgate.Free(), mcpgate.Terms{Free: true}},
+		{mcpgate.Credits(5, "USD"), mcpgate.Terms{Cost: usd5, Units: 1, Policy: mcpgate.PolicyBefore}},
+		{mcpgate.Units(3), mcpgate.Terms{Units: 3, Policy: mcpgate.PolicyBefore}},
+		{mcpgate.Price{}, mcpgate.Terms{Units: 1, Policy: mcpgate.PolicyBefore}},
+		{mcpgate.CreditsOrUnits(5, "USD", 2), mcpgate.Terms{Cost: usd5, Units: 2, Policy: mcpgate.PolicyBefore}},
+	}
+	for _, tt := range tests {
+		if diff := cmp.Diff(tt.want, tt.price.Terms()); diff != "" {
+			t.Errorf("%+v.Terms() (-want +got):\n%s", tt.price, diff)
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package mcpgate
 
 import (
-	"strconv"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -30,15 +29,19 @@ const (
 	RefusalBillingError = "billing_error"
 )
 
-// Refusal is the structured content of the isError result the gate answers
-// instead of running a tool.
+// Refusal is the machine-readable answer to a call the gate refused instead
+// of running its tool. The result is isError with a text for the model (what
+// happened, why, the price, where to buy); the Refusal goes in the result's
+// _meta under MetaRefusal, and also in its structured content when the tool
+// declares no output schema (a refusal would not match one, and clients
+// reject results that do not).
 type Refusal struct {
 	Error   string `json:"error"`
 	Message string `json:"message"`
 	Service string `json:"service"`
 	Tool    string `json:"tool"`
-	// Price is what the call costs, when the tool has one.
-	Price *Price `json:"price,omitempty"`
+	// Price is how the call is charged, when the tool has a price.
+	Price *Terms `json:"price,omitempty"`
 	// Reasons says why each of the agent's entitlements could not pay.
 	Reasons []entitlement.Denial `json:"reasons,omitempty"`
 	// PurchaseURL is where credits can be bought.
@@ -47,7 +50,11 @@ type Refusal struct {
 	Retryable bool `json:"retryable,omitempty"`
 }
 
-func (r *Refusal) result() *mcp.CallToolResult {
+// text is the refusal as the model reads it, such as "payment required: no
+// entitlement of this agent covers tool forecast. Price per call: 5 cents
+// USD or 1 unit. Reasons: insufficient_balance (entitlement e1). Buy credits
+// at https://example.com/buy."
+func (r *Refusal) text() string {
 	var text strings.Builder
 	text.WriteString(r.Message)
 	if r.Price != nil {
@@ -56,43 +63,30 @@ func (r *Refusal) result() *mcp.CallToolResult {
 	for i, d := range r.Reasons {
 		if i == 0 {
 			text.WriteString(". Reasons:")
+		} else {
+			text.WriteString(";")
 		}
-		text.WriteString(" " + string(d.Reason))
+		text.WriteString(" " + string(d.Reason) + " (entitlement " + d.EntitlementID + ")")
 	}
 	if r.PurchaseURL != "" {
 		text.WriteString(". Buy credits at " + r.PurchaseURL)
 	}
 	text.WriteString(".")
-	return &mcp.CallToolResult{
-		IsError:           true,
-		Content:           []mcp.Content{&mcp.TextContent{Text: text.String()}},
-		StructuredContent: r,
-	}
+	return text.String()
 }
 
-// String describes p for people, such as "5 cents USD or 1 unit".
-func (p Price) String() string {
-	switch {
-	case p.Free:
-		return "free"
-	case p.Cost != nil && p.Units > 0:
-		return cost(p.Cost) + " or " + units(p.Units)
-	case p.Cost != nil:
-		return cost(p.Cost)
+// result is the tool result of r; structured says whether the refusal may
+// also be the structured content (the tool declares no output schema).
+func (r *Refusal) result(structured bool) *mcp.CallToolResult {
+	res := &mcp.CallToolResult{
+		Meta:    mcp.Meta{MetaRefusal: r},
+		IsError: true,
+		Content: []mcp.Content{&mcp.TextContent{Text: r.text()}},
 	}
-	return units(max(p.Units, 1))
-}
-
-// cost says an amount in minor units, which is what Stipend counts in.
-func cost(m *money.Money) string {
-	return strconv.FormatInt(m.Cents, 10) + " cents " + m.Currency
-}
-
-func units(n int64) string {
-	if n == 1 {
-		return "1 unit"
+	if structured {
+		res.StructuredContent = r
 	}
-	return strconv.FormatInt(n, 10) + " units"
+	return res
 }
 
 // Charge is what the gate puts in a charged call's result _meta under

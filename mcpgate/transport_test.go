@@ -74,7 +74,7 @@ func (r *rawSession) call(id int64, method, params string) *jsonrpc.Response {
 func TestTransport_RetriedRequestKeepsItsKey(t *testing.T) {
 	f := &fakeStipend{answer: consumed}
 	var ran atomic.Int32
-	s := toolServer(newGate(t, mcpgate.Config{Stipend: f}), &ran)
+	s := toolServer(newGate(t, mcpgate.Config{Stipend: f}), &ran, false)
 
 	one := dialRaw(t, s)
 	one.call(7, "tools/call", forecastParams)
@@ -101,7 +101,7 @@ func TestTransport_RetriedRequestKeepsItsKey(t *testing.T) {
 func TestHandler_RetriedPostKeepsItsKey(t *testing.T) {
 	f := &fakeStipend{answer: consumed}
 	var ran atomic.Int32
-	s := toolServer(newGate(t, mcpgate.Config{Stipend: f}), &ran)
+	s := toolServer(newGate(t, mcpgate.Config{Stipend: f}), &ran, false)
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{JSONResponse: true})
 	srv := httptest.NewServer(mcpgate.Handler(h))
 	t.Cleanup(srv.Close)

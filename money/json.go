@@ -1,12 +1,13 @@
 package money
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"strconv"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/stipend-mcp/stipend/field"
 )
 
 // MarshalJSON encodes m as {"cents":N,"currency":"XXX"}.
@@ -23,103 +24,120 @@ func (m Money) MarshalJSON() ([]byte, error) {
 	return b, nil
 }
 
-// UnmarshalJSON decodes {"cents":N,"currency":"XXX"} strictly: cents must be a
-// JSON integer literal (no fraction, no exponent, not a string) within
-// ±MaxCents; currency must be three upper-case letters; both are required;
-// unknown and duplicate members are rejected. Errors are *FieldError values.
-func (m *Money) UnmarshalJSON(data []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	tok, err := dec.Token()
-	if err != nil {
-		return &FieldError{Field: "", Reason: "malformed JSON", Err: err}
+// UnmarshalJSONFrom is Stipend's one strict amount decoder (the
+// encoding/json/v2 UnmarshalerFrom interface). It reads one JSON object with
+// exactly two members, each once, in any order: cents, a JSON integer
+// literal (no fraction, no exponent, not a string), and currency, a string;
+// then the amount must pass Validate. Its errors are the decoder's
+// *jsontext.SyntacticError for malformed JSON, or a *json.SemanticError whose
+// JSONPointer names the offending member (or the amount, if it is not an
+// object) and whose Err is a *field.Error naming the same member relative to
+// the amount.
+func (m *Money) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	switch k := dec.PeekKind(); k {
+	case '{':
+	case 0: // malformed or truncated: the decoder says where
+		_, err := dec.ReadToken()
+		return err
+	default:
+		return &json.SemanticError{Err: &field.Error{Reason: "must be an object with cents and currency" + notNull(k)}}
 	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return &FieldError{Field: "", Reason: "must be an object with cents and currency"}
+	if _, err := dec.ReadToken(); err != nil {
+		return err
 	}
 	var out Money
 	var seenCents, seenCurrency bool
-	for dec.More() {
-		tok, err := dec.Token()
+	for dec.PeekKind() != '}' {
+		tok, err := dec.ReadToken()
 		if err != nil {
-			return &FieldError{Field: "", Reason: "malformed JSON", Err: err}
+			return err
 		}
-		key, _ := tok.(string)
-		switch key {
-		case "cents":
-			if seenCents {
-				return &FieldError{Field: "cents", Reason: "given more than once"}
-			}
+		switch name := tok.String(); {
+		case name == "cents" && !seenCents:
 			seenCents = true
-			if out.Cents, err = decodeCents(dec); err != nil {
+			v, err := dec.ReadValue()
+			if err != nil {
 				return err
 			}
-		case "currency":
-			if seenCurrency {
-				return &FieldError{Field: "currency", Reason: "given more than once"}
+			var reason string
+			if out.Cents, reason = parseCents(v); reason != "" {
+				return memberError(dec.StackPointer(), &field.Error{Field: name, Reason: reason})
 			}
+		case name == "currency" && !seenCurrency:
 			seenCurrency = true
-			v, err := dec.Token()
-			s, ok := v.(string)
-			if err != nil || !ok {
-				return &FieldError{Field: "currency", Reason: "must be a string"}
+			if k := dec.PeekKind(); k != '"' && k != 0 {
+				return memberError(dec.StackPointer(), &field.Error{Field: name, Reason: "must be a string" + notNull(k)})
 			}
-			if !IsCurrency(s) {
-				return &FieldError{Field: "currency", Reason: "must be a three-letter upper-case ISO 4217 code", Err: ErrInvalidCurrency}
+			v, err := dec.ReadToken()
+			if err != nil {
+				return err
 			}
-			out.Currency = s
+			out.Currency = v.String()
+		case name == "cents" || name == "currency":
+			return memberError(dec.StackPointer(), &field.Error{Field: name, Reason: "given more than once"})
 		default:
-			return &FieldError{Field: key, Reason: "unknown field"}
+			return memberError(dec.StackPointer(), &field.Error{Field: name, Reason: "unknown field"})
 		}
 	}
-	if _, err := dec.Token(); err != nil { // closing '}'
-		return &FieldError{Field: "", Reason: "malformed JSON", Err: err}
+	if _, err := dec.ReadToken(); err != nil { // '}'
+		return err
 	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return &FieldError{Field: "", Reason: "unexpected data after the amount"}
-	}
+	// The amount is now the value last read; its pointer names it.
 	switch {
 	case !seenCents:
-		return &FieldError{Field: "cents", Reason: "is required"}
+		return memberError(dec.StackPointer().AppendToken("cents"), &field.Error{Field: "cents", Reason: "is required"})
 	case !seenCurrency:
-		return &FieldError{Field: "currency", Reason: "is required"}
+		return memberError(dec.StackPointer().AppendToken("currency"), &field.Error{Field: "currency", Reason: "is required"})
+	}
+	var fe *field.Error
+	if err := out.Validate(); errors.As(err, &fe) {
+		return memberError(dec.StackPointer().AppendToken(fe.Field), fe)
 	}
 	*m = out
 	return nil
 }
 
-func decodeCents(dec *json.Decoder) (int64, error) {
-	v, err := dec.Token()
-	if err != nil {
-		return 0, &FieldError{Field: "cents", Reason: "malformed JSON", Err: err}
+// parseCents reads a JSON integer literal, or says why v is not one. A
+// literal beyond int64 comes out clamped to ±(2^63−1), which Validate
+// refuses like any amount past MaxCents.
+func parseCents(v jsontext.Value) (int64, string) {
+	if v.Kind() != '0' {
+		return 0, "must be a JSON integer" + notNull(v.Kind())
 	}
-	n, ok := v.(json.Number)
-	if !ok {
-		return 0, &FieldError{Field: "cents", Reason: "must be a JSON integer"}
-	}
-	if !isIntegerLiteral(string(n)) {
-		return 0, &FieldError{Field: "cents", Reason: "must be a JSON integer (no fraction or exponent)"}
-	}
-	c, err := strconv.ParseInt(string(n), 10, 64)
-	if err != nil || c > MaxCents || c < -MaxCents {
-		return 0, &FieldError{Field: "cents", Reason: fmt.Sprintf("must be between %d and %d", -MaxCents, MaxCents), Err: ErrOutOfRange}
-	}
-	return c, nil
-}
-
-// isIntegerLiteral reports whether s is -?(0|[1-9][0-9]*), the integer subset of
-// the JSON number grammar.
-func isIntegerLiteral(s string) bool {
-	if len(s) > 0 && s[0] == '-' {
-		s = s[1:]
-	}
-	if s == "" || (s[0] == '0' && len(s) > 1) {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
+	for _, c := range v {
+		if c == '.' || c == 'e' || c == 'E' {
+			return 0, "must be a JSON integer (no fraction or exponent)"
 		}
 	}
-	return true
+	n, _ := strconv.ParseInt(string(v), 10, 64) // the decoder checked the number grammar
+	return n, ""
+}
+
+func notNull(k jsontext.Kind) string {
+	if k == 'n' {
+		return ", not null"
+	}
+	return ""
+}
+
+// memberError reports fe, the member of an amount at JSON Pointer p. Inside
+// the object p is the decoder's own StackPointer: the member last read.
+func memberError(p jsontext.Pointer, fe *field.Error) error {
+	return &json.SemanticError{JSONPointer: p, Err: fe}
+}
+
+// UnmarshalJSON is UnmarshalJSONFrom for encoding/json (v1) callers: data
+// must hold exactly one amount. Its errors are *field.Error values; malformed
+// JSON is one naming no field.
+func (m *Money) UnmarshalJSON(data []byte) error {
+	// Duplicates are left to UnmarshalJSONFrom, whose error names the member.
+	err := json.Unmarshal(data, m, jsontext.AllowDuplicateNames(true))
+	var fe *field.Error
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &fe):
+		return fe
+	}
+	return &field.Error{Reason: "malformed JSON", Err: err}
 }

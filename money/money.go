@@ -120,9 +120,3 @@ func IsCurrency(code string) bool {
 	}
 	return true
 }
-
-// FieldError is the domain's field error (field.Error), under the name
-// money's decoder uses. Field is relative to the amount ("cents",
-// "currency"); callers checking a larger document put it under the amount's
-// own path with field.Within.
-type FieldError = field.Error

@@ -6,6 +6,10 @@ import (
 	"math"
 	"testing"
 
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/stipend-mcp/stipend/field"
 	"github.com/stipend-mcp/stipend/money"
 )
 
@@ -54,12 +58,12 @@ func TestMoney_Validate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		err := tt.m.Validate()
-		var fe *money.FieldError
+		var fe *field.Error
 		switch {
 		case tt.wantField == "" && err != nil:
 			t.Errorf("%+v.Validate() = %v, want nil", tt.m, err)
 		case tt.wantField != "" && (!errors.As(err, &fe) || fe.Field != tt.wantField):
-			t.Errorf("%+v.Validate() = %v, want a FieldError on %q", tt.m, err, tt.wantField)
+			t.Errorf("%+v.Validate() = %v, want a field.Error on %q", tt.m, err, tt.wantField)
 		}
 	}
 }
@@ -121,11 +125,55 @@ func TestMoney_UnmarshalJSON(t *testing.T) {
 			if err == nil {
 				t.Fatalf("Unmarshal(%s) = %+v, nil; want an error on %q", tt.in, got, tt.wantField)
 			}
-			var fe *money.FieldError
+			var fe *field.Error
 			if tt.wantField != "-" && (!errors.As(err, &fe) || fe.Field != tt.wantField) {
-				t.Errorf("Unmarshal(%s) err = %v, want a FieldError on %q", tt.in, err, tt.wantField)
+				t.Errorf("Unmarshal(%s) err = %v, want a field.Error on %q", tt.in, err, tt.wantField)
 			}
 		})
+	}
+}
+
+// TestMoney_UnmarshalJSONFrom: inside a larger document, the streaming
+// decoder's errors point at the offending member and name it relative to
+// the amount.
+func TestMoney_UnmarshalJSONFrom(t *testing.T) {
+	tests := []struct {
+		in          string
+		wantPointer jsontext.Pointer
+		wantField   string
+		wantErr     error
+	}{
+		{`{"a":{"cents":1.5,"currency":"USD"}}`, "/a/cents", "cents", nil},
+		{`{"a":{"cents":"1","currency":"USD"}}`, "/a/cents", "cents", nil},
+		{`{"a":{"cents":9007199254740992,"currency":"USD"}}`, "/a/cents", "cents", money.ErrOutOfRange},
+		{`{"a":{"currency":"USD","cents":1}, "b":{"cents":1}}`, "/b/currency", "currency", nil},
+		{`{"a":{"cents":1,"currency":"US"}}`, "/a/currency", "currency", money.ErrInvalidCurrency},
+		{`{"a":{"cents":1,"currency":"USD","x~y":1}}`, "/a/x~0y", "x~y", nil},
+		{`{"a":12}`, "/a", "", nil},
+		{`{"a":null}`, "/a", "", nil},
+		{`{"l":[{"cents":1,"currency":"USD"},{"cents":1,"currency":1}]}`, "/l/1/currency", "currency", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			var doc struct {
+				A money.Money   `json:"a"`
+				B *money.Money  `json:"b"`
+				L []money.Money `json:"l"`
+			}
+			err := jsonv2.Unmarshal([]byte(tt.in), &doc)
+			var se *jsonv2.SemanticError
+			var fe *field.Error
+			if !errors.As(err, &se) || !errors.As(err, &fe) {
+				t.Fatalf("Unmarshal(%s) = %v, want a SemanticError with a FieldError", tt.in, err)
+			}
+			if se.JSONPointer != tt.wantPointer || fe.Field != tt.wantField || (tt.wantErr != nil && !errors.Is(err, tt.wantErr)) {
+				t.Errorf("Unmarshal(%s): pointer %q field %q err %v, want %q %q %v", tt.in, se.JSONPointer, fe.Field, err, tt.wantPointer, tt.wantField, tt.wantErr)
+			}
+		})
+	}
+	var doc struct{ A money.Money }
+	if err := jsonv2.Unmarshal([]byte(`{"A":{"cents":1,"currency":"USD"`), &doc); !errors.As(err, new(*jsontext.SyntacticError)) {
+		t.Errorf("truncated amount: err = %v, want a SyntacticError", err)
 	}
 }
 

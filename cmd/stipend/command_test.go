@@ -3,13 +3,9 @@ package main_test
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"strings"
 	"testing"
 
-	"github.com/stipend-mcp/stipend/apikey"
 	main "github.com/stipend-mcp/stipend/cmd/stipend"
 )
 
@@ -64,37 +60,5 @@ func TestRunCommand_Usage(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-func TestRunCommand_KeysAPI(t *testing.T) {
-	code, stdout, stderr := runCommand(t, nil, "keys", "api", "--role", "reader", "--agents", "agent-a, agent-b", "--id", "ui-1")
-	if code != 0 {
-		t.Fatalf("keys api: exit %d, stderr %s", code, stderr)
-	}
-	var raw string
-	for _, f := range strings.Fields(stdout) {
-		if strings.HasPrefix(f, apikey.KeyPrefix) {
-			raw = f
-		}
-	}
-	if raw == "" {
-		t.Fatalf("keys api printed no raw key:\n%s", stdout)
-	}
-	var entry apikey.Key
-	if err := json.Unmarshal([]byte(stdout[strings.Index(stdout, "{"):]), &entry); err != nil {
-		t.Fatalf("keys api entry: %v\n%s", err, stdout)
-	}
-	sum := sha256.Sum256([]byte(raw))
-	want := apikey.Key{ID: "ui-1", Role: apikey.RoleReader, SHA256: hex.EncodeToString(sum[:]), Agents: []string{"agent-a", "agent-b"}}
-	if entry.ID != want.ID || entry.Role != want.Role || entry.SHA256 != want.SHA256 || strings.Join(entry.Agents, ",") != "agent-a,agent-b" {
-		t.Errorf("keys api entry = %+v, want %+v", entry, want)
-	}
-	set, err := apikey.NewSet([]apikey.Key{entry})
-	if err != nil {
-		t.Fatalf("the printed entry is not a valid key file entry: %v", err)
-	}
-	if _, ok := set.Lookup(raw); !ok {
-		t.Errorf("the printed raw key does not match its entry")
 	}
 }

@@ -24,25 +24,27 @@ const (
 )
 
 // Config is everything `stipend serve` can be told, from flags and STIPEND_*
-// environment variables (a flag wins over its variable).
+// environment variables (a flag wins over its variable), and the emulator
+// address from FIRESTORE_EMULATOR_HOST.
 type Config struct {
-	Addr                string
-	Env                 string
-	Store               string
-	FirestoreProject    string // "" = detect from the environment
-	FirestoreDatabase   string
-	CollectionPrefix    string
-	APIKeysFile         string
-	SigningKeyFiles     []string // the first signs; all verify
-	StripeWebhookSecret string
-	WebhookAllowPrivate bool
-	WebhookConcurrency  int // deliveries sent at once; 0 runs no dispatcher
-	CORSOrigins         []string
-	Issuer              string
-	ShutdownTimeout     time.Duration
-	LedgerRetention     time.Duration // how long completed Idempotency-Key results replay
-	LogLevel            slog.Level
-	DevKeysOut          string
+	Addr                  string
+	Env                   string
+	Store                 string
+	FirestoreProject      string // "" = detect from the environment
+	FirestoreDatabase     string
+	FirestoreEmulatorHost string // FIRESTORE_EMULATOR_HOST (no flag): host:port of an emulator; "" = Firestore itself
+	CollectionPrefix      string
+	APIKeysFile           string
+	SigningKeyFiles       []string // the first signs; all verify
+	StripeWebhookSecret   string
+	WebhookAllowPrivate   bool
+	WebhookConcurrency    int // deliveries sent at once; 0 runs no dispatcher
+	CORSOrigins           []string
+	Issuer                string
+	ShutdownTimeout       time.Duration
+	LedgerRetention       time.Duration // how long completed Idempotency-Key results replay
+	LogLevel              slog.Level
+	DevKeysOut            string
 }
 
 // Development reports whether c runs in development mode.
@@ -113,6 +115,9 @@ func readSettings(args []string, env map[string]string) (Config, error) {
 	if fs.NArg() > 0 {
 		return Config{}, &UsageError{Err: fmt.Errorf("unexpected argument %q", fs.Arg(0))}
 	}
+	// The variable the Firestore tools and client libraries share; it has
+	// no flag.
+	c.FirestoreEmulatorHost = env["FIRESTORE_EMULATOR_HOST"]
 	// Cloud Run (and other platforms) say which port to listen on in PORT.
 	if _, set := env["STIPEND_ADDR"]; !set && !flagSet(fs, "addr") && env["PORT"] != "" {
 		c.Addr = ":" + env["PORT"]

@@ -124,8 +124,13 @@ func TestParseConfig(t *testing.T) {
 		},
 		{
 			name: "OtherEnvironmentIgnored",
-			env:  map[string]string{"HOME": "/root", "FIRESTORE_EMULATOR_HOST": "127.0.0.1:1", "STIPEND": "x"},
+			env:  map[string]string{"HOME": "/root", "STIPEND": "x"},
 			want: defaults(),
+		},
+		{
+			name: "EmulatorHost",
+			env:  map[string]string{"FIRESTORE_EMULATOR_HOST": "127.0.0.1:1"},
+			want: with(func(c *main.Config) { c.FirestoreEmulatorHost = "127.0.0.1:1" }),
 		},
 		{
 			name: "PortWhenAddrUnset",

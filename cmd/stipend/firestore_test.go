@@ -7,8 +7,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stipend-mcp/stipend/apikey"
+	main "github.com/stipend-mcp/stipend/cmd/stipend"
 	"github.com/stipend-mcp/stipend/internal/emulator"
 	"github.com/stipend-mcp/stipend/receipt"
 )
@@ -47,12 +49,34 @@ func writeKeyFiles(tb testing.TB, dir string) (apiKeys, signingKey, admin, host 
 	return apiKeys, signingKey, admin, host
 }
 
+// waitReady waits until GET /readyz answers 200, within a minute. The first
+// calls to a freshly started emulator can outlast one probe's deadline on a
+// loaded machine, so a 503 is asked again, as a platform would.
+func waitReady(tb testing.TB, m *runningMain) {
+	tb.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		resp, err := http.Get(m.URL() + "/readyz")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("GET /readyz: status %d for a minute, want 200\nstderr:\n%s", resp.StatusCode, m.stderr)
+		}
+		time.Sleep(100 * time.Millisecond) // between probes; each waits up to its own deadline
+	}
+}
+
 // TestMain_FirestoreProduction runs the real program in production mode on
 // the Firestore emulator, in a named database, with key files.
 func TestMain_FirestoreProduction(t *testing.T) {
-	emulator.Host(t)
+	env := map[string]string{"FIRESTORE_EMULATOR_HOST": emulator.Host(t)}
 	apiKeys, signingKey, admin, host := writeKeyFiles(t, t.TempDir())
-	m := startMain(t,
+	m := startMainEnv(t, env,
 		"--env", "production", "--store", "firestore",
 		"--firestore-project", emulator.ProjectID, "--firestore-database", "stipend-cmd-test",
 		"--collection-prefix", emulator.Prefix(t),
@@ -61,14 +85,7 @@ func TestMain_FirestoreProduction(t *testing.T) {
 	if out := m.stdout.String(); out != "" {
 		t.Errorf("production printed a development banner:\n%s", out)
 	}
-	resp, err := http.Get(m.URL() + "/readyz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Errorf("GET /readyz: status %d, want 200", resp.StatusCode)
-	}
+	waitReady(t, m)
 	grantCredits(t, m.URL(), admin, "agent-demo")
 	status, body := call(t, http.DefaultClient, "POST", m.URL()+"/v1/consume", host, consumeBody("fs-1"))
 	if status != http.StatusOK || body["result"] != "consumed" {
@@ -76,5 +93,26 @@ func TestMain_FirestoreProduction(t *testing.T) {
 	}
 	if logs := m.stderr.String(); !strings.Contains(logs, `"message":"firestore store"`) {
 		t.Errorf("logs do not say which store is used:\n%s", logs)
+	}
+}
+
+// TestMain_EmulatorFromItsEnvironment: the program reaches the emulator that
+// the environment it is given names, whatever the process environment says
+// (the Firestore client library would otherwise read it from there).
+func TestMain_EmulatorFromItsEnvironment(t *testing.T) {
+	env := map[string]string{"FIRESTORE_EMULATOR_HOST": emulator.Host(t)}
+	t.Setenv("FIRESTORE_EMULATOR_HOST", "127.0.0.1:1") // nothing listens on port 1
+	m := startMainEnv(t, env,
+		"--store", "firestore", "--firestore-project", emulator.ProjectID,
+		"--collection-prefix", emulator.Prefix(t), "--webhook-concurrency", "0",
+	)
+	waitReady(t, m) // the store and the ledger answer on the emulator of the map
+	grantCredits(t, m.URL(), m.DevKeys.Admin, main.DevAgent)
+	status, body := call(t, http.DefaultClient, "POST", m.URL()+"/v1/consume", m.DevKeys.Host, consumeBody("env-1"))
+	if status != http.StatusOK || body["result"] != "consumed" {
+		t.Errorf("consume: status %d, body %v; want 200 consumed", status, body)
+	}
+	if logs := m.stderr.String(); !strings.Contains(logs, `"emulator":"`+env["FIRESTORE_EMULATOR_HOST"]+`"`) {
+		t.Errorf("the store's log line does not name the emulator of the map %s:\n%s", env["FIRESTORE_EMULATOR_HOST"], logs)
 	}
 }

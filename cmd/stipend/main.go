@@ -68,20 +68,6 @@ func RunCommand(ctx context.Context, args []string, env map[string]string, stdou
 	}
 }
 
-// keysCmd dispatches `stipend keys api|signing`.
-func keysCmd(args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 {
-		switch args[0] {
-		case "api":
-			return keysAPICmd(args[1:], stdout, stderr)
-		case "signing":
-			return keysSigningCmd(args[1:], stdout, stderr)
-		}
-	}
-	fmt.Fprintln(stderr, "stipend keys: want `stipend keys api --role ROLE` or `stipend keys signing --out FILE`")
-	return 2
-}
-
 // Environ turns os.Environ-style "K=V" pairs into a map.
 func Environ(pairs []string) map[string]string {
 	env := make(map[string]string, len(pairs))

@@ -28,10 +28,16 @@ type runningMain struct {
 // environment), and closes it when the test ends.
 func startMain(tb testing.TB, args ...string) *runningMain {
 	tb.Helper()
+	return startMainEnv(tb, nil, args...)
+}
+
+// startMainEnv is startMain with the environment env.
+func startMainEnv(tb testing.TB, env map[string]string, args ...string) *runningMain {
+	tb.Helper()
 	m := main.NewMain()
 	r := &runningMain{Main: m, stdout: &syncbuf.Buffer{}, stderr: &syncbuf.Buffer{}}
 	m.Stdout, m.Stderr = r.stdout, r.stderr
-	if err := m.ParseFlags(append([]string{"--addr", "127.0.0.1:0"}, args...), nil); err != nil {
+	if err := m.ParseFlags(append([]string{"--addr", "127.0.0.1:0"}, args...), env); err != nil {
 		tb.Fatalf("ParseFlags(%q): %v", args, err)
 	}
 	if err := m.Run(context.Background()); err != nil {

@@ -22,83 +22,9 @@ import (
 	"github.com/stipend-mcp/stipend/receipt"
 )
 
-// defaultSigningKeyFile is where `stipend keys signing` writes without --out.
-const defaultSigningKeyFile = "stipend-signing-key.json"
-
 // maxReceiptFile bounds what `receipt verify` reads from a receipt file or a
 // JWKS (file or URL).
 const maxReceiptFile = 1 << 20
-
-// keysSigningCmd is `stipend keys signing [--out FILE]`: it writes a new
-// Ed25519 signing key file (a private OKP JWK, mode 0600, never over an
-// existing file) and prints its kid. --out - writes the key to stdout and the
-// kid to stderr, for piping into a secret manager.
-func keysSigningCmd(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("stipend keys signing", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	out := fs.String("out", defaultSigningKeyFile, "file to write the new key to (refuses to overwrite); - for stdout")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: stipend keys signing [--out FILE]")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "stipend keys signing: unexpected argument %q\n", fs.Arg(0))
-		fs.Usage()
-		return 2
-	}
-	file, err := receipt.GenerateKey()
-	if err != nil {
-		fmt.Fprintf(stderr, "stipend keys signing: %v\n", err)
-		return 1
-	}
-	k, err := receipt.LoadKeyring(file)
-	if err != nil {
-		fmt.Fprintf(stderr, "stipend keys signing: %v\n", err)
-		return 1
-	}
-	if *out == "-" {
-		if _, err := stdout.Write(file); err != nil {
-			fmt.Fprintf(stderr, "stipend keys signing: %v\n", err)
-			return 1
-		}
-		fmt.Fprintf(stderr, "kid %s\n", k.KeyID())
-		return 0
-	}
-	if err := writeNewFile(*out, file); err != nil {
-		fmt.Fprintf(stderr, "stipend keys signing: %v\n", err)
-		return 1
-	}
-	fmt.Fprintln(stdout, k.KeyID())
-	fmt.Fprintf(stderr, "Wrote receipt signing key %s (kid %s, mode 0600). Keep it secret.\n"+
-		"Rotate: serve with --signing-key-file %s first, then the older key files (they keep verifying).\n",
-		*out, k.KeyID(), *out)
-	return 0
-}
-
-// writeNewFile writes data to a file that must not exist yet, readable by its
-// owner only.
-func writeNewFile(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if errors.Is(err, os.ErrExist) {
-		return fmt.Errorf("%s exists; not overwriting a key file (choose another --out)", path)
-	}
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		os.Remove(path)
-		return err
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(path)
-		return err
-	}
-	return nil
-}
 
 // receiptVerifyCmd is `stipend receipt verify RECEIPT --jwks FILE|URL`.
 // RECEIPT is a file holding a compact JWS, or the receipt JSON the API returns

@@ -19,61 +19,6 @@ import (
 	"github.com/stipend-mcp/stipend/receipt"
 )
 
-func TestKeysSigningCmd(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "signing.json")
-	var stdout, stderr bytes.Buffer
-	if code := keysSigningCmd([]string{"--out", path}, &stdout, &stderr); code != 0 {
-		t.Fatalf("keys signing --out %s = exit %d, want 0; stderr:\n%s", path, code, stderr.String())
-	}
-	info, err := os.Stat(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := info.Mode().Perm(); got != 0o600 {
-		t.Errorf("key file mode = %v, want 0600", got)
-	}
-	k, err := receipt.LoadKeyFiles(path)
-	if err != nil {
-		t.Fatalf("LoadKeyFiles(written file): %v", err)
-	}
-	if got, want := strings.TrimSpace(stdout.String()), k.KeyID(); got != want {
-		t.Errorf("keys signing printed %q, want the kid %q", got, want)
-	}
-
-	t.Run("RefusesToOverwrite", func(t *testing.T) {
-		before, _ := os.ReadFile(path)
-		var stdout, stderr bytes.Buffer
-		if code := keysSigningCmd([]string{"--out", path}, &stdout, &stderr); code == 0 {
-			t.Fatal("keys signing over an existing file = exit 0, want non-zero")
-		}
-		if !strings.Contains(stderr.String(), "exists") {
-			t.Errorf("stderr = %q, want it to say the file exists", stderr.String())
-		}
-		if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
-			t.Error("keys signing changed the existing key file")
-		}
-	})
-	t.Run("Stdout", func(t *testing.T) {
-		var stdout, stderr bytes.Buffer
-		if code := keysSigningCmd([]string{"--out", "-"}, &stdout, &stderr); code != 0 {
-			t.Fatalf("keys signing --out - = exit %d; stderr:\n%s", code, stderr.String())
-		}
-		k, err := receipt.LoadKeyring(stdout.Bytes())
-		if err != nil {
-			t.Fatalf("LoadKeyring(stdout): %v", err)
-		}
-		if !strings.Contains(stderr.String(), k.KeyID()) {
-			t.Errorf("stderr = %q, want the kid %s", stderr.String(), k.KeyID())
-		}
-	})
-	t.Run("UnexpectedArgument", func(t *testing.T) {
-		var stdout, stderr bytes.Buffer
-		if code := keysSigningCmd([]string{"extra"}, &stdout, &stderr); code != 2 {
-			t.Errorf("keys signing extra = exit %d, want 2", code)
-		}
-	})
-}
-
 func TestReceiptVerifyCmd(t *testing.T) {
 	dir := t.TempDir()
 	keyFile, err := receipt.GenerateKey()

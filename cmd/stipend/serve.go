@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cloud.google.com/go/firestore"
 	"context"
 	"errors"
 	"fmt"
@@ -12,12 +11,11 @@ import (
 	"os"
 	"time"
 
+	"cloud.google.com/go/firestore"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/stipend-mcp/stipend/api"
-	"github.com/stipend-mcp/stipend/apikey"
-	"github.com/stipend-mcp/stipend/receipt"
 	"github.com/stipend-mcp/stipend/webhook"
 )
 
@@ -41,12 +39,10 @@ type Main struct {
 	// DevKeys holds the raw development API keys when Run made them.
 	DevKeys *DevKeys
 
-	ln      net.Listener
-	closers []func() error // released by Close, last first
-	// firestore is the store's client, shared with the ledger (nil on the
-	// memory store).
-	firestore      *firestore.Client
-	serveErr       chan error // receives the HTTP server's exit
+	failpoints     failpoints // set by ParseFlags; empty outside the crash test's build
+	ln             net.Listener
+	closers        []func() error // released by Close, last first
+	serveErr       chan error     // receives the HTTP server's exit
 	stopDispatch   context.CancelFunc
 	dispatcherDone chan struct{}
 }
@@ -74,6 +70,7 @@ func (m *Main) ParseFlags(args []string, env map[string]string) error {
 		return err
 	}
 	m.Config = c
+	m.failpoints = readFailpoints(env)
 	return nil
 }
 
@@ -85,10 +82,17 @@ func (m *Main) Run(ctx context.Context) error {
 	m.Logger = newLogger(m.Stderr, c.LogLevel)
 	m.serveErr = make(chan error, 1)
 
-	st, err := m.openStore(ctx)
-	if err != nil {
-		return err
+	// One Firestore client serves the store and the ledger; Close closes
+	// it after the HTTP server has drained.
+	var client *firestore.Client
+	if c.Store == StoreFirestore {
+		var err error
+		if client, err = openFirestore(ctx, c); err != nil {
+			return err
+		}
+		m.closers = append(m.closers, client.Close)
 	}
+	st := m.openStore(ctx, client)
 	keys, err := m.apiKeys()
 	if err != nil {
 		return err
@@ -115,9 +119,7 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("api: %w", err)
 	}
-	if err := m.useLedger(ctx, srv); err != nil {
-		return err
-	}
+	m.useLedger(srv, client)
 	m.HTTPServer.Handler = srv.Handler()
 	m.HTTPServer.ErrorLog = slog.NewLogLogger(m.Logger.Handler(), slog.LevelWarn)
 
@@ -215,53 +217,4 @@ func (m *Main) Close() error {
 	}
 	m.closers = nil
 	return errors.Join(errs...)
-}
-
-// apiKeys loads the API key file, or in development without one makes a key
-// per role (and writes them to Config.DevKeysOut when set).
-func (m *Main) apiKeys() (*apikey.Set, error) {
-	c := m.Config
-	if c.APIKeysFile != "" {
-		set, err := apikey.Load(c.APIKeysFile)
-		if err != nil {
-			return nil, fmt.Errorf("api key file: %w", err)
-		}
-		if set.Len() == 0 {
-			return nil, fmt.Errorf("api key file %s: holds no keys", c.APIKeysFile)
-		}
-		m.Logger.Info("api keys loaded", "file", c.APIKeysFile, "keys", set.Len())
-		return set, nil
-	}
-	if !c.Development() {
-		return nil, errors.New("production needs an API key file (--api-keys-file)")
-	}
-	dev, set, err := NewDevKeys()
-	if err != nil {
-		return nil, fmt.Errorf("development keys: %w", err)
-	}
-	m.DevKeys = dev
-	if c.DevKeysOut != "" {
-		if err := dev.WriteFile(c.DevKeysOut); err != nil {
-			return nil, fmt.Errorf("--dev-keys-out: %w", err)
-		}
-	}
-	return set, nil
-}
-
-// signer loads the receipt signing keys, or in development without any
-// makes an ephemeral one.
-func (m *Main) signer() (*receipt.Keyring, error) {
-	c := m.Config
-	if len(c.SigningKeyFiles) > 0 {
-		k, err := receipt.LoadKeyFiles(c.SigningKeyFiles...)
-		if err != nil {
-			return nil, fmt.Errorf("signing key files: %w", err)
-		}
-		m.Logger.Info("receipt signing keys loaded", "kid", k.KeyID(), "files", len(c.SigningKeyFiles))
-		return k, nil
-	}
-	if !c.Development() {
-		return nil, errors.New("production needs a receipt signing key (--signing-key-file)")
-	}
-	return receipt.NewEphemeralKeyring()
 }

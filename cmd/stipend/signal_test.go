@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"syscall"
 	"testing"
 )
@@ -19,11 +18,7 @@ func TestBinary_SIGTERM(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary; skipped with -short")
 	}
-	bin := filepath.Join(t.TempDir(), "stipend")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := stipendBinary(t, "")
 
 	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0")
 	cmd.Env = append(os.Environ(), "STIPEND_SHUTDOWN_TIMEOUT=5s")

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"log/slog"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/stipend-mcp/stipend/mcpgate"
 )
 
 func TestLoadConfig(t *testing.T) {
@@ -33,12 +36,35 @@ func TestLoadConfig(t *testing.T) {
 		t.Errorf("everything set (-want +got):\n%s", diff)
 	}
 
+	got, err = loadConfig(env("STIPEND_HOST_KEY", "k", "PAIDTOOLS_PRICES", `{"echo":{"free":true},"forecast":{"cost":{"cents":7,"currency":"USD"},"units":2}}`))
+	if err != nil {
+		t.Fatalf("loadConfig with prices: %v", err)
+	}
+	wantPrices := map[string]mcpgate.Price{"echo": mcpgate.Free(), "forecast": mcpgate.CreditsOrUnits(7, "USD", 2)}
+	if diff := cmp.Diff(wantPrices, got.prices); diff != "" {
+		t.Errorf("PAIDTOOLS_PRICES (-want +got):\n%s", diff)
+	}
+
 	for name, e := range map[string]func(string) string{
-		"NoHostKey":   env(),
-		"BadFailOpen": env("STIPEND_HOST_KEY", "k", "PAIDTOOLS_FAIL_OPEN", "maybe"),
+		"NoHostKey":         env(),
+		"BadFailOpen":       env("STIPEND_HOST_KEY", "k", "PAIDTOOLS_FAIL_OPEN", "maybe"),
+		"PricesNotJSON":     env("STIPEND_HOST_KEY", "k", "PAIDTOOLS_PRICES", "forecast=5"),
+		"PricesNull":        env("STIPEND_HOST_KEY", "k", "PAIDTOOLS_PRICES", "null"),
+		"PricesTwoObjects":  env("STIPEND_HOST_KEY", "k", "PAIDTOOLS_PRICES", `{} {}`),
+		"PricesTrailing":    env("STIPEND_HOST_KEY", "k", "PAIDTOOLS_PRICES", `{}}`),
+		"PricesUnknownName": env("STIPEND_HOST_KEY", "k", "PAIDTOOLS_PRICES", `{"forecast":{"cents":5}}`),
+		"PricesBadMoney":    env("STIPEND_HOST_KEY", "k", "PAIDTOOLS_PRICES", `{"forecast":{"cost":{"cents":5.5,"currency":"USD"}}}`),
 	} {
 		if _, err := loadConfig(e); err == nil {
 			t.Errorf("loadConfig(%s) succeeded, want an error", name)
 		}
+	}
+}
+
+func TestNewGate_ChecksPrices(t *testing.T) {
+	c := config{stipendURL: "http://127.0.0.1:9", hostKey: "k", service: "weather",
+		prices: map[string]mcpgate.Price{"forecast": mcpgate.Credits(5, "usd")}}
+	if _, err := newGate(c, slog.New(slog.DiscardHandler)); err == nil {
+		t.Errorf("newGate with a lower-case currency succeeded, want an error")
 	}
 }

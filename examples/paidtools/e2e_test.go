@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -126,7 +127,7 @@ func call(t *testing.T, cs *mcp.ClientSession, tool, key string, args map[string
 func charged(t *testing.T, res *mcp.CallToolResult) mcpgate.Charge {
 	t.Helper()
 	if res.IsError {
-		t.Fatalf("tool result is an error: %v", res.StructuredContent)
+		t.Fatalf("tool result is an error: %v", res.Meta[mcpgate.MetaRefusal])
 	}
 	var c mcpgate.Charge
 	remarshal(t, res.Meta[mcpgate.MetaConsumption], &c)
@@ -145,6 +146,28 @@ func remarshal(t *testing.T, v, out any) {
 	if err != nil {
 		t.Fatalf("re-decoding %v: %v", v, err)
 	}
+}
+
+// refused returns the refusal of a refused call: an isError result with a
+// text, and the refusal in _meta only (every example tool declares an output
+// schema, which a refusal does not match).
+func refused(t *testing.T, res *mcp.CallToolResult) mcpgate.Refusal {
+	t.Helper()
+	if !res.IsError {
+		t.Fatalf("tool result is not an error, want a refusal: %v", res.StructuredContent)
+	}
+	if res.StructuredContent != nil {
+		t.Errorf("refusal has structuredContent %v, want none (the tool has an output schema)", res.StructuredContent)
+	}
+	if len(res.Content) != 1 {
+		t.Fatalf("refusal has %d contents, want one text", len(res.Content))
+	}
+	var r mcpgate.Refusal
+	remarshal(t, res.Meta[mcpgate.MetaRefusal], &r)
+	if text := res.Content[0].(*mcp.TextContent).Text; r.Message == "" || !strings.Contains(text, r.Message) {
+		t.Errorf("refusal text %q does not contain its message %q", text, r.Message)
+	}
+	return r
 }
 
 func usd(cents int64) *money.Money { return &money.Money{Cents: cents, Currency: "USD"} }
@@ -188,18 +211,13 @@ func TestPaidTools_EndToEnd(t *testing.T) {
 	}
 
 	// With the credits gone, the call is refused with payment required.
-	res := call(t, cs, "forecast", "call-3", oslo)
-	if !res.IsError {
-		t.Fatalf("call with no credits left: isError = false, want a refusal")
-	}
-	var refusal mcpgate.Refusal
-	remarshal(t, res.StructuredContent, &refusal)
+	refusal := refused(t, call(t, cs, "forecast", "call-3", oslo))
 	wantReasons := []entitlement.Denial{{EntitlementID: first.Entitlements[0].ID, Reason: entitlement.ReasonInsufficientBalance}}
 	if refusal.Error != mcpgate.RefusalPaymentRequired || !cmp.Equal(wantReasons, refusal.Reasons) {
 		t.Errorf("refusal = %s %v, want %s %v", refusal.Error, refusal.Reasons, mcpgate.RefusalPaymentRequired, wantReasons)
 	}
-	if refusal.Price == nil || !cmp.Equal(usd(5), refusal.Price.Cost) {
-		t.Errorf("refusal price = %+v, want 5 USD", refusal.Price)
+	if want := (mcpgate.Terms{Cost: usd(5), Units: 1, Policy: mcpgate.PolicyBefore}); !cmp.Equal(&want, refusal.Price) {
+		t.Errorf("refusal price = %+v, want %+v", refusal.Price, want)
 	}
 	if echo := call(t, cs, "echo", "", map[string]any{"text": "hi"}); echo.IsError {
 		t.Errorf("the free tool is refused too: %v", echo.Content)
@@ -231,12 +249,10 @@ func TestPaidTools_EndToEnd(t *testing.T) {
 
 	// Stipend unreachable: the gate fails closed.
 	ts.Close()
-	res = call(t, cs, "forecast", "call-5", oslo)
-	refusal = mcpgate.Refusal{}
-	remarshal(t, res.StructuredContent, &refusal)
-	if !res.IsError || refusal.Error != mcpgate.RefusalUnavailable || !refusal.Retryable {
-		t.Errorf("call with Stipend down = isError %v, %s retryable=%v; want a retryable %s refusal",
-			res.IsError, refusal.Error, refusal.Retryable, mcpgate.RefusalUnavailable)
+	refusal = refused(t, call(t, cs, "forecast", "call-5", oslo))
+	if refusal.Error != mcpgate.RefusalUnavailable || !refusal.Retryable {
+		t.Errorf("call with Stipend down = %s retryable=%v; want a retryable %s refusal",
+			refusal.Error, refusal.Retryable, mcpgate.RefusalUnavailable)
 	}
 }
 
@@ -278,8 +294,8 @@ func TestPaidTools_StreamableHTTP(t *testing.T) {
 	if first.ConsumptionID == again.ConsumptionID || !cmp.Equal(usd(0), again.BalanceAfter) {
 		t.Errorf("two calls without a key = %s then %s leaving %v; want two charges leaving 0", first.ConsumptionID, again.ConsumptionID, again.BalanceAfter)
 	}
-	if res := call(t, cs, "forecast", "", oslo); !res.IsError {
-		t.Errorf("third call with no credits: isError = false, want a refusal")
+	if r := refused(t, call(t, cs, "forecast", "", oslo)); r.Error != mcpgate.RefusalPaymentRequired {
+		t.Errorf("third call with no credits: refusal %s, want %s", r.Error, mcpgate.RefusalPaymentRequired)
 	}
 }
 
@@ -307,7 +323,7 @@ func TestPaidTools_ConcurrentCallsNeverOverspend(t *testing.T) {
 			errs <- err
 		}()
 	}
-	var ok, refused int
+	var ok, denied int
 	for range calls {
 		if err := <-errs; err != nil {
 			t.Fatalf("CallTool: %v", err)
@@ -317,15 +333,13 @@ func TestPaidTools_ConcurrentCallsNeverOverspend(t *testing.T) {
 			ok++
 			continue
 		}
-		var refusal mcpgate.Refusal
-		remarshal(t, res.StructuredContent, &refusal)
-		if refusal.Error != mcpgate.RefusalPaymentRequired {
+		if refusal := refused(t, res); refusal.Error != mcpgate.RefusalPaymentRequired {
 			t.Errorf("unexpected refusal %+v", refusal)
 		}
-		refused++
+		denied++
 	}
-	if ok != 10 || refused != 10 {
-		t.Errorf("%d calls charged and %d refused, want 10 and 10", ok, refused)
+	if ok != 10 || denied != 10 {
+		t.Errorf("%d calls charged and %d refused, want 10 and 10", ok, denied)
 	}
 	e, err := billing.GetEntitlement(t.Context(), funded.Entitlements[0].ID)
 	if err != nil || e.Credits.Balance.Cents != 0 {

@@ -15,18 +15,24 @@
 //	                     127.0.0.1:8090, path /mcp); otherwise serve stdio
 //	PAIDTOOLS_FAIL_OPEN  "true" runs calls uncharged while Stipend is down
 //	PAIDTOOLS_PURCHASE_URL  where agents' owners buy credits, shown on refusals
+//	PAIDTOOLS_PRICES     a JSON price table replacing the built-in one, such as
+//	                     {"echo":{"free":true},"forecast":{"cost":{"cents":7,"currency":"USD"}}};
+//	                     a tool left out of it is refused
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -56,6 +62,8 @@ type config struct {
 	addr        string
 	failOpen    bool
 	purchaseURL string
+	// prices replaces the built-in price table when not nil.
+	prices map[string]mcpgate.Price
 }
 
 func loadConfig(getenv func(string) string) (config, error) {
@@ -83,6 +91,17 @@ func loadConfig(getenv func(string) string) (config, error) {
 		}
 		c.failOpen = b
 	}
+	if v := getenv("PAIDTOOLS_PRICES"); v != "" {
+		dec := json.NewDecoder(strings.NewReader(v))
+		dec.DisallowUnknownFields()
+		err := dec.Decode(&c.prices)
+		if _, end := dec.Token(); err == nil && (c.prices == nil || !errors.Is(end, io.EOF)) {
+			err = errors.New("want one JSON object of tool names and prices")
+		}
+		if err != nil {
+			return c, fmt.Errorf("PAIDTOOLS_PRICES: %w", err)
+		}
+	}
 	return c, nil
 }
 
@@ -92,8 +111,12 @@ func newGate(c config, log *slog.Logger, opts ...client.Option) (*mcpgate.Gate, 
 	if err != nil {
 		return nil, err
 	}
+	table := prices
+	if c.prices != nil {
+		table = c.prices
+	}
 	cfg := mcpgate.Config{
-		Stipend: stipend, Service: c.service, Prices: prices,
+		Stipend: stipend, Service: c.service, Prices: table,
 		FailOpen: c.failOpen, PurchaseURL: c.purchaseURL, Logger: log,
 	}
 	if c.agentID != "" {

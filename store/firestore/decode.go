@@ -7,6 +7,7 @@ import (
 
 	"cloud.google.com/go/firestore"
 
+	"github.com/stipend-mcp/stipend/field"
 	"github.com/stipend-mcp/stipend/money"
 	"github.com/stipend-mcp/stipend/store"
 )
@@ -222,7 +223,7 @@ func (f *fields) strMap(field string) map[string]string {
 
 // fieldOf returns the field a money validation error names.
 func fieldOf(err error) string {
-	if fe, ok := err.(*money.FieldError); ok && fe.Field != "" {
+	if fe, ok := err.(*field.Error); ok && fe.Field != "" {
 		return fe.Field
 	}
 	return "cents"

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -20,28 +18,17 @@ type backend interface {
 	store.DeliveryStore
 }
 
-// openStore returns the configured store. A Firestore client is closed by
-// Close, after the HTTP server has drained.
-func (m *Main) openStore(ctx context.Context) (backend, error) {
+// openStore returns the configured store: memory, or Firestore on client
+// (nil on the memory store).
+func (m *Main) openStore(ctx context.Context, client *firestore.Client) backend {
 	c := m.Config
 	if c.Store == StoreMemory {
-		return memory.New(), nil
+		return memory.New()
 	}
-	project := c.FirestoreProject
-	if project == "" {
-		project = firestore.DetectProjectID
-	}
-	client, err := firestore.NewClientWithDatabase(ctx, project, c.FirestoreDatabase)
-	if err != nil {
-		return nil, fmt.Errorf("firestore client (project %q, database %q): %w", c.FirestoreProject, c.FirestoreDatabase, err)
-	}
-	m.closers = append(m.closers, client.Close)
-	m.firestore = client
 	st := fsstore.New(client, fsstore.WithCollectionPrefix(c.CollectionPrefix))
-	emulator := os.Getenv("FIRESTORE_EMULATOR_HOST")
 	m.Logger.Info("firestore store",
-		"database", c.FirestoreDatabase, "collectionPrefix", c.CollectionPrefix, "emulator", emulator)
-	if emulator != "" && !c.Development() {
+		"database", c.FirestoreDatabase, "collectionPrefix", c.CollectionPrefix, "emulator", c.FirestoreEmulatorHost)
+	if c.FirestoreEmulatorHost != "" && !c.Development() {
 		m.Logger.Warn("production mode on the Firestore emulator (FIRESTORE_EMULATOR_HOST is set): the emulator keeps nothing durable")
 	}
 
@@ -52,5 +39,5 @@ func (m *Main) openStore(ctx context.Context) (backend, error) {
 	if err := st.Ping(pctx); err != nil {
 		m.Logger.Warn("firestore is not answering yet", "err", err)
 	}
-	return st, nil
+	return st
 }

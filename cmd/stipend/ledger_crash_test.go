@@ -22,16 +22,6 @@ import (
 	"github.com/stipend-mcp/stipend/problem"
 )
 
-// buildStipend builds the real stipend binary into a test directory.
-func buildStipend(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "stipend")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // crashLog collects a child's stderr for failure messages.
 type crashLog struct {
 	mu sync.Mutex
@@ -189,25 +179,29 @@ func ledgerCLI(t *testing.T, bin, prefix string, args ...string) (int, string, s
 }
 
 // TestLedger_CrashAfterWriteBeforeCompletion kills the real server (SIGKILL,
-// from the test failpoint) after an entitlement grant commits and before
+// from the failpoint of the failpoint build) after an entitlement grant commits and before
 // the ledger records it. The retry must get 409 with a sanitized reference;
 // the operator inspects and completes the row by compare-and-set; the next
 // retry replays, and the grant exists exactly once.
 func TestLedger_CrashAfterWriteBeforeCompletion(t *testing.T) {
 	emulator.Host(t)
-	bin := buildStipend(t)
+	bin := stipendBinary(t, failpointTag)
 	prefix := emulator.Prefix(t)
 	const agent, key = "crash-agent", "grant-key-7f3a"
 	grant := `{"type":"credits","scope":{"service":"search"},"balance":{"cents":500,"currency":"USD"}}`
 	grantPath := "/v1/accounts/" + agent + "/entitlements"
 
 	// 1. The write commits; the process dies before the ledger completes.
-	first := startCrashServer(t, bin, prefix, main.FailpointEnv+"="+main.FailpointLedgerAfterHandler)
+	first := startCrashServer(t, bin, prefix, failpointArm)
 	first.must(t, http.StatusOK, "PUT", "/v1/accounts/"+agent, "", `{}`)
 	if r, err := first.send(t, "POST", grantPath, key, grant); err == nil {
 		t.Logf("the grant answered %d before the kill (the answer was flushed first)", r.status)
 	}
-	<-first.done
+	select {
+	case <-first.done:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the first server was not killed within 60 s of the grant (is it the failpoint build?); stderr:\n%s", first.stderr)
+	}
 	ws, ok := first.cmd.ProcessState.Sys().(syscall.WaitStatus)
 	if !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
 		t.Fatalf("first server ended with %v, want killed by SIGKILL; stderr:\n%s", first.cmd.ProcessState, first.stderr)
