@@ -23,11 +23,12 @@ func (s *Store) CheckAndConsume(_ context.Context, req entitlement.ConsumeReques
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if prior, ok := s.used(req.AgentID, req.IdempotencyKey, s.clock()); ok {
+	now := s.clock()
+	if prior, ok := s.used(req.AgentID, req.IdempotencyKey, now); ok {
 		return charge.ReplayOf(prior, &req), nil
 	}
 	if req.EntitlementID != "" {
-		return s.consumeLocked(&req, s.entitlements[req.EntitlementID], req.EntitlementID)
+		return s.consumeLocked(&req, s.entitlements[req.EntitlementID], req.EntitlementID, now)
 	}
 	var active []*entitlement.Entitlement
 	if a := s.agents[req.AgentID]; a != nil {
@@ -36,7 +37,7 @@ func (s *Store) CheckAndConsume(_ context.Context, req entitlement.ConsumeReques
 	var buf [8]*entitlement.Entitlement
 	candidates, denials := entitlement.Candidates(buf[:0], active, req.Service, req.Tool)
 	for _, e := range candidates {
-		res, err := s.consumeLocked(&req, e, e.ID)
+		res, err := s.consumeLocked(&req, e, e.ID, now)
 		if err != nil || res.Outcome != store.Denied {
 			return res, err
 		}
@@ -65,7 +66,8 @@ func (s *Store) FindKey(_ context.Context, agentID, key string) (charge.Used, er
 // ActiveEntitlements returns the agent's active entitlements as stored (lazy
 // resets not applied). They are shallow copies: this runs on every consume
 // without an entitlement ID, and the parts they share with stored state
-// (scope tools, metadata, expiry times) are never changed in place.
+// (scope tools, metadata, expiry times, open holds) are never changed in
+// place.
 func (s *Store) ActiveEntitlements(_ context.Context, agentID string) ([]entitlement.Entitlement, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -85,16 +87,17 @@ func (s *Store) ActiveEntitlements(_ context.Context, agentID string) ([]entitle
 func (s *Store) ConsumeOne(_ context.Context, req *entitlement.ConsumeRequest, entitlementID string) (store.ConsumeResult, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if prior, ok := s.used(req.AgentID, req.IdempotencyKey, s.clock()); ok {
+	now := s.clock()
+	if prior, ok := s.used(req.AgentID, req.IdempotencyKey, now); ok {
 		return charge.ReplayOf(prior, req), nil
 	}
-	return s.consumeLocked(req, s.entitlements[entitlementID], entitlementID)
+	return s.consumeLocked(req, s.entitlements[entitlementID], entitlementID, now)
 }
 
-// consumeLocked charges req to the stored entitlement (nil if absent) and
-// records the consumption. The caller holds s.mu and has checked that the
-// agent's key is unused.
-func (s *Store) consumeLocked(req *entitlement.ConsumeRequest, stored *entitlement.Entitlement, entitlementID string) (store.ConsumeResult, error) {
+// consumeLocked charges req to the stored entitlement (nil if absent) at now
+// and records the consumption. The caller holds s.mu and has checked that
+// the agent's key is unused.
+func (s *Store) consumeLocked(req *entitlement.ConsumeRequest, stored *entitlement.Entitlement, entitlementID string, now time.Time) (store.ConsumeResult, error) {
 	if stored == nil || stored.AgentID != req.AgentID {
 		return charge.DeniedBy(entitlementID, entitlement.ReasonNotFound), nil
 	}
@@ -102,7 +105,6 @@ func (s *Store) consumeLocked(req *entitlement.ConsumeRequest, stored *entitleme
 	// writes is ready, so a failure leaves the store as it was. A denial
 	// keeps a lazy quota reset and the end of expired holds, which change
 	// nothing a caller can see.
-	now := s.clock()
 	next, expired := edit(stored, now)
 	c, reason := next.Consume(now, req, uuid.NewString(), req.Fingerprint())
 	if reason != "" {
