@@ -13,6 +13,7 @@ import (
 
 	"github.com/stipend-mcp/stipend/idempotency"
 	"github.com/stipend-mcp/stipend/idempotency/fsledger"
+	"github.com/stipend-mcp/stipend/idempotency/pgledger"
 	"github.com/stipend-mcp/stipend/store"
 )
 
@@ -26,7 +27,8 @@ const ledgerUsage = `Usage:
       --delete             the write did not happen: delete the row, the next request runs
       --complete-with FILE the write happened: store FILE's answer, the next request replays it;
                            FILE is JSON {"status": 201, "header": {"Content-Type": ["application/json"]}, "body": <JSON>}
-Store flags (defaults from STIPEND_* as for serve): --firestore-project, --firestore-database, --collection-prefix
+Store flags (defaults from STIPEND_* as for serve): --firestore-project, --firestore-database, --collection-prefix,
+  and for postgres/… references --postgres-url, --postgres-password-file
 `
 
 // ledgerCmd runs `stipend ledger collection|inspect|resolve`: the operator's
@@ -97,6 +99,8 @@ func parseLedgerFlags(sub string, args []string, env map[string]string) (ledgerF
 	fs.StringVar(&f.cfg.FirestoreProject, "firestore-project", base.FirestoreProject, "")
 	fs.StringVar(&f.cfg.FirestoreDatabase, "firestore-database", base.FirestoreDatabase, "")
 	fs.StringVar(&f.cfg.CollectionPrefix, "collection-prefix", base.CollectionPrefix, "")
+	fs.StringVar(&f.cfg.PostgresURL, "postgres-url", base.PostgresURL, "")
+	fs.StringVar(&f.cfg.PostgresPasswordFile, "postgres-password-file", base.PostgresPasswordFile, "")
 	updateTime := fs.String("update-time", "", "")
 	fs.BoolVar(&f.del, "delete", false, "")
 	fs.StringVar(&f.completeWith, "complete-with", "", "")
@@ -120,7 +124,7 @@ func parseLedgerFlags(sub string, args []string, env map[string]string) (ledgerF
 		return f, nil
 	case "inspect", "resolve":
 		if len(positional) != 1 {
-			return ledgerFlags{}, errors.New("want exactly one REF (firestore/<collection>/<hashed-id>)")
+			return ledgerFlags{}, errors.New("want exactly one REF (firestore/<collection>/<hashed-id> or postgres/…)")
 		}
 		f.ref = positional[0]
 	}
@@ -142,21 +146,34 @@ func parseLedgerFlags(sub string, args []string, env map[string]string) (ledgerF
 	return f, nil
 }
 
-// openLedgerFor opens the Firestore ledger holding f.ref's collection. The
-// memory ledger lives inside the serving process and has nothing to inspect.
+// openLedgerFor opens the ledger holding f.ref's collection: on Firestore
+// or on PostgreSQL, as the reference says. The memory ledger lives inside
+// the serving process and has nothing to inspect.
 func openLedgerFor(ctx context.Context, f ledgerFlags) (idempotency.Ledger, func(), error) {
 	backend, collection, _, err := idempotency.ParseReference(f.ref)
 	if err != nil {
 		return nil, nil, err
 	}
-	if backend != fsledger.Backend {
-		return nil, nil, fmt.Errorf("reference %q: only firestore rows can be reconciled (the memory ledger lives and dies with its server)", f.ref)
+	switch backend {
+	case fsledger.Backend:
+		client, err := openFirestore(ctx, f.cfg)
+		if err != nil {
+			return nil, nil, err
+		}
+		return fsledger.New(client, collection), func() { _ = client.Close() }, nil
+	case pgledger.Backend:
+		if f.cfg.PostgresURL == "" {
+			return nil, nil, errors.New("a postgres reference needs --postgres-url (or STIPEND_POSTGRES_URL)")
+		}
+		c := f.cfg
+		c.PostgresMaxConns = 2
+		pool, err := openPostgres(ctx, c)
+		if err != nil {
+			return nil, nil, err
+		}
+		return pgledger.New(pool, collection), pool.Close, nil
 	}
-	client, err := openFirestore(ctx, f.cfg)
-	if err != nil {
-		return nil, nil, err
-	}
-	return fsledger.New(client, collection), func() { _ = client.Close() }, nil
+	return nil, nil, fmt.Errorf("reference %q: only firestore and postgres rows can be reconciled (the memory ledger lives and dies with its server)", f.ref)
 }
 
 // rowView is how inspect prints a row: every stored field except the

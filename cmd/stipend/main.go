@@ -5,6 +5,7 @@
 //	stipend keys signing --out FILE    make a receipt signing key file
 //	stipend receipt verify FILE --jwks FILE|URL
 //	stipend ledger inspect|resolve REF  reconcile the idempotency ledger
+//	stipend migrate [--status]         apply the PostgreSQL schema migrations
 //	stipend version
 //
 // Run `stipend help` for every flag and its STIPEND_* environment variable.
@@ -55,6 +56,8 @@ func RunCommand(ctx context.Context, args []string, env map[string]string, stdou
 		return 2
 	case "ledger":
 		return ledgerCmd(ctx, rest, env, stdout, stderr)
+	case "migrate":
+		return migrateCmd(ctx, rest, env, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "stipend", version())
 		return 0
@@ -90,6 +93,7 @@ func printUsage(w io.Writer) {
                                               verify a receipt offline
   stipend ledger collection|inspect REF|resolve REF ...
                                               reconcile the idempotency ledger (stipend ledger for help)
+  stipend migrate [--status]                  apply (or list) the PostgreSQL schema migrations
   stipend version                             print the version
   stipend help                                print this help
 

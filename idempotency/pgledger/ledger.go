@@ -6,7 +6,7 @@
 // and the hashed key; the raw key never reaches the database. The table
 // lives in the schema of the pool's connections, in the store's database or
 // in a dedicated one: the caller chooses by the pool it passes, and
-// Migrate creates it.
+// pgmigrate.Up with Migrations creates it.
 //
 // Reservation is one INSERT … ON CONFLICT (atomic create-if-absent, which
 // also replaces a completed row whose result has expired); completion is an
@@ -63,12 +63,6 @@ func mustSub(fsys fs.FS, dir string) fs.FS {
 		panic(err) // the directory is embedded above
 	}
 	return f
-}
-
-// Migrate brings the ledger's table in the schema of pool's connections up
-// to date and returns the migrations it applied.
-func Migrate(ctx context.Context, pool *pgxpool.Pool) ([]pgmigrate.Applied, error) {
-	return pgmigrate.Up(ctx, pool, Migrations)
 }
 
 var _ idempotency.Ledger = (*Ledger)(nil)

@@ -11,6 +11,7 @@ import (
 	"github.com/stipend-mcp/stipend/conformance"
 	"github.com/stipend-mcp/stipend/idempotency"
 	"github.com/stipend-mcp/stipend/idempotency/pgledger"
+	"github.com/stipend-mcp/stipend/internal/pgmigrate"
 	"github.com/stipend-mcp/stipend/internal/pgtest"
 	"github.com/stipend-mcp/stipend/store"
 )
@@ -21,7 +22,7 @@ func migrated(tb testing.TB) *pgxpool.Config {
 	tb.Helper()
 	cfg := pgtest.Schema(tb)
 	pool := pgtest.Open(tb, cfg, 2)
-	if _, err := pgledger.Migrate(tb.Context(), pool); err != nil {
+	if _, err := pgmigrate.Up(tb.Context(), pool, pgledger.Migrations); err != nil {
 		tb.Fatalf("Migrate: %v", err)
 	}
 	pool.Close()

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stipend-mcp/stipend/idempotency"
+	"github.com/stipend-mcp/stipend/internal/pgmigrate"
 	"github.com/stipend-mcp/stipend/internal/pgtest"
 )
 
@@ -18,7 +19,7 @@ func TestReserve_OwnCommittedInsertIsOurs(t *testing.T) {
 	ctx := context.Background()
 	cfg := pgtest.Schema(t)
 	pool := pgtest.Open(t, cfg, 2)
-	if _, err := Migrate(ctx, pool); err != nil {
+	if _, err := pgmigrate.Up(ctx, pool, Migrations); err != nil {
 		t.Fatalf("Migrate: %v", err)
 	}
 	l := New(pool, idempotency.CollectionName("test"))

@@ -70,8 +70,8 @@ func Up(ctx context.Context, pool *pgxpool.Pool, set Set) ([]Applied, error) {
 	return out, nil
 }
 
-// Pending returns the migrations of set not applied yet to pool's schema,
-// oldest first, and the state of every migration.
+// Pending returns how many migrations of set pool's schema lacks, and the
+// state of every migration, oldest first.
 func Pending(ctx context.Context, pool *pgxpool.Pool, set Set) (pending int, all []Status, err error) {
 	p, closeDB, err := provider(ctx, pool, set)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"net/url"
 	"os"
 	"sync"
 	"testing"
@@ -34,23 +35,49 @@ var (
 // tb when none is configured.
 func URL(tb testing.TB) string {
 	tb.Helper()
-	url := os.Getenv(EnvURL)
-	if url == "" {
+	u := os.Getenv(EnvURL)
+	if u == "" {
 		if os.Getenv("CI") == "true" {
 			tb.Fatal(EnvURL + " is not set and CI=true: the PostgreSQL suites must run in CI; use scripts/test")
 		}
 		tb.Skip(EnvURL + " is not set: skipping the PostgreSQL suite (scripts/test starts a server)")
 	}
-	return url
+	return u
 }
 
 // Schema creates an empty schema for tb, dropped when tb ends, and returns
 // a pool configuration whose connections use it (their search_path).
 func Schema(tb testing.TB) *pgxpool.Config {
 	tb.Helper()
-	url := URL(tb)
+	cfg, err := pgxpool.ParseConfig(URL(tb))
+	if err != nil {
+		tb.Fatalf("pgtest: %v", err)
+	}
+	cfg.ConnConfig.RuntimeParams["search_path"] = create(tb)
+	return cfg
+}
+
+// SchemaURL is Schema as a connection URL (with search_path=SCHEMA), for
+// programs that take one.
+func SchemaURL(tb testing.TB) string {
+	tb.Helper()
+	u, err := url.Parse(URL(tb))
+	if err != nil {
+		tb.Fatalf("pgtest: %s is not a URL: %v", EnvURL, err)
+	}
+	q := u.Query()
+	q.Set("search_path", create(tb))
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// create makes an empty schema for tb, dropped when tb ends, and returns
+// its name.
+func create(tb testing.TB) string {
+	tb.Helper()
+	dsn := URL(tb)
 	once.Do(func() {
-		cfg, perr := pgxpool.ParseConfig(url)
+		cfg, perr := pgxpool.ParseConfig(dsn)
 		if perr != nil {
 			err = perr
 			return
@@ -76,12 +103,7 @@ func Schema(tb testing.TB) *pgxpool.Config {
 			tb.Errorf("pgtest: drop schema %s: %v", schema, err)
 		}
 	})
-	cfg, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		tb.Fatalf("pgtest: %v", err)
-	}
-	cfg.ConnConfig.RuntimeParams["search_path"] = schema
-	return cfg
+	return schema
 }
 
 // Open opens a pool of at most maxConns connections with cfg, closed when

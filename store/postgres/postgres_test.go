@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/stipend-mcp/stipend/conformance"
+	"github.com/stipend-mcp/stipend/internal/pgmigrate"
 	"github.com/stipend-mcp/stipend/internal/pgtest"
 	"github.com/stipend-mcp/stipend/store"
 	"github.com/stipend-mcp/stipend/store/postgres"
@@ -21,7 +22,7 @@ func migrated(tb testing.TB) *pgxpool.Config {
 	tb.Helper()
 	cfg := pgtest.Schema(tb)
 	pool := pgtest.Open(tb, cfg, 2)
-	if _, err := postgres.Migrate(tb.Context(), pool); err != nil {
+	if _, err := pgmigrate.Up(tb.Context(), pool, postgres.Migrations); err != nil {
 		tb.Fatalf("Migrate: %v", err)
 	}
 	pool.Close()
