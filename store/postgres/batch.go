@@ -129,16 +129,9 @@ func (b *batch) apply(calls []coalesce.Call[op]) ([]coalesce.Result[opResult], e
 
 // read locks and reads the entitlement, then (in statements that start
 // after the lock is held, so they see what the last holder committed) the
-// calls' keys and holds.
+// calls' keys and holds: one round trip, the three pipelined, and one more
+// only when keys were used before.
 func (b *batch) read(calls []coalesce.Call[op]) error {
-	ctx := b.ctx
-	e, err := scanEntitlement(b.tx.QueryRow(ctx, `SELECT `+entitlementColumns+` FROM entitlements WHERE id = $1 FOR UPDATE`, b.entitlementID))
-	switch {
-	case err == nil:
-		b.e, b.found = e, true
-	case !errors.Is(err, pgx.ErrNoRows):
-		return err
-	}
 	var pairs []keyPair
 	var holdIDs []string
 	for i := range calls {
@@ -148,14 +141,54 @@ func (b *batch) read(calls []coalesce.Call[op]) error {
 			holdIDs = append(holdIDs, calls[i].Op.holdID)
 		}
 	}
-	if b.used, err = usedKeys(ctx, b.tx, pairs, b.now); err != nil {
+	rb := &pgx.Batch{}
+	rb.Queue(`SELECT `+entitlementColumns+` FROM entitlements WHERE id = $1 FOR UPDATE`, b.entitlementID)
+	if len(pairs) > 0 {
+		sql, args := keyRefsQuery(pairs)
+		rb.Queue(sql, args...)
+	}
+	if len(holdIDs) > 0 {
+		rb.Queue(holdsByIDSQL, holdIDs)
+	}
+	res := b.tx.SendBatch(b.ctx, rb)
+	defer res.Close()
+	e, err := scanEntitlement(res.QueryRow())
+	switch {
+	case err == nil:
+		b.e, b.found = e, true
+	case !errors.Is(err, pgx.ErrNoRows):
+		return err
+	}
+	refs := map[keyPair]keyRef{}
+	if len(pairs) > 0 {
+		rows, err := res.Query()
+		if err != nil {
+			return err
+		}
+		if refs, err = scanKeyRefs(rows); err != nil {
+			return err
+		}
+	}
+	b.holds = map[string]entitlement.Hold{}
+	if len(holdIDs) > 0 {
+		rows, err := res.Query()
+		if err != nil {
+			return err
+		}
+		if b.holds, err = scanHolds(rows); err != nil {
+			return err
+		}
+	}
+	if err := res.Close(); err != nil {
+		return err
+	}
+	if b.used, err = resolveKeys(b.ctx, b.tx, refs, b.now); err != nil {
 		return err
 	}
 	if b.used == nil {
 		b.used = map[keyPair]charge.Used{}
 	}
-	b.holds, err = holdsByID(ctx, b.tx, holdIDs)
-	return err
+	return nil
 }
 
 // expireHolds ends the entitlement's expired holds first, as every

@@ -29,30 +29,50 @@ func usedKeys(ctx context.Context, q querier, pairs []keyPair, now time.Time) (m
 	if len(pairs) == 0 {
 		return nil, nil
 	}
+	sql, args := keyRefsQuery(pairs)
+	rows, err := q.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	refs, err := scanKeyRefs(rows)
+	if err != nil {
+		return nil, err
+	}
+	return resolveKeys(ctx, q, refs, now)
+}
+
+// keyRef is what charge_keys says a used key names.
+type keyRef struct{ consumption, hold *string }
+
+// keyRefsQuery is the query of the charge_keys rows of pairs.
+func keyRefsQuery(pairs []keyPair) (string, []any) {
 	agents, keys := make([]string, len(pairs)), make([]string, len(pairs))
 	for i, p := range pairs {
 		agents[i], keys[i] = p.agent, p.key
 	}
-	rows, err := q.Query(ctx, `SELECT k.agent_id, k.idempotency_key, k.consumption_id, k.hold_id
+	return `SELECT k.agent_id, k.idempotency_key, k.consumption_id, k.hold_id
 		FROM charge_keys k JOIN unnest($1::text[], $2::text[]) AS p (agent_id, idempotency_key)
-		USING (agent_id, idempotency_key)`, agents, keys)
-	if err != nil {
-		return nil, err
-	}
-	type ref struct{ consumption, hold *string }
-	found := map[keyPair]ref{}
+		USING (agent_id, idempotency_key)`, []any{agents, keys}
+}
+
+// scanKeyRefs reads the rows of keyRefsQuery.
+func scanKeyRefs(rows pgx.Rows) (map[keyPair]keyRef, error) {
+	found := map[keyPair]keyRef{}
 	for rows.Next() {
 		var p keyPair
-		var r ref
+		var r keyRef
 		if err := rows.Scan(&p.agent, &p.key, &r.consumption, &r.hold); err != nil {
 			rows.Close()
 			return nil, err
 		}
 		found[p] = r
 	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
+	return found, rows.Err()
+}
+
+// resolveKeys reads the consumptions and holds that refs name (nothing,
+// without a query, when refs is empty) and returns what each key was used for.
+func resolveKeys(ctx context.Context, q querier, found map[keyPair]keyRef, now time.Time) (map[keyPair]charge.Used, error) {
 	if len(found) == 0 {
 		return nil, nil
 	}
@@ -95,18 +115,25 @@ func usedKeys(ctx context.Context, q querier, pairs []keyPair, now time.Time) (m
 
 // holdsByID reads holds by ID; absent IDs are left out.
 func holdsByID(ctx context.Context, q querier, ids []string) (map[string]entitlement.Hold, error) {
-	out := make(map[string]entitlement.Hold, len(ids))
 	if len(ids) == 0 {
-		return out, nil
+		return map[string]entitlement.Hold{}, nil
 	}
-	rows, err := q.Query(ctx, `SELECT `+holdColumns+` FROM holds WHERE id = ANY($1)`, ids)
+	rows, err := q.Query(ctx, holdsByIDSQL, ids)
 	if err != nil {
 		return nil, err
 	}
+	return scanHolds(rows)
+}
+
+const holdsByIDSQL = `SELECT ` + holdColumns + ` FROM holds WHERE id = ANY($1)`
+
+// scanHolds reads rows of holdColumns into a map by ID.
+func scanHolds(rows pgx.Rows) (map[string]entitlement.Hold, error) {
 	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (entitlement.Hold, error) { return scanHold(r) })
 	if err != nil {
 		return nil, err
 	}
+	out := make(map[string]entitlement.Hold, len(list))
 	for _, h := range list {
 		out[h.ID] = h
 	}
