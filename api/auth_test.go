@@ -70,6 +70,10 @@ func routeTable(f fixtures) []route {
 		{method: "GET", path: "/v1/webhook-endpoints?limit=5", ok: []int{200}},
 		{method: "GET", path: "/v1/webhook-endpoints/" + f.endpointID, ok: []int{200}},
 		{method: "POST", path: "/v1/webhook-endpoints/" + f.endpointID + "/disable", ok: []int{200}},
+		{method: "PATCH", path: "/v1/webhook-endpoints/" + f.endpointID, ok: []int{200},
+			body: map[string]any{"disabled": false, "eventTypes": []string{"payment.succeeded"}}},
+		{method: "POST", path: "/v1/webhook-endpoints/" + f.endpointID + "/rotate-secret", body: map[string]any{"gracePeriodSeconds": 3600}, ok: []int{200}},
+		{method: "DELETE", path: "/v1/webhook-endpoints/" + f.deletableID, ok: []int{204}},
 		{method: "GET", path: "/v1/deliveries?status=dead", ok: []int{200}},
 		{method: "GET", path: "/v1/deliveries/" + f.deliveryID, ok: []int{200}},
 		{method: "POST", path: "/v1/deliveries/" + f.deliveryID + "/retry", ok: []int{200}},
@@ -83,7 +87,7 @@ func routeTable(f fixtures) []route {
 // fixtures are documents of agentA the route table refers to.
 type fixtures struct {
 	entitlementID, revokableID, paymentID, pendingID, refundableID, receiptID string
-	endpointID, deliveryID                                                    string
+	endpointID, deletableID, deliveryID                                       string
 	// stripeEvent, signed by stripeSignature, succeeds a pending Stripe payment.
 	stripeEvent, stripeSignature string
 }
@@ -111,6 +115,9 @@ func setupFixtures(e *env) fixtures {
 	e.must(201, req{Method: "POST", Path: "/v1/webhook-endpoints", Key: e.keys.Admin,
 		Body: map[string]any{"url": "https://hooks.example/fixture"}}).decode(e.t, &ep)
 	f.endpointID = ep.ID
+	e.must(201, req{Method: "POST", Path: "/v1/webhook-endpoints", Key: e.keys.Admin,
+		Body: map[string]any{"url": "https://hooks.example/deletable"}}).decode(e.t, &ep)
+	f.deletableID = ep.ID
 	f.deliveryID = deadDelivery(e, "d-fixture")
 
 	b := paymentBody(agentA, 70)

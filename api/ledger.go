@@ -24,6 +24,7 @@ var LedgerRoutes = []string{
 	"POST /v1/accounts/:agentId/entitlements",
 	"POST /v1/payments/:id/refund",
 	"POST /v1/webhook-endpoints",
+	"POST /v1/webhook-endpoints/:id/rotate-secret",
 	"POST /v1/deliveries/:id/retry",
 }
 

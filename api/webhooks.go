@@ -4,9 +4,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"strings"
 
-	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
 	"github.com/stipend-mcp/stipend/apikey"
@@ -16,8 +14,9 @@ import (
 	"github.com/stipend-mcp/stipend/webhook"
 )
 
-// WebhookConfig enables the webhook routes: webhook endpoints and
-// deliveries (admin) and the Stripe event receiver (Stripe signature).
+// WebhookConfig enables the webhook routes: webhook endpoints
+// (webhook_endpoints.go) and deliveries (admin) and the Stripe event
+// receiver (Stripe signature).
 type WebhookConfig struct {
 	// Deliveries holds endpoints and deliveries; nil uses Config.Store,
 	// which then must implement store.DeliveryStore (both stores do).
@@ -25,6 +24,10 @@ type WebhookConfig struct {
 	// StripeSecret verifies Stripe-Signature; empty refuses every Stripe
 	// event with 503 (Stripe retries until it is configured).
 	StripeSecret string
+	// AllowPrivate lets endpoints on loopback and private targets be
+	// registered; without it, webhook.CheckTarget refuses them (400 naming
+	// url). The dispatcher's webhook.Config.AllowPrivate should agree.
+	AllowPrivate bool
 }
 
 // maxStripeBody bounds a Stripe event body (Stripe's events are far smaller).
@@ -32,9 +35,10 @@ const maxStripeBody = 512 << 10
 
 // webhookRoutes serves the routes of WebhookConfig.
 type webhookRoutes struct {
-	s          *Server
-	deliveries store.DeliveryStore
-	stripe     *webhook.Stripe
+	s            *Server
+	deliveries   store.DeliveryStore
+	stripe       *webhook.Stripe
+	allowPrivate bool
 }
 
 // registerWebhooks adds the webhook routes when cfg is set.
@@ -42,7 +46,7 @@ func (s *Server) registerWebhooks(cfg *WebhookConfig) {
 	if cfg == nil {
 		return
 	}
-	w := &webhookRoutes{s: s, deliveries: cfg.Deliveries}
+	w := &webhookRoutes{s: s, deliveries: cfg.Deliveries, allowPrivate: cfg.AllowPrivate}
 	if w.deliveries == nil {
 		ds, ok := s.store.(store.DeliveryStore)
 		if !ok {
@@ -59,102 +63,14 @@ func (s *Server) registerWebhooks(cfg *WebhookConfig) {
 	g.POST("/webhook-endpoints", w.createEndpoint, admin)
 	g.GET("/webhook-endpoints", w.listEndpoints, admin)
 	g.GET("/webhook-endpoints/:id", w.getEndpoint, admin)
+	g.PATCH("/webhook-endpoints/:id", w.updateEndpoint, admin)
+	g.DELETE("/webhook-endpoints/:id", w.deleteEndpoint, admin)
 	g.POST("/webhook-endpoints/:id/disable", w.disableEndpoint, admin)
+	g.POST("/webhook-endpoints/:id/rotate-secret", w.rotateSecret, admin)
 	g.GET("/deliveries", w.listDeliveries, admin)
 	g.GET("/deliveries/:id", w.getDelivery, admin)
 	g.POST("/deliveries/:id/retry", w.retryDelivery, admin)
 	g.POST("/webhooks/stripe", w.receiveStripe)
-}
-
-// endpointBody is the body of POST /v1/webhook-endpoints.
-type endpointBody struct {
-	URL        string       `json:"url" validate:"required,max=2048"`
-	EventTypes []event.Type `json:"eventTypes" validate:"max=20"`
-}
-
-// createdEndpoint is the answer of POST /v1/webhook-endpoints: the only
-// time the secret is shown.
-type createdEndpoint struct {
-	store.Endpoint
-	Secret string `json:"secret"`
-}
-
-func (w *webhookRoutes) createEndpoint(c echo.Context) error {
-	var b endpointBody
-	if err := w.s.decode(c, &b); err != nil {
-		return err
-	}
-	e := store.Endpoint{ID: uuid.NewString(), URL: b.URL, EventTypes: b.EventTypes, Secret: webhook.NewSecret()}
-	if e.EventTypes == nil {
-		e.EventTypes = []event.Type{}
-	}
-	if err := e.Validate(); err != nil {
-		return fieldInvalid(err)
-	}
-	created, err := w.deliveries.CreateEndpoint(storeCtx(c), e)
-	if err != nil {
-		return fieldInvalid(err)
-	}
-	return c.JSON(http.StatusCreated, createdEndpoint{Endpoint: created, Secret: created.Secret})
-}
-
-// fieldInvalid turns a store Invalid error, whose message starts with the
-// field ("url: must be …"), into a 400 naming that field.
-func fieldInvalid(err error) error {
-	var se *store.Error
-	if errors.As(err, &se) && se.Code == store.CodeInvalid {
-		field, detail, ok := strings.Cut(se.Message, ": ")
-		if !ok {
-			field, detail = "", se.Message
-		}
-		return Invalid(field, detail)
-	}
-	return err
-}
-
-func (w *webhookRoutes) listEndpoints(c echo.Context) error {
-	p, err := page(c)
-	if err != nil {
-		return err
-	}
-	items, next, err := w.deliveries.ListEndpoints(storeCtx(c), p)
-	return answerList(c, items, next, err)
-}
-
-func (w *webhookRoutes) getEndpoint(c echo.Context) error {
-	id, err := pathParam(c, "id")
-	if err != nil {
-		return err
-	}
-	e, err := w.deliveries.GetEndpoint(storeCtx(c), id)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, e)
-}
-
-// disableBody is the optional body of POST /v1/webhook-endpoints/{id}/disable.
-type disableBody struct {
-	Reason string `json:"reason" validate:"max=500"`
-}
-
-func (w *webhookRoutes) disableEndpoint(c echo.Context) error {
-	id, err := pathParam(c, "id")
-	if err != nil {
-		return err
-	}
-	var b disableBody
-	if err := w.s.decodeOptional(c, &b); err != nil {
-		return err
-	}
-	if b.Reason == "" {
-		b.Reason = "disabled by an operator"
-	}
-	e, err := w.deliveries.DisableEndpoint(storeCtx(c), id, b.Reason)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, e)
 }
 
 func (w *webhookRoutes) listDeliveries(c echo.Context) error {

@@ -83,19 +83,21 @@ func RunPropertyTests(t *testing.T, newStore NewStore, opts ConcurrencyOptions) 
 	}
 }
 
-// RunDeliveryStoreTests runs the contract of store.DeliveryStore: endpoints,
-// idempotent enqueue, claims and their expiry, the results of attempts,
-// listing, and inbound event records.
+// RunDeliveryStoreTests runs the contract of store.DeliveryStore: endpoints
+// (their updates, secret rotations and deletion included), idempotent
+// enqueue, claims and their expiry, the results of attempts, listing, and
+// inbound event records.
 func RunDeliveryStoreTests(t *testing.T, newStore NewDeliveryStore) {
 	t.Helper()
-	runTable(t, newStore, endpointTests, enqueueTests, claimTests, attemptTests,
+	runTable(t, newStore, endpointTests, endpointChangeTests, enqueueTests, claimTests, attemptTests,
 		listDeliveryTests, inboundTests)
 }
 
 // RunDeliveryStoreConcurrencyTests runs the guarantees of store.DeliveryStore
 // under concurrent callers: 20 concurrent enqueues of one key (one
 // delivery), 4 and 20 workers claiming at once (each delivery claimed
-// exactly once), and 20 concurrent inbound records of one event (one new).
+// exactly once), 20 concurrent inbound records of one event (one new), and
+// 6 concurrent secret rotations of one endpoint (one chain, none lost).
 // Run it under -race.
 func RunDeliveryStoreConcurrencyTests(t *testing.T, newStore NewDeliveryStore) {
 	t.Helper()

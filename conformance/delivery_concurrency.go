@@ -73,6 +73,52 @@ var deliveryConcurrencyTests = []deliveryTest{
 			t.Errorf("%d concurrent records of one event: %d new, want 1", n, count)
 		}
 	}},
+	{"RotateOneEndpoint", func(t *testing.T, s store.DeliveryStore, clock *Clock) {
+		// Each rotation reads the secret it replaces and writes the new one
+		// in one atomic step, so the rotations form one chain: every secret
+		// is replaced at most once, and only the last is never replaced.
+		e := newEndpoint(t, s)
+		const n = 6
+		secrets := make([]string, n)
+		for i := range secrets {
+			secrets[i] = fmt.Sprintf("whsec_concurrent-rotation-%02d", i)
+		}
+		got := make([]store.Endpoint, n)
+		errs := make([]error, n)
+		grace := clock.Now().Add(time.Hour)
+		rotate := func(i int) {
+			got[i], errs[i] = s.RotateEndpointSecret(context.Background(), e.ID, secrets[i], grace)
+		}
+		together(n, rotate)
+		retryUnavailable(t, "RotateEndpointSecret", errs, rotate)
+		if t.Failed() {
+			return
+		}
+		replaced := map[string]string{} // previous secret → the rotation that replaced it
+		for i := range n {
+			if got[i].Secret != secrets[i] {
+				t.Errorf("RotateEndpointSecret #%d returned secret %q, want %q", i, got[i].Secret, secrets[i])
+			}
+			prev := got[i].PreviousSecret
+			if other, ok := replaced[prev]; ok {
+				t.Errorf("secret %q replaced by rotations %s and %s, want one (a lost update)", prev, other, secrets[i])
+			}
+			replaced[prev] = secrets[i]
+		}
+		final, err := s.GetEndpoint(context.Background(), e.ID)
+		if err != nil {
+			t.Fatalf("GetEndpoint: %v", err)
+		}
+		if _, ok := replaced[TestSecret]; !ok {
+			t.Errorf("no rotation replaced the first secret")
+		}
+		if _, ok := replaced[final.Secret]; ok {
+			t.Errorf("the final secret %q was replaced by %s, want it current", final.Secret, replaced[final.Secret])
+		}
+		if final.PreviousSecret == "" || replaced[final.PreviousSecret] != final.Secret {
+			t.Errorf("final endpoint: secret %q, previous %q; want the previous one replaced by the final one", final.Secret, final.PreviousSecret)
+		}
+	}},
 }
 
 // claimExactlyOnce enqueues n due deliveries and lets workers claim them all

@@ -2,78 +2,10 @@ package store
 
 import (
 	"context"
-	"net/url"
-	"strings"
 	"time"
 
 	"github.com/stipend-mcp/stipend/event"
 )
-
-// SecretPrefix starts every webhook endpoint secret (Standard Webhooks:
-// "whsec_" followed by the base64 of the HMAC key).
-const SecretPrefix = "whsec_"
-
-// Endpoint is a receiver of outbound webhooks.
-type Endpoint struct {
-	ID  string `json:"id"`
-	URL string `json:"url"`
-	// EventTypes are the event types the endpoint receives; empty means all.
-	EventTypes []event.Type `json:"eventTypes"`
-	// Secret signs every request to the endpoint. It is stored and returned
-	// by the store; the HTTP API shows it only once, when it is created.
-	Secret         string     `json:"-"`
-	Disabled       bool       `json:"disabled"`
-	DisabledReason string     `json:"disabledReason,omitempty"`
-	DisabledAt     *time.Time `json:"disabledAt,omitempty"`
-	CreatedAt      time.Time  `json:"createdAt"`
-}
-
-// Subscribes reports whether the endpoint is enabled and receives events of type t.
-func (e *Endpoint) Subscribes(t event.Type) bool {
-	if e.Disabled {
-		return false
-	}
-	if len(e.EventTypes) == 0 {
-		return true
-	}
-	for _, et := range e.EventTypes {
-		if et == t {
-			return true
-		}
-	}
-	return false
-}
-
-// Validate checks what every store requires of a new endpoint and names the
-// offending field: an ID, an absolute http(s) URL, known event types and a
-// secret with SecretPrefix.
-func (e *Endpoint) Validate() error {
-	if e.ID == "" {
-		return Errorf(CodeInvalid, "id: required")
-	}
-	u, err := url.Parse(e.URL)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil {
-		return Errorf(CodeInvalid, "url: must be an absolute http or https URL without credentials")
-	}
-	for i, t := range e.EventTypes {
-		if !knownEventType(t) {
-			return Errorf(CodeInvalid, "eventTypes[%d]: unknown event type %q", i, t)
-		}
-	}
-	if !strings.HasPrefix(e.Secret, SecretPrefix) || len(e.Secret) < len(SecretPrefix)+16 {
-		return Errorf(CodeInvalid, "secret: must start with %q and hold at least 16 more characters", SecretPrefix)
-	}
-	return nil
-}
-
-func knownEventType(t event.Type) bool {
-	for _, k := range event.Types {
-		if k == t {
-			return true
-		}
-	}
-	return false
-}
 
 // DeliveryStatus is where a delivery is in its state machine:
 //
@@ -171,11 +103,12 @@ const MaxPayloadBytes = 512 << 10
 // processes may share one store; every guarantee below holds across them.
 type DeliveryStore interface {
 	// CreateEndpoint stores e (which must pass e.Validate: an Invalid error
-	// naming the field otherwise), with CreatedAt set by the store and
-	// Disabled false. Conflict if the ID exists. Atomic: of concurrent calls
-	// with one ID, exactly one creates the endpoint.
+	// naming the field otherwise), with CreatedAt set by the store,
+	// Disabled false and no previous secret. Conflict if the ID exists.
+	// Atomic: of concurrent calls with one ID, exactly one creates the
+	// endpoint.
 	CreateEndpoint(ctx context.Context, e Endpoint) (Endpoint, error)
-	// GetEndpoint returns the endpoint, secret included, or ErrNotFound.
+	// GetEndpoint returns the endpoint, secrets included, or ErrNotFound.
 	GetEndpoint(ctx context.Context, id string) (Endpoint, error)
 	// ListEndpoints lists endpoints oldest first (by CreatedAt, then ID).
 	ListEndpoints(ctx context.Context, p Page) (items []Endpoint, nextCursor string, err error)
@@ -184,6 +117,27 @@ type DeliveryStore interface {
 	// stays). ErrNotFound if absent. Its pending deliveries stay; senders
 	// finish them as failed.
 	DisableEndpoint(ctx context.Context, id, reason string) (Endpoint, error)
+	// UpdateEndpoint applies u to the endpoint and returns the result, which
+	// must pass Validate (an Invalid error naming the field otherwise, and
+	// nothing changes). ErrNotFound if absent. ID, secrets and CreatedAt
+	// never change here. The read and the write are one atomic step, so
+	// concurrent updates of different fields all take effect. Deliveries
+	// already enqueued keep their payload; each attempt goes to the URL the
+	// endpoint has when it is made.
+	UpdateEndpoint(ctx context.Context, id string, u EndpointUpdate) (Endpoint, error)
+	// RotateEndpointSecret makes secret (ValidSecret: Invalid "secret: …"
+	// otherwise) the endpoint's Secret and keeps the one it replaces as
+	// PreviousSecret until graceUntil, atomically. A zero graceUntil drops
+	// the replaced secret at once (no PreviousSecret). A secret that was
+	// still PreviousSecret from an earlier rotation is dropped: an endpoint
+	// holds at most two secrets. ErrNotFound if absent.
+	RotateEndpointSecret(ctx context.Context, id, secret string, graceUntil time.Time) (Endpoint, error)
+	// DeleteEndpoint deletes the endpoint, atomically; ErrNotFound if absent
+	// (so a repeated delete is NotFound). Its deliveries stay, as the record
+	// of what was sent: the fan-out enqueues no new ones, and a sender
+	// finishes each one left pending as failed, without a request, when it
+	// next comes due (GetEndpoint answers NotFound).
+	DeleteEndpoint(ctx context.Context, id string) error
 
 	// EnqueueDelivery stores d as pending (Attempts 0, ScheduledAt
 	// d.ScheduledAt or now if zero) unless a delivery with d.Key exists: then

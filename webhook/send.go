@@ -37,7 +37,8 @@ func (s sent) describe() string {
 }
 
 // send POSTs the delivery's stored payload to the endpoint, signed with its
-// secret, with the delivery ID as webhook-id (the same on every attempt).
+// secret (and its previous one during a rotation's grace period), with the
+// delivery ID as webhook-id (the same on every attempt).
 func (s *sender) send(ctx context.Context, ep *store.Endpoint, del *store.Delivery) sent {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
@@ -46,7 +47,7 @@ func (s *sender) send(ctx context.Context, ep *store.Endpoint, del *store.Delive
 		return sent{err: fmt.Errorf("building the request: %w", err)}
 	}
 	now := s.now()
-	if err := SetHeaders(req.Header, ep.Secret, del.ID, now, del.Payload); err != nil {
+	if err := SetHeaders(req.Header, del.ID, now, del.Payload, ep.SigningSecrets(now)...); err != nil {
 		return sent{err: err}
 	}
 	req.Header.Set("Content-Type", "application/json")

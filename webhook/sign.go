@@ -34,6 +34,14 @@ const (
 	HeaderSignature = "webhook-signature"
 )
 
+// DefaultSecretGrace is how long a secret replaced by a rotation keeps
+// signing requests, next to the new one, when the rotation names no grace
+// period: time for receivers to switch to the new secret.
+const DefaultSecretGrace = 24 * time.Hour
+
+// MaxSecretGrace bounds a rotation's grace period.
+const MaxSecretGrace = 7 * 24 * time.Hour
+
 // NewSecret returns a new endpoint secret: "whsec_" and the base64 of 32
 // random bytes (the HMAC key).
 func NewSecret() string {
@@ -56,15 +64,26 @@ func Sign(secret, id string, timestamp time.Time, body []byte) (string, error) {
 	return "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil)), nil
 }
 
-// SetHeaders signs body as message id at timestamp and sets the three
-// Standard Webhooks headers on h.
-func SetHeaders(h http.Header, secret, id string, timestamp time.Time, body []byte) error {
-	sig, err := Sign(secret, id, timestamp, body)
-	if err != nil {
-		return err
+// SetHeaders signs body as message id at timestamp with each of secrets
+// and sets the three Standard Webhooks headers on h. With several secrets
+// (an endpoint within the grace period of a rotation), webhook-signature
+// holds one "v1," signature per secret, separated by spaces, as the
+// specification allows: a receiver that holds any one of the secrets
+// accepts the request.
+func SetHeaders(h http.Header, id string, timestamp time.Time, body []byte, secrets ...string) error {
+	if len(secrets) == 0 {
+		return fmt.Errorf("webhook: no secret to sign with")
+	}
+	sigs := make([]string, len(secrets))
+	for i, secret := range secrets {
+		sig, err := Sign(secret, id, timestamp, body)
+		if err != nil {
+			return err
+		}
+		sigs[i] = sig
 	}
 	h.Set(HeaderID, id)
 	h.Set(HeaderTimestamp, strconv.FormatInt(timestamp.Unix(), 10))
-	h.Set(HeaderSignature, sig)
+	h.Set(HeaderSignature, strings.Join(sigs, " "))
 	return nil
 }

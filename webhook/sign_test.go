@@ -2,6 +2,7 @@ package webhook_test
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -35,7 +36,7 @@ func TestSetHeaders_ReferenceVerifier(t *testing.T) {
 	secret := webhook.NewSecret()
 	body := []byte(`{"id":"evt","type":"payment.succeeded","data":{"cents":1500}}`)
 	h := http.Header{}
-	if err := webhook.SetHeaders(h, secret, "d-1", time.Now(), body); err != nil {
+	if err := webhook.SetHeaders(h, "d-1", time.Now(), body, secret); err != nil {
 		t.Fatalf("SetHeaders: %v", err)
 	}
 	wh, err := standardwebhooks.NewWebhook(secret)
@@ -48,6 +49,44 @@ func TestSetHeaders_ReferenceVerifier(t *testing.T) {
 	if err := wh.Verify(append(body, ' '), h); err == nil {
 		t.Errorf("reference Verify of a changed body: got nil error, want a mismatch")
 	}
+}
+
+// TestSetHeaders_TwoSecrets: during a rotation's grace period a request
+// carries one signature per secret, and the reference verifier accepts it
+// with either secret alone, and with no other.
+func TestSetHeaders_TwoSecrets(t *testing.T) {
+	current, previous := webhook.NewSecret(), webhook.NewSecret()
+	body := []byte(`{"id":"evt","type":"payment.succeeded","data":{}}`)
+	h := http.Header{}
+	if err := webhook.SetHeaders(h, "d-2", time.Now(), body, current, previous); err != nil {
+		t.Fatalf("SetHeaders: %v", err)
+	}
+	sigs := strings.Fields(h.Get(webhook.HeaderSignature))
+	if len(sigs) != 2 || !strings.HasPrefix(sigs[0], "v1,") || !strings.HasPrefix(sigs[1], "v1,") {
+		t.Fatalf("webhook-signature = %q, want two space-separated v1 signatures", h.Get(webhook.HeaderSignature))
+	}
+	for name, secret := range map[string]string{"current": current, "previous": previous} {
+		if err := referenceVerify(t, secret, body, h); err != nil {
+			t.Errorf("reference Verify with the %s secret: %v", name, err)
+		}
+	}
+	if err := referenceVerify(t, webhook.NewSecret(), body, h); err == nil {
+		t.Errorf("reference Verify with another secret: got nil error, want a mismatch")
+	}
+	if err := webhook.SetHeaders(http.Header{}, "d-3", time.Now(), body); err == nil {
+		t.Errorf("SetHeaders without a secret: got nil error")
+	}
+}
+
+// referenceVerify verifies a request with the Standard Webhooks reference
+// library holding only secret, timestamp included.
+func referenceVerify(t *testing.T, secret string, body []byte, h http.Header) error {
+	t.Helper()
+	wh, err := standardwebhooks.NewWebhook(secret)
+	if err != nil {
+		t.Fatalf("standardwebhooks.NewWebhook: %v", err)
+	}
+	return wh.Verify(body, h)
 }
 
 func TestNewSecret(t *testing.T) {

@@ -6,6 +6,9 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
+	"regexp"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -18,46 +21,109 @@ type RefusedError struct {
 }
 
 func (e *RefusedError) Error() string {
-	return fmt.Sprintf("refused to connect to non-public address %s (private targets are not allowed)", e.Addr)
+	return fmt.Sprintf("refused to connect to %s, %s (private targets are not allowed)", e.Addr, NonPublicReason(e.Addr))
 }
 
-// nonPublic lists special-purpose ranges that netip's predicates do not cover.
-var nonPublic = []netip.Prefix{
-	netip.MustParsePrefix("0.0.0.0/8"),       // "this network"
-	netip.MustParsePrefix("100.64.0.0/10"),   // carrier-grade NAT
-	netip.MustParsePrefix("192.0.0.0/24"),    // IETF protocol assignments
-	netip.MustParsePrefix("192.0.2.0/24"),    // documentation
-	netip.MustParsePrefix("198.18.0.0/15"),   // benchmarking
-	netip.MustParsePrefix("198.51.100.0/24"), // documentation
-	netip.MustParsePrefix("203.0.113.0/24"),  // documentation
-	netip.MustParsePrefix("240.0.0.0/4"),     // reserved, and broadcast
-	netip.MustParsePrefix("64:ff9b::/96"),    // NAT64: may embed a private IPv4
-	netip.MustParsePrefix("64:ff9b:1::/48"),  // local-use NAT64
-	netip.MustParsePrefix("2001:db8::/32"),   // documentation
-	netip.MustParsePrefix("2002::/16"),       // 6to4: may embed a private IPv4
-	netip.MustParsePrefix("fec0::/10"),       // deprecated site-local
-	netip.MustParsePrefix("::/96"),           // IPv4-compatible (deprecated): embeds any IPv4
-	netip.MustParsePrefix("2001::/32"),       // Teredo: embeds an IPv4
+// nonPublic lists special-purpose ranges that netip's predicates do not
+// cover, each with what it is.
+var nonPublic = []struct {
+	prefix netip.Prefix
+	what   string
+}{
+	{netip.MustParsePrefix("0.0.0.0/8"), `a "this network" address`},
+	{netip.MustParsePrefix("100.64.0.0/10"), "a carrier-grade NAT address"},
+	{netip.MustParsePrefix("192.0.0.0/24"), "an IETF protocol assignment"},
+	{netip.MustParsePrefix("192.0.2.0/24"), "a documentation address"},
+	{netip.MustParsePrefix("198.18.0.0/15"), "a benchmarking address"},
+	{netip.MustParsePrefix("198.51.100.0/24"), "a documentation address"},
+	{netip.MustParsePrefix("203.0.113.0/24"), "a documentation address"},
+	{netip.MustParsePrefix("240.0.0.0/4"), "a reserved or broadcast address"},
+	{netip.MustParsePrefix("64:ff9b::/96"), "a NAT64 address, which may embed a private IPv4 address"},
+	{netip.MustParsePrefix("64:ff9b:1::/48"), "a local-use NAT64 address"},
+	{netip.MustParsePrefix("2001:db8::/32"), "a documentation address"},
+	{netip.MustParsePrefix("2002::/16"), "a 6to4 address, which may embed a private IPv4 address"},
+	{netip.MustParsePrefix("fec0::/10"), "a deprecated site-local address"},
+	{netip.MustParsePrefix("::/96"), "an IPv4-compatible address (deprecated), which embeds any IPv4 address"},
+	{netip.MustParsePrefix("2001::/32"), "a Teredo address, which embeds an IPv4 address"},
+}
+
+// NonPublicReason says why a is not a public unicast address a webhook may
+// be sent to when private targets are not allowed ("a loopback address",
+// "a private address …"), or returns "" when it is public. It is the one
+// classification of addresses: the dial-time check and registration
+// (CheckTarget) both use it. Not public are loopback, private (RFC 1918,
+// fc00::/7), link-local (169.254.0.0/16 holds cloud metadata servers;
+// fe80::/10), multicast, unspecified and other special-purpose ranges.
+// IPv4-mapped IPv6 addresses are judged as their IPv4 address.
+func NonPublicReason(a netip.Addr) string {
+	a = a.Unmap()
+	switch {
+	case !a.IsValid():
+		return "not a valid IP address"
+	case a.IsLoopback():
+		return "a loopback address"
+	case a.IsPrivate():
+		return "a private address (RFC 1918, fc00::/7)"
+	case a.IsLinkLocalUnicast():
+		return "a link-local address (169.254.0.0/16 holds cloud metadata servers)"
+	case a.IsUnspecified():
+		return "the unspecified address"
+	case a.IsMulticast() || a.IsInterfaceLocalMulticast() || a.IsLinkLocalMulticast():
+		return "a multicast address"
+	case !a.IsGlobalUnicast():
+		return "not a global unicast address"
+	}
+	for _, r := range nonPublic {
+		if r.prefix.Contains(a) {
+			return r.what
+		}
+	}
+	return ""
 }
 
 // PublicAddr reports whether a is a public unicast address a webhook may
-// be sent to when private targets are not allowed: not loopback, private
-// (RFC 1918, fc00::/7), link-local (169.254.0.0/16 holds cloud metadata
-// servers), multicast, unspecified or another special-purpose range.
-// IPv4-mapped IPv6 addresses are judged as their IPv4 address.
-func PublicAddr(a netip.Addr) bool {
-	a = a.Unmap()
-	if !a.IsValid() || !a.IsGlobalUnicast() || a.IsPrivate() || a.IsLoopback() ||
-		a.IsLinkLocalUnicast() || a.IsInterfaceLocalMulticast() || a.IsMulticast() || a.IsUnspecified() {
-		return false
+// be sent to when private targets are not allowed (NonPublicReason is "").
+func PublicAddr(a netip.Addr) bool { return NonPublicReason(a) == "" }
+
+// CheckTarget returns why an endpoint URL may not be registered when private
+// targets are not allowed, or nil. Refused are a host that is an IP address
+// NonPublicReason refuses, "localhost" and names under ".localhost" (RFC
+// 6761: they resolve to loopback), and a host whose last label is a number
+// ("127.1", "2130706433", "0x7f.1"): no public name ends in one, and some
+// resolvers read such a host as an IPv4 address. The URL's scheme, port and
+// shape are store.Endpoint.Validate's to check.
+//
+// CheckTarget does not resolve the name. An answer at registration would
+// prove nothing about later deliveries: a name's DNS can change at any
+// time (DNS rebinding makes that deliberate: public at registration,
+// 169.254.169.254 when the request is sent), and resolving would also tell
+// the caller which internal names exist. The guard that holds is the
+// dial-time check, which judges every address actually dialled; this one
+// refuses, early and with a reason, what no DNS answer could make public.
+func CheckTarget(rawURL string) error {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return fmt.Errorf("is not a URL")
 	}
-	for _, p := range nonPublic {
-		if p.Contains(a) {
-			return false
+	host := strings.ToLower(strings.TrimSuffix(u.Hostname(), "."))
+	if a, err := netip.ParseAddr(host); err == nil {
+		if why := NonPublicReason(a); why != "" {
+			return fmt.Errorf("host %s is %s; private targets are not allowed", u.Hostname(), why)
 		}
+		return nil
 	}
-	return true
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return fmt.Errorf("host %s is a localhost name, which resolves to loopback; private targets are not allowed", u.Hostname())
+	}
+	labels := strings.Split(host, ".")
+	if numericLabel.MatchString(labels[len(labels)-1]) {
+		return fmt.Errorf("host %s ends in a number, which some resolvers read as an IPv4 address: give the address in dotted-decimal form or a DNS name", u.Hostname())
+	}
+	return nil
 }
+
+// numericLabel matches a DNS label that is a decimal, octal or hex number.
+var numericLabel = regexp.MustCompile(`^(?:[0-9]+|0x[0-9a-f]*)$`)
 
 // newClient returns the HTTP client of a dispatcher. Redirects are never
 // followed (a 3xx is a failed attempt). Unless allowPrivate, every
@@ -73,7 +139,7 @@ func newClient(allowPrivate bool) *http.Client {
 			if err != nil {
 				return fmt.Errorf("refused to connect to %q: not an IP address", address)
 			}
-			if !PublicAddr(ap.Addr()) {
+			if NonPublicReason(ap.Addr()) != "" {
 				return &RefusedError{Addr: ap.Addr()}
 			}
 			return nil

@@ -110,7 +110,7 @@ func (m *Main) Run(ctx context.Context) error {
 		CORSOrigins: c.CORSOrigins,
 		Development: c.Development(),
 		Now:         time.Now,
-		Webhooks:    &api.WebhookConfig{StripeSecret: c.StripeWebhookSecret},
+		Webhooks:    &api.WebhookConfig{StripeSecret: c.StripeWebhookSecret, AllowPrivate: c.WebhookAllowPrivate},
 	})
 	if err != nil {
 		return fmt.Errorf("api: %w", err)

@@ -2,7 +2,6 @@ package firestore
 
 import (
 	"context"
-	"slices"
 	"sync"
 	"time"
 
@@ -11,7 +10,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/stipend-mcp/stipend/event"
 	"github.com/stipend-mcp/stipend/internal/fsfault"
 	"github.com/stipend-mcp/stipend/store"
 	"github.com/stipend-mcp/stipend/store/internal/transition"
@@ -29,20 +27,15 @@ func (s *Store) deliveryRef(id string) *firestore.DocumentRef {
 
 // CreateEndpoint implements store.DeliveryStore.
 func (s *Store) CreateEndpoint(ctx context.Context, e store.Endpoint) (store.Endpoint, error) {
-	if err := e.Validate(); err != nil {
+	e, err := transition.NewEndpoint(e, s.clock())
+	if err != nil {
 		return store.Endpoint{}, err
 	}
-	e.CreatedAt = s.clock()
-	e.Disabled, e.DisabledReason, e.DisabledAt = false, "", nil
-	e.EventTypes = slices.Clone(e.EventTypes)
 	if _, err := s.endpointRef(e.ID).Create(ctx, endpointDoc(&e)); err != nil {
 		if status.Code(err) == codes.AlreadyExists {
 			return store.Endpoint{}, store.Errorf(store.CodeConflict, "webhook endpoint %s exists", e.ID)
 		}
 		return store.Endpoint{}, fsfault.Write(err, "create webhook endpoint")
-	}
-	if e.EventTypes == nil {
-		e.EventTypes = []event.Type{}
 	}
 	return e, nil
 }
@@ -51,7 +44,7 @@ func (s *Store) CreateEndpoint(ctx context.Context, e store.Endpoint) (store.End
 func (s *Store) GetEndpoint(ctx context.Context, id string) (store.Endpoint, error) {
 	snap, err := s.endpointRef(id).Get(ctx)
 	if isNotFound(err) {
-		return store.Endpoint{}, store.Errorf(store.CodeNotFound, "webhook endpoint %s", id)
+		return store.Endpoint{}, endpointNotFound(id)
 	}
 	if err != nil {
 		return store.Endpoint{}, fsfault.Read(err, "get webhook endpoint")
@@ -66,11 +59,47 @@ func (s *Store) ListEndpoints(ctx context.Context, p store.Page) ([]store.Endpoi
 
 // DisableEndpoint implements store.DeliveryStore.
 func (s *Store) DisableEndpoint(ctx context.Context, id, reason string) (store.Endpoint, error) {
+	return s.changeEndpoint(ctx, "disable webhook endpoint", id, func(e store.Endpoint) (store.Endpoint, error) {
+		return transition.DisableEndpoint(e, reason, s.clock()), nil
+	})
+}
+
+// UpdateEndpoint implements store.DeliveryStore.
+func (s *Store) UpdateEndpoint(ctx context.Context, id string, u store.EndpointUpdate) (store.Endpoint, error) {
+	return s.changeEndpoint(ctx, "update webhook endpoint", id, func(e store.Endpoint) (store.Endpoint, error) {
+		return transition.UpdateEndpoint(e, u)
+	})
+}
+
+// RotateEndpointSecret implements store.DeliveryStore.
+func (s *Store) RotateEndpointSecret(ctx context.Context, id, secret string, graceUntil time.Time) (store.Endpoint, error) {
+	graceUntil = stampOrZero(graceUntil)
+	return s.changeEndpoint(ctx, "rotate webhook endpoint secret", id, func(e store.Endpoint) (store.Endpoint, error) {
+		return transition.RotateSecret(e, secret, graceUntil)
+	})
+}
+
+// DeleteEndpoint implements store.DeliveryStore: one delete with the
+// precondition that the document exists, so an absent one is NotFound.
+func (s *Store) DeleteEndpoint(ctx context.Context, id string) error {
+	_, err := s.endpointRef(id).Delete(ctx, firestore.Exists)
+	if isNotFound(err) {
+		return endpointNotFound(id)
+	}
+	if err != nil {
+		return fsfault.Write(err, "delete webhook endpoint")
+	}
+	return nil
+}
+
+// changeEndpoint reads, changes (with change, which may run more than once)
+// and writes one endpoint in a transaction.
+func (s *Store) changeEndpoint(ctx context.Context, what, id string, change func(store.Endpoint) (store.Endpoint, error)) (store.Endpoint, error) {
 	var out store.Endpoint
-	err := s.run(ctx, "disable webhook endpoint", func(_ context.Context, tx *firestore.Transaction) error {
+	err := s.run(ctx, what, func(_ context.Context, tx *firestore.Transaction) error {
 		snap, err := tx.Get(s.endpointRef(id))
 		if isNotFound(err) {
-			return store.Errorf(store.CodeNotFound, "webhook endpoint %s", id)
+			return endpointNotFound(id)
 		}
 		if err != nil {
 			return err
@@ -79,17 +108,17 @@ func (s *Store) DisableEndpoint(ctx context.Context, id, reason string) (store.E
 		if err != nil {
 			return err
 		}
-		if !e.Disabled {
-			now := s.clock()
-			e.Disabled, e.DisabledReason, e.DisabledAt = true, reason, &now
-			if err := tx.Set(snap.Ref, endpointDoc(&e)); err != nil {
-				return err
-			}
+		if e, err = change(e); err != nil {
+			return err
 		}
 		out = e
-		return nil
+		return tx.Set(snap.Ref, endpointDoc(&e))
 	})
 	return out, err
+}
+
+func endpointNotFound(id string) error {
+	return store.Errorf(store.CodeNotFound, "webhook endpoint %s", id)
 }
 
 // EnqueueDelivery implements store.DeliveryStore. One transaction reads the

@@ -32,6 +32,8 @@ func endpointDoc(e *store.Endpoint) map[string]any {
 		"disabled":   e.Disabled,
 		"createdAt":  stamp(e.CreatedAt),
 	}
+	putStr(d, "previousSecret", e.PreviousSecret)
+	putTime(d, "previousSecretExpiresAt", e.PreviousSecretExpiresAt)
 	putStr(d, "disabledReason", e.DisabledReason)
 	putTime(d, "disabledAt", e.DisabledAt)
 	return d
@@ -40,14 +42,16 @@ func endpointDoc(e *store.Endpoint) map[string]any {
 func endpointFrom(snap *firestore.DocumentSnapshot) (store.Endpoint, error) {
 	f := read(snap)
 	e := store.Endpoint{
-		ID:             f.str("id"),
-		URL:            f.str("url"),
-		Secret:         f.str("secret"),
-		Disabled:       f.boolean("disabled"),
-		DisabledReason: f.optStr("disabledReason"),
-		DisabledAt:     f.optInstant("disabledAt"),
-		CreatedAt:      f.instant("createdAt"),
-		EventTypes:     []event.Type{},
+		ID:                      f.str("id"),
+		URL:                     f.str("url"),
+		Secret:                  f.str("secret"),
+		PreviousSecret:          f.optStr("previousSecret"),
+		PreviousSecretExpiresAt: f.optInstant("previousSecretExpiresAt"),
+		Disabled:                f.boolean("disabled"),
+		DisabledReason:          f.optStr("disabledReason"),
+		DisabledAt:              f.optInstant("disabledAt"),
+		CreatedAt:               f.instant("createdAt"),
+		EventTypes:              []event.Type{},
 	}
 	for _, t := range f.strs("eventTypes") {
 		e.EventTypes = append(e.EventTypes, event.Type(t))

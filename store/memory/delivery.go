@@ -35,18 +35,16 @@ func (s *Store) deliveries() *deliveryState {
 
 // CreateEndpoint implements store.DeliveryStore.
 func (s *Store) CreateEndpoint(_ context.Context, e store.Endpoint) (store.Endpoint, error) {
-	if err := e.Validate(); err != nil {
-		return store.Endpoint{}, err
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	e, err := transition.NewEndpoint(e, s.now())
+	if err != nil {
+		return store.Endpoint{}, err
+	}
 	st := s.deliveries()
 	if _, ok := st.endpoints[e.ID]; ok {
 		return store.Endpoint{}, store.Errorf(store.CodeConflict, "webhook endpoint %s exists", e.ID)
 	}
-	e.CreatedAt = s.now().UTC()
-	e.Disabled, e.DisabledReason, e.DisabledAt = false, "", nil
-	e.EventTypes = slices.Clone(e.EventTypes)
 	st.endpoints[e.ID] = e
 	return copyEndpoint(e), nil
 }
@@ -57,7 +55,7 @@ func (s *Store) GetEndpoint(_ context.Context, id string) (store.Endpoint, error
 	defer s.mu.Unlock()
 	e, ok := s.deliveries().endpoints[id]
 	if !ok {
-		return store.Endpoint{}, store.Errorf(store.CodeNotFound, "webhook endpoint %s", id)
+		return store.Endpoint{}, endpointNotFound(id)
 	}
 	return copyEndpoint(e), nil
 }
@@ -75,19 +73,58 @@ func (s *Store) ListEndpoints(_ context.Context, p store.Page) ([]store.Endpoint
 
 // DisableEndpoint implements store.DeliveryStore.
 func (s *Store) DisableEndpoint(_ context.Context, id, reason string) (store.Endpoint, error) {
+	return s.changeEndpoint(id, func(e store.Endpoint) (store.Endpoint, error) {
+		return transition.DisableEndpoint(e, reason, s.now()), nil
+	})
+}
+
+// UpdateEndpoint implements store.DeliveryStore.
+func (s *Store) UpdateEndpoint(_ context.Context, id string, u store.EndpointUpdate) (store.Endpoint, error) {
+	return s.changeEndpoint(id, func(e store.Endpoint) (store.Endpoint, error) {
+		return transition.UpdateEndpoint(e, u)
+	})
+}
+
+// RotateEndpointSecret implements store.DeliveryStore.
+func (s *Store) RotateEndpointSecret(_ context.Context, id, secret string, graceUntil time.Time) (store.Endpoint, error) {
+	return s.changeEndpoint(id, func(e store.Endpoint) (store.Endpoint, error) {
+		return transition.RotateSecret(e, secret, graceUntil)
+	})
+}
+
+// DeleteEndpoint implements store.DeliveryStore. The endpoint's deliveries
+// stay, as the contract says.
+func (s *Store) DeleteEndpoint(_ context.Context, id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.deliveries()
+	if _, ok := st.endpoints[id]; !ok {
+		return endpointNotFound(id)
+	}
+	delete(st.endpoints, id)
+	return nil
+}
+
+// changeEndpoint replaces the endpoint with change(endpoint) under s.mu,
+// unless change fails.
+func (s *Store) changeEndpoint(id string, change func(store.Endpoint) (store.Endpoint, error)) (store.Endpoint, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.deliveries()
 	e, ok := st.endpoints[id]
 	if !ok {
-		return store.Endpoint{}, store.Errorf(store.CodeNotFound, "webhook endpoint %s", id)
+		return store.Endpoint{}, endpointNotFound(id)
 	}
-	if !e.Disabled {
-		now := s.now().UTC()
-		e.Disabled, e.DisabledReason, e.DisabledAt = true, reason, &now
-		st.endpoints[id] = e
+	e, err := change(copyEndpoint(e))
+	if err != nil {
+		return store.Endpoint{}, err
 	}
+	st.endpoints[id] = e
 	return copyEndpoint(e), nil
+}
+
+func endpointNotFound(id string) error {
+	return store.Errorf(store.CodeNotFound, "webhook endpoint %s", id)
 }
 
 // EnqueueDelivery implements store.DeliveryStore.
@@ -250,9 +287,11 @@ func copyEndpoint(e store.Endpoint) store.Endpoint {
 	if e.EventTypes == nil {
 		e.EventTypes = []event.Type{}
 	}
-	if e.DisabledAt != nil {
-		t := *e.DisabledAt
-		e.DisabledAt = &t
+	for _, p := range []**time.Time{&e.DisabledAt, &e.PreviousSecretExpiresAt} {
+		if *p != nil {
+			t := **p
+			*p = &t
+		}
 	}
 	return e
 }

@@ -1,5 +1,6 @@
 // Package transition holds the state changes both stores make the same way
-// and in the same words: a delivery's enqueue and the result of an attempt
+// and in the same words: an endpoint's creation, update, disabling and
+// secret rotation, a delivery's enqueue and the result of an attempt
 // (DeliveryStore), the refusal of a payment change, and the key under which
 // an inbound provider event, the cause of a payment change, is recorded.
 // Only the adapters under store/ import it; callers use the contract in
