@@ -174,6 +174,9 @@ CREATE TABLE webhook_endpoints (
     url             text NOT NULL,
     event_types     text[] NOT NULL DEFAULT '{}',
     secret          text NOT NULL,
+    -- The secret the last rotation replaced, signing too until it expires.
+    previous_secret            text NOT NULL DEFAULT '',
+    previous_secret_expires_at timestamptz,
     disabled        boolean NOT NULL DEFAULT false,
     disabled_reason text NOT NULL DEFAULT '',
     disabled_at     timestamptz,
