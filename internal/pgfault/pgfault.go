@@ -57,12 +57,14 @@ func State(err error) string {
 }
 
 // Retryable reports whether a transaction that failed with err may succeed
-// if run again from the start: contention (a serialization failure or a
-// deadlock the server broke), or a unique guard another transaction took
-// first, which the next attempt reads as a row that exists.
+// if run again from the start: contention, a serialization failure or a
+// deadlock the server broke. (A unique guard taken by another transaction
+// is not an error here: the adapters insert guards with ON CONFLICT DO
+// NOTHING and start over themselves, so a unique violation that does reach
+// this is a conflict.)
 func Retryable(err error) bool {
 	switch State(err) {
-	case SerializationFailure, DeadlockDetected, UniqueViolation:
+	case SerializationFailure, DeadlockDetected:
 		return true
 	}
 	return false

@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -85,4 +86,20 @@ func TestDeliveryStore_Conformance(t *testing.T) {
 
 func TestDeliveryStore_Concurrency(t *testing.T) {
 	conformance.RunDeliveryStoreConcurrencyTests(t, newDeliveryFleet)
+}
+
+// TestStore_PingUnreachable checks that Ping fails closed, as Unavailable,
+// within the caller's deadline, when no server answers.
+func TestStore_PingUnreachable(t *testing.T) {
+	pool, err := pgxpool.New(t.Context(), "postgres://nobody@127.0.0.1:1/none?connect_timeout=1")
+	if err != nil {
+		t.Fatalf("pgxpool.New: %v", err)
+	}
+	defer pool.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	err = postgres.New(pool).Ping(ctx)
+	if got := store.CodeOf(err); got != store.CodeUnavailable {
+		t.Errorf("Ping with no server: got %v (code %q), want code %q", err, got, store.CodeUnavailable)
+	}
 }

@@ -25,9 +25,9 @@ var errRetry = errors.New("a unique guard was taken concurrently")
 
 // run runs fn in a READ COMMITTED transaction and commits it, retrying
 // (from the start, with jittered backoff) when the server broke a deadlock
-// or a serialization failure, when a unique guard was taken concurrently,
-// or when fn returns errRetry, until it commits, fails otherwise, ctx ends,
-// or the retry budget is spent. fn may run more than once: it must only
+// or a serialization failure, or when fn returns errRetry (a unique guard
+// was taken concurrently), until it commits, fails otherwise, ctx ends, or
+// the retry budget is spent. fn may run more than once: it must only
 // compute from what it reads. Errors are translated, with what naming the
 // operation; one from a COMMIT whose answer was lost is Uncertain, every
 // other one committed nothing.
