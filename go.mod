@@ -44,6 +44,8 @@ require (
 	github.com/standard-webhooks/standard-webhooks/libraries v0.0.1
 	github.com/stripe/stripe-go/v82 v82.5.1
 	golang.org/x/text v0.44.0
+	// cmd/stipend dials the Firestore emulator itself (option.WithGRPCConn);
+	// store/firestore tests record commits through such a connection too.
 	google.golang.org/api v0.304.0
 	google.golang.org/grpc v1.84.0
 )

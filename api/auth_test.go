@@ -50,12 +50,18 @@ func routeTable(f fixtures) []route {
 		{method: "GET", path: "/metrics", reader: public, ok: []int{200}},
 		{method: "POST", path: "/v1/consume", body: consumeBody(agentA, "matrix", 1), roles: host, ok: []int{200}},
 		{method: "POST", path: "/v1/check", body: consumeBody(agentA, "matrix-check", 1), roles: host, ok: []int{200}},
+		{method: "POST", path: "/v1/authorize", body: f.authorizeBody("matrix-hold"), roles: host, ok: []int{200}},
+		{method: "GET", path: "/v1/holds/" + f.holdID, roles: []apikey.Role{apikey.RoleHost, apikey.RoleBilling}, ok: []int{200}},
+		{method: "POST", path: "/v1/holds/" + f.captureHoldID + "/capture", body: map[string]any{"agentId": agentA, "cost": usd(1)},
+			roles: host, ok: []int{200}},
+		{method: "POST", path: "/v1/holds/" + f.releaseHoldID + "/release", body: map[string]any{"agentId": agentA}, roles: host, ok: []int{200}},
 		{method: "PUT", path: a, body: map[string]any{"displayName": "A"}, roles: billing, ok: []int{200}},
 		{method: "GET", path: a, roles: billing, reader: readerByAgent, ok: []int{200}},
 		{method: "POST", path: a + "/entitlements", body: map[string]any{"type": "quota", "scope": map[string]any{"service": "search"},
 			"limit": 10, "period": "day"}, ok: []int{201}},
 		{method: "GET", path: a + "/entitlements?status=active&limit=2", roles: billing, reader: readerByAgent, ok: []int{200}},
 		{method: "GET", path: a + "/consumptions", roles: billing, reader: readerByAgent, ok: []int{200}},
+		{method: "POST", path: "/v1/consumptions/" + f.consumptionID + "/refund", roles: billing, ok: []int{200}},
 		{method: "GET", path: a + "/receipts", roles: billing, reader: readerByAgent, ok: []int{200}},
 		{method: "GET", path: "/v1/entitlements/" + f.entitlementID, roles: billing, reader: readerByOwner, ok: []int{200}},
 		{method: "POST", path: "/v1/entitlements/" + f.revokableID + "/revoke", ok: []int{200}},
@@ -88,8 +94,19 @@ func routeTable(f fixtures) []route {
 type fixtures struct {
 	entitlementID, revokableID, paymentID, pendingID, refundableID, receiptID string
 	endpointID, deletableID, deliveryID                                       string
+	// holdID is an open hold, captureHoldID and releaseHoldID holds the
+	// table captures and releases, consumptionID a consumption it refunds:
+	// all on entitlementID.
+	holdID, captureHoldID, releaseHoldID, consumptionID string
 	// stripeEvent, signed by stripeSignature, succeeds a pending Stripe payment.
 	stripeEvent, stripeSignature string
+}
+
+// authorizeBody is a hold of up to 2 USD on entitlementID under key.
+func (f fixtures) authorizeBody(key string) map[string]any {
+	b := authorizeBody(agentA, key, 2)
+	b["entitlementId"] = f.entitlementID
+	return b
 }
 
 func setupFixtures(e *env) fixtures {
@@ -97,6 +114,17 @@ func setupFixtures(e *env) fixtures {
 	var f fixtures
 	f.entitlementID = e.grantCredits(agentA, 1000)
 	f.revokableID = e.grantCredits(agentA, 5)
+	hold := func(key string) string {
+		var out struct{ Hold struct{ ID string } }
+		e.must(200, req{Method: "POST", Path: "/v1/authorize", Key: e.keys.Host, Body: f.authorizeBody(key)}).decode(e.t, &out)
+		return out.Hold.ID
+	}
+	f.holdID, f.captureHoldID, f.releaseHoldID = hold("fx-hold"), hold("fx-capture"), hold("fx-release")
+	used := consumeBody(agentA, "fx-refund", 3)
+	used["entitlementId"] = f.entitlementID
+	var c struct{ Consumption struct{ ID string } }
+	e.must(200, req{Method: "POST", Path: "/v1/consume", Key: e.keys.Host, Body: used}).decode(e.t, &c)
+	f.consumptionID = c.Consumption.ID
 	pay := func(key string) string {
 		var p payment.Payment
 		res := e.createPayment(key, paymentBody(agentA, 50))

@@ -80,6 +80,9 @@ func (s *Server) answerConsume(c echo.Context, route string, res store.ConsumeRe
 	s.metrics.consumeResults.WithLabelValues(route, string(res.Outcome), reason).Inc()
 	switch res.Outcome {
 	case store.Consumed, store.Replay:
+		if !handEncodes(&res.Consumption) {
+			return c.JSON(http.StatusOK, consumeAnswer{Result: res.Outcome, Consumption: &res.Consumption})
+		}
 		bp := answerPool.Get().(*[]byte)
 		b := appendConsumeAnswer((*bp)[:0], res.Outcome, &res.Consumption)
 		err := c.JSONBlob(http.StatusOK, b)
@@ -104,12 +107,13 @@ func (s *Server) answerConsume(c echo.Context, route string, res store.ConsumeRe
 var reasonRank = map[entitlement.Reason]int{
 	entitlement.ReasonInsufficientBalance: 0,
 	entitlement.ReasonQuotaExhausted:      1,
-	entitlement.ReasonExpired:             2,
-	entitlement.ReasonCurrencyMismatch:    3,
-	entitlement.ReasonCostRequired:        4,
-	entitlement.ReasonRevoked:             5,
-	entitlement.ReasonScopeMismatch:       6,
-	entitlement.ReasonNotFound:            7,
+	entitlement.ReasonTooManyHolds:        2,
+	entitlement.ReasonExpired:             3,
+	entitlement.ReasonCurrencyMismatch:    4,
+	entitlement.ReasonCostRequired:        5,
+	entitlement.ReasonRevoked:             6,
+	entitlement.ReasonScopeMismatch:       7,
+	entitlement.ReasonNotFound:            8,
 }
 
 // mainReason picks the one reason that sums up a denial, for the metric

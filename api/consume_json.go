@@ -17,7 +17,14 @@ import (
 
 var answerPool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
-// appendConsumeAnswer appends {"result":…,"consumption":{…}} to b.
+// handEncodes reports whether appendConsumeAnswer can encode c: every fresh
+// consumption, not a replayed one refunded since (its refund) or a
+// capture's (its holdId). encoding/json writes those: they are rare and off
+// the hot path.
+func handEncodes(c *entitlement.Consumption) bool { return c.Refund == nil && c.HoldID == "" }
+
+// appendConsumeAnswer appends {"result":…,"consumption":{…}} to b, for a
+// consumption that handEncodes.
 func appendConsumeAnswer(b []byte, result store.Outcome, c *entitlement.Consumption) []byte {
 	b = append(b, `{"result":`...)
 	b = appendString(b, string(result))

@@ -161,6 +161,12 @@ func FuzzDecodeJSON(f *testing.F) {
 	seeds := []string{
 		`{"agentId":"a","service":"s","tool":"t","idempotencyKey":"k","cost":{"cents":1,"currency":"USD"},"units":2}`,
 		`{"agentId":"a","amount":{"cents":100,"currency":"USD"},"provider":"manual","grant":{"type":"quota","scope":{"service":"s","tools":["x"]},"limit":5,"period":"day","expiresAt":"2030-01-01T00:00:00Z"}}`,
+		`{"agentId":"agent-a","service":"search","tool":"web","idempotencyKey":"k","maxCost":{"cents":5,"currency":"USD"},"maxUnits":1,"ttlSeconds":60}`,
+		`{"agentId":"agent-a","cost":{"cents":1,"currency":"USD"},"units":0}`,
+		`{"agentId":"agent-a"}`,
+		`{"cost":{"cents":1,"currency":"USD"},"units":1}`,
+		`{"ttlSeconds":86401}`,
+		`{"units":-1}`,
 		`{"cost":{"cents":1.5,"currency":"USD"}}`,
 		`{"cost":{"cents":9007199254740992,"currency":"USD"}}`,
 		`{"units":"1"}`,
@@ -176,10 +182,17 @@ func FuzzDecodeJSON(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	base := newEnv(f)
+	base.grantCredits(agentA, 1000)
+	var held struct{ Hold struct{ ID string } }
+	base.must(http.StatusOK, req{Method: "POST", Path: "/v1/authorize", Key: base.keys.Host, Body: authorizeBody(agentA, "fuzz-hold", 5)}).decode(f, &held)
+	var used struct{ Consumption struct{ ID string } }
+	base.must(http.StatusOK, req{Method: "POST", Path: "/v1/consume", Key: base.keys.Host, Body: consumeBody(agentA, "fuzz-used", 5)}).decode(f, &used)
+	paths := []string{"/v1/consume", "/v1/payments", "/v1/accounts/a/entitlements", "/v1/authorize",
+		"/v1/holds/" + held.Hold.ID + "/capture", "/v1/holds/" + held.Hold.ID + "/release", "/v1/consumptions/" + used.Consumption.ID + "/refund"}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		e := base.with(t)
 		e.noSpec = true // the spec check is slow; TestOpenAPI_Responses covers these answers
-		for _, path := range []string{"/v1/consume", "/v1/payments", "/v1/accounts/a/entitlements"} {
+		for _, path := range paths {
 			key := e.keys.Admin
 			if path == "/v1/consume" {
 				key = e.keys.Host
@@ -189,8 +202,8 @@ func FuzzDecodeJSON(f *testing.F) {
 			switch {
 			case res.Status >= 200 && res.Status < 300:
 				continue
-			case res.Status == 402 || res.Status == 409 || res.Status == 422:
-				continue // a well-formed request the store refused
+			case res.Status == 402 || res.Status == 404 || res.Status == 409 || res.Status == 422:
+				continue // a well-formed request the store refused (404: another agent's hold)
 			case res.Status >= 500:
 				t.Fatalf("%s %q: status %d body %s", path, body, res.Status, res.Body)
 			}

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stipend-mcp/stipend/api"
 	"github.com/stipend-mcp/stipend/entitlement"
@@ -74,6 +75,18 @@ func TestInput_BodyFieldNames(t *testing.T) {
 		{"ConsumeUnitsExponent", "/v1/consume", `{` + call + `,"units":1e3}`, "units"},
 		{"ConsumeUnitsString", "/v1/consume", `{` + call + `,"units":"1"}`, "units"},
 		{"ConsumeAgentNull", "/v1/consume", `{"agentId":null,"service":"s","tool":"t","idempotencyKey":"k"}`, "agentId"},
+		{"AuthorizeCentsString", "/v1/authorize", `{` + call + `,"maxCost":{"cents":"1","currency":"USD"}}`, "maxCost.cents"},
+		{"AuthorizeMaxUnitsFraction", "/v1/authorize", `{` + call + `,"maxUnits":1.5}`, "maxUnits"},
+		{"AuthorizeTTLExponent", "/v1/authorize", `{` + call + `,"ttlSeconds":6e1}`, "ttlSeconds"},
+		{"AuthorizeTTLNull", "/v1/authorize", `{` + call + `,"ttlSeconds":null}`, "ttlSeconds"},
+		{"AuthorizeCostIsNotAMember", "/v1/authorize", `{` + call + `,"cost":{"cents":1,"currency":"USD"}}`, "cost"},
+		{"CaptureCostUnknown", "/v1/holds/h/capture", `{"agentId":"a","cost":{"cents":1,"currency":"USD","x":1}}`, "cost.x"},
+		{"CaptureUnitsString", "/v1/holds/h/capture", `{"agentId":"a","units":"1"}`, "units"},
+		{"CaptureAgentNull", "/v1/holds/h/capture", `{"agentId":null}`, "agentId"},
+		{"ReleaseDuplicate", "/v1/holds/h/release", `{"agentId":"a","agentId":"b"}`, "agentId"},
+		{"RefundUnitsFraction", "/v1/consumptions/c/refund", `{"units":1.5}`, "units"},
+		{"RefundCurrencyLower", "/v1/consumptions/c/refund", `{"cost":{"cents":1,"currency":"usd"}}`, "cost.currency"},
+		{"RefundUnknown", "/v1/consumptions/c/refund", `{"x":1}`, "x"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -174,6 +187,17 @@ func TestInput_Limits(t *testing.T) {
 			}
 		})
 	}
+	t.Run("HoldTTL", func(t *testing.T) {
+		body := authorizeBody(agentA, "k-ttl", 1)
+		body["ttlSeconds"] = int64(entitlement.MaxHoldTTL / time.Second)
+		e.must(http.StatusPaymentRequired, req{Method: "POST", Path: "/v1/authorize", Key: e.keys.Host, Body: body})
+		body["ttlSeconds"] = int64(entitlement.MaxHoldTTL/time.Second) + 1
+		res := e.must(http.StatusBadRequest, req{Method: "POST", Path: "/v1/authorize", Key: e.keys.Host, Body: body})
+		wantField(t, res, "ttlSeconds")
+		if p := res.problem(t); len(p.Errors) > 0 && !strings.Contains(p.Errors[0].Detail, "86400") {
+			t.Errorf("ttlSeconds past its bound: detail %q, want it to name 86400", p.Errors[0].Detail)
+		}
+	})
 	t.Run("QuotaLimit", func(t *testing.T) {
 		quota := func(limit int64) map[string]any {
 			return map[string]any{"type": "quota", "scope": map[string]any{"service": "s"}, "limit": limit, "period": "day"}

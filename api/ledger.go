@@ -23,6 +23,7 @@ import (
 var LedgerRoutes = []string{
 	"POST /v1/accounts/:agentId/entitlements",
 	"POST /v1/payments/:id/refund",
+	"POST /v1/consumptions/:id/refund",
 	"POST /v1/webhook-endpoints",
 	"POST /v1/webhook-endpoints/:id/rotate-secret",
 	"POST /v1/deliveries/:id/retry",

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/stipend-mcp/stipend/problem"
+	"github.com/stipend-mcp/stipend/store"
 )
 
 // HeaderRequestID carries the request ID, in requests (kept if well formed)
@@ -89,12 +90,17 @@ func newMetrics(r *prometheus.Registry) (*metrics, error) {
 		}, []string{"route", "method", "status"}),
 		consumeResults: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "stipend_consume_results_total",
-			Help: "Consume and check answers by result and, for denials, the main reason.",
+			Help: "Consume, check and authorize answers by result and, for denials, the main reason.",
 		}, []string{"route", "result", "reason"}),
 		storeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "stipend_store_errors_total",
 			Help: "Store errors that reached the HTTP layer, by store error code.",
 		}, []string{"code"}),
+	}
+	// Every code's series exists from the start at 0, so a rate or an alert
+	// on it works before the first error of that code.
+	for _, code := range store.Codes() {
+		m.storeErrors.WithLabelValues(string(code))
 	}
 	for _, c := range []prometheus.Collector{m.latency, m.consumeResults, m.storeErrors} {
 		if err := r.Register(c); err != nil {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -110,6 +111,27 @@ func TestOpenAPI_Responses(t *testing.T) {
 	e.must(422, req{Method: "POST", Path: "/v1/consume", Key: host, Body: consumeBody(agentA, "matrix", 2)})
 	e.must(422, req{Method: "POST", Path: "/v1/check", Key: host, Body: consumeBody(agentA, "matrix", 2)})
 	e.must(200, req{Method: "POST", Path: "/v1/check", Key: host, Body: consumeBody(agentA, "matrix", 1)})
+	e.must(400, req{Method: "POST", Path: "/v1/authorize", Key: host, Body: `{"agentId":1}`})
+	e.must(402, req{Method: "POST", Path: "/v1/authorize", Key: host, Body: authorizeBody(agentB, "x", 1)})
+	e.must(422, req{Method: "POST", Path: "/v1/authorize", Key: host, Body: authorizeBody(agentA, "matrix", 1)})
+	e.must(400, req{Method: "POST", Path: "/v1/holds/" + f.holdID + "/capture", Key: host, Body: map[string]any{"agentId": agentA, "cost": usd(3)}})
+	e.must(404, req{Method: "POST", Path: "/v1/holds/nope/capture", Key: host, Body: map[string]any{"agentId": agentA}})
+	e.must(409, req{Method: "POST", Path: "/v1/holds/" + f.releaseHoldID + "/capture", Key: host, Body: map[string]any{"agentId": agentA}})
+	e.must(404, req{Method: "POST", Path: "/v1/holds/nope/release", Key: host, Body: map[string]any{"agentId": agentA}})
+	e.must(409, req{Method: "POST", Path: "/v1/holds/" + f.captureHoldID + "/release", Key: host, Body: map[string]any{"agentId": agentA}})
+	e.must(404, req{Method: "GET", Path: "/v1/holds/nope", Key: billing})
+	brief := f.authorizeBody("brief")
+	brief["ttlSeconds"] = 1
+	var held struct{ Hold struct{ ID string } }
+	e.must(200, req{Method: "POST", Path: "/v1/authorize", Key: host, Body: brief}).decode(t, &held)
+	e.clock.Advance(time.Second)
+	e.must(409, req{Method: "POST", Path: "/v1/holds/" + held.Hold.ID + "/capture", Key: host, Body: map[string]any{"agentId": agentA}})
+	e.must(400, req{Method: "POST", Path: "/v1/consumptions/" + f.consumptionID + "/refund", Key: billing, Body: `{"units":0}`})
+	e.must(404, req{Method: "POST", Path: "/v1/consumptions/nope/refund", Key: billing})
+	e.must(409, req{Method: "POST", Path: "/v1/consumptions/" + f.consumptionID + "/refund", Key: billing, Body: map[string]any{"cost": usd(1)}})
+	refundKey := map[string]string{"Idempotency-Key": "matrix-refund"}
+	e.must(200, req{Method: "POST", Path: "/v1/consumptions/" + f.consumptionID + "/refund", Key: billing, Header: refundKey})
+	e.must(422, req{Method: "POST", Path: "/v1/consumptions/" + f.consumptionID + "/refund", Key: billing, Body: map[string]any{"cost": usd(1)}, Header: refundKey})
 	e.must(415, req{Method: "POST", Path: "/v1/consume", Key: host, Body: "{}", Header: map[string]string{"Content-Type": "text/plain"}})
 	e.must(413, req{Method: "POST", Path: "/v1/consume", Key: host, Body: `{"agentId":"` + strings.Repeat("a", api.DefaultBodyLimit) + `"}`})
 	e.must(400, req{Method: "PUT", Path: "/v1/accounts/" + agentA, Key: billing, Body: `{"displayName":5}`})

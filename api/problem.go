@@ -122,3 +122,16 @@ func writeProblem(c echo.Context, p problem.Problem) error {
 	}
 	return problem.Write(c.Response(), c.Request(), p)
 }
+
+// messageOf is what a store error says, without its code: the message and
+// its cause (a domain rule's refusal, such as entitlement.ErrRefundRefused's).
+func messageOf(err error) string {
+	var se *store.Error
+	if !errors.As(err, &se) {
+		return err.Error()
+	}
+	if se.Err != nil {
+		return se.Message + ": " + se.Err.Error()
+	}
+	return se.Message
+}

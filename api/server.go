@@ -157,6 +157,8 @@ func (s *Server) routes() {
 	s.registerOps(s.echo)
 	v1 := group{s: s, prefix: "/v1"}
 	s.registerConsume(v1)
+	s.registerHolds(v1)
+	s.registerRefunds(v1)
 	s.registerAccounts(v1)
 	s.registerPayments(v1)
 	s.registerReceipts(v1)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"time"
 
 	"github.com/go-playground/validator/v10"
 
@@ -34,6 +35,13 @@ var limitTags = map[string]struct {
 	"units": {
 		func(v reflect.Value) bool { return v.Int() >= 0 && v.Int() <= entitlement.MaxUnits },
 		fmt.Sprintf("must be between 1 and %d", entitlement.MaxUnits),
+	},
+	// holdttl is a hold's ttlSeconds; 0 stands for entitlement.DefaultHoldTTL.
+	"holdttl": {
+		func(v reflect.Value) bool {
+			return v.Int() >= 0 && v.Int() <= int64(entitlement.MaxHoldTTL/time.Second)
+		},
+		fmt.Sprintf("must be between 1 and %d", int64(entitlement.MaxHoldTTL/time.Second)),
 	},
 	// quotalimit is a grant's limit; 0 stands for none.
 	"quotalimit": {

@@ -8,17 +8,26 @@ import (
 	"github.com/stipend-mcp/stipend/api"
 	"github.com/stipend-mcp/stipend/apikey"
 	"github.com/stipend-mcp/stipend/client"
+	"github.com/stipend-mcp/stipend/conformance"
 	"github.com/stipend-mcp/stipend/entitlement"
+	"github.com/stipend-mcp/stipend/idempotency"
+	"github.com/stipend-mcp/stipend/idempotency/memledger"
 	"github.com/stipend-mcp/stipend/money"
 	"github.com/stipend-mcp/stipend/payment"
 	"github.com/stipend-mcp/stipend/receipt"
 	"github.com/stipend-mcp/stipend/store/memory"
 )
 
-// clients are clients of one real Stipend server, one per role.
-type clients struct{ host, billing, admin *client.Client }
+// clients are clients of one real Stipend server, one per role, and the
+// server's clock.
+type clients struct {
+	host, billing, admin *client.Client
+	clock                *conformance.Clock
+}
 
-// startStipend runs the REST service on the memory store on loopback.
+// startStipend runs the REST service on the memory store on loopback, as
+// `stipend serve` runs it: its key-requiring routes go through an
+// idempotency ledger (in memory). Its clock moves only when told.
 func startStipend(t *testing.T) clients {
 	t.Helper()
 	var entries []apikey.Key
@@ -39,10 +48,13 @@ func startStipend(t *testing.T) clients {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := api.New(api.Config{Store: memory.New(), Keys: keys, Signer: signer, Development: true})
+	clock := conformance.NewClock()
+	srv, err := api.New(api.Config{Store: memory.New(memory.WithClock(clock.Now)), Keys: keys, Signer: signer,
+		Development: true, Now: clock.Now})
 	if err != nil {
 		t.Fatalf("api.New: %v", err)
 	}
+	srv.UseLedger(memledger.New("client-test"), idempotency.Options{Namespace: "client-test", Development: true})
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
 	mk := func(role apikey.Role) *client.Client {
@@ -52,7 +64,7 @@ func startStipend(t *testing.T) clients {
 		}
 		return c
 	}
-	return clients{host: mk(apikey.RoleHost), billing: mk(apikey.RoleBilling), admin: mk(apikey.RoleAdmin)}
+	return clients{host: mk(apikey.RoleHost), billing: mk(apikey.RoleBilling), admin: mk(apikey.RoleAdmin), clock: clock}
 }
 
 // TestClient_AgainstTheService checks the client's requests and decoding

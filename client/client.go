@@ -1,13 +1,15 @@
 // Package client is a typed Go client for Stipend's REST API.
 //
 // Every call takes a context whose deadline bounds the whole call, retries
-// included. Calls that are safe to repeat (reads, consume and check, which
-// carry their idempotency key in the body, and writes sent with an
+// included. Calls that are safe to repeat (reads; consume, check and
+// authorize, which carry their idempotency key in the body; capture and
+// release of a hold, idempotent by nature; and writes sent with an
 // Idempotency-Key header) are retried on network errors and on 503 with
 // jittered exponential backoff, sending the same body and the same key each
 // time, so a retry is never charged twice. Error answers are *Problem values
 // (RFC 9457 problem+json); classify them with IsPaymentRequired, IsConflict,
-// IsNotFound and IsUnavailable.
+// IsNotFound and IsUnavailable, and the hold and refund refusals with
+// IsHoldExpired, IsHoldConflict and IsRefundRefused.
 //
 // The package stays light: beyond the standard library and Stipend's domain
 // packages it imports github.com/google/uuid and, through package receipt

@@ -128,3 +128,23 @@ func IsUnavailable(err error) bool {
 	s := statusOf(err)
 	return s >= 500 || s == http.StatusTooManyRequests
 }
+
+// isKind reports whether err is a *Problem of kind k.
+func isKind(err error, k problem.Kind) bool {
+	var p *Problem
+	return errors.As(err, &p) && p.Type == k.URI()
+}
+
+// IsHoldExpired reports whether err is a 409 hold-expired: the hold's time
+// was up before the capture, what it reserved was given back and nothing
+// was charged.
+func IsHoldExpired(err error) bool { return isKind(err, problem.HoldExpired) }
+
+// IsHoldConflict reports whether err is a 409 hold-conflict: the hold had
+// already ended another way (released, or captured with another amount).
+func IsHoldConflict(err error) bool { return isKind(err, problem.HoldConflict) }
+
+// IsRefundRefused reports whether err is a 409 refund-refused: the
+// entitlement is revoked, the consumption is from an earlier quota period,
+// or it was already refunded with another amount.
+func IsRefundRefused(err error) bool { return isKind(err, problem.RefundRefused) }

@@ -22,12 +22,14 @@ var deliveryConcurrencyTests = []deliveryTest{
 			got     = make([]string, n)
 			errs    = make([]error, n)
 		)
-		together(n, func(i int) {
+		enqueue := func(i int) {
 			c := d
 			c.ID = uuid.NewString()
 			stored, ok, err := s.EnqueueDelivery(context.Background(), c)
 			created[i], got[i], errs[i] = ok, stored.ID, err
-		})
+		}
+		together(n, enqueue)
+		retryUnavailable(t, "EnqueueDelivery", errs, enqueue)
 		count := 0
 		for i := range n {
 			if errs[i] != nil {
@@ -57,9 +59,11 @@ var deliveryConcurrencyTests = []deliveryTest{
 		const n = 20
 		news := make([]bool, n)
 		errs := make([]error, n)
-		together(n, func(i int) {
+		record := func(i int) {
 			news[i], _, errs[i] = s.RecordInboundEvent(context.Background(), "stripe", "evt_race")
-		})
+		}
+		together(n, record)
+		retryUnavailable(t, "RecordInboundEvent", errs, record)
 		count := 0
 		for i := range n {
 			if errs[i] != nil {

@@ -88,12 +88,16 @@ type Credits struct {
 	Held    money.Money `json:"held"`
 }
 
-// MarshalJSON shows Held in the balance's currency, also on a value that
-// Refresh has not set.
+// MarshalJSON shows Held (and a Granted left unset) in the balance's
+// currency, also on a value that Refresh has not set: a zero amount has no
+// currency of its own.
 func (c Credits) MarshalJSON() ([]byte, error) {
 	type plain Credits
 	p := plain(c)
 	p.Held.Currency = c.Balance.Currency
+	if p.Granted.IsZero() {
+		p.Granted.Currency = c.Balance.Currency
+	}
 	return json.Marshal(p)
 }
 

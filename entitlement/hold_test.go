@@ -1,6 +1,7 @@
 package entitlement_test
 
 import (
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -273,4 +274,13 @@ func TestEntitlement_RefreshHeld(t *testing.T) {
 func isField(err error, name string) bool {
 	var fe *field.Error
 	return errors.As(err, &fe) && fe.Field == name
+}
+
+func TestCredits_MarshalJSON(t *testing.T) {
+	// Neither a hold nor a grant recorded: both show in the balance's currency.
+	b, err := json.Marshal(entitlement.Credits{Balance: *usd(5)})
+	want := `{"balance":{"cents":5,"currency":"USD"},"granted":{"cents":0,"currency":"USD"},"held":{"cents":0,"currency":"USD"}}`
+	if err != nil || string(b) != want {
+		t.Errorf("Marshal = %s, %v; want %s", b, err, want)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -18,41 +19,107 @@ import (
 	"github.com/stipend-mcp/stipend/money"
 )
 
-// fakeStipend records consume requests and answers them with answer.
+// fakeStipend answers every call at once, as Stipend would for an agent
+// with credits, unless err is set: then consumes and authorizes fail with
+// it. It records the requests.
 type fakeStipend struct {
-	mu     sync.Mutex
-	reqs   []client.ConsumeRequest
-	answer func(client.ConsumeRequest) (*client.ConsumeResult, error)
+	err error
+
+	mu         sync.Mutex
+	ops        []string // "consume", "authorize", "capture", "release", "get", in order
+	consumes   []client.ConsumeRequest
+	authorizes []client.AuthorizeRequest
+	captures   []client.CaptureRequest
+}
+
+func (f *fakeStipend) record(op string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.ops = append(f.ops, op)
 }
 
 func (f *fakeStipend) Consume(_ context.Context, r client.ConsumeRequest) (*client.ConsumeResult, error) {
+	f.record("consume")
 	f.mu.Lock()
-	f.reqs = append(f.reqs, r)
+	f.consumes = append(f.consumes, r)
 	f.mu.Unlock()
-	return f.answer(r)
-}
-
-func (f *fakeStipend) requests() []client.ConsumeRequest {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]client.ConsumeRequest(nil), f.reqs...)
-}
-
-func consumed(r client.ConsumeRequest) (*client.ConsumeResult, error) {
+	if f.err != nil {
+		return nil, f.err
+	}
 	return &client.ConsumeResult{Result: client.ResultConsumed, Consumption: entitlement.Consumption{
 		ID: "c-" + r.IdempotencyKey[:12], EntitlementID: "e1", Cost: *r.Cost, Units: 1,
 		BalanceAfter: money.Money{Cents: 95, Currency: "USD"},
 	}}, nil
 }
 
+func (f *fakeStipend) Authorize(_ context.Context, r client.AuthorizeRequest) (*client.HoldResult, error) {
+	f.record("authorize")
+	f.mu.Lock()
+	f.authorizes = append(f.authorizes, r)
+	f.mu.Unlock()
+	if f.err != nil {
+		return nil, f.err
+	}
+	return &client.HoldResult{Result: client.ResultHeld, Hold: entitlement.Hold{
+		ID: "h-" + r.IdempotencyKey[:12], AgentID: r.AgentID, EntitlementID: "e1", EntitlementType: entitlement.TypeCredits,
+		Status: entitlement.HoldOpen, MaxCost: *r.MaxCost, MaxUnits: 1,
+	}}, nil
+}
+
+func (f *fakeStipend) CaptureHold(_ context.Context, id string, r client.CaptureRequest) (*client.CaptureResult, error) {
+	f.record("capture")
+	f.mu.Lock()
+	f.captures = append(f.captures, r)
+	f.mu.Unlock()
+	cost := money.Money{Cents: 5, Currency: "USD"}
+	if r.Cost != nil {
+		cost = *r.Cost
+	}
+	return &client.CaptureResult{Result: client.ResultCaptured, Consumption: entitlement.Consumption{
+		ID: "c-" + id, EntitlementID: "e1", HoldID: id, Cost: cost, Units: 1,
+		BalanceAfter: money.Money{Cents: 100 - cost.Cents, Currency: "USD"},
+	}}, nil
+}
+
+func (f *fakeStipend) ReleaseHold(_ context.Context, id, _ string) (*client.HoldResult, error) {
+	f.record("release")
+	return &client.HoldResult{Result: client.ResultReleased, Hold: entitlement.Hold{ID: id, Status: entitlement.HoldReleased}}, nil
+}
+
+func (f *fakeStipend) GetHold(_ context.Context, id string) (*entitlement.Hold, error) {
+	f.record("get")
+	return &entitlement.Hold{ID: id, Status: entitlement.HoldOpen}, nil
+}
+
+// keys returns the idempotency keys of the consumes and authorizes, in order.
+func (f *fakeStipend) keys() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var keys []string
+	for _, r := range f.consumes {
+		keys = append(keys, r.IdempotencyKey)
+	}
+	for _, r := range f.authorizes {
+		keys = append(keys, r.IdempotencyKey)
+	}
+	return keys
+}
+
+func (f *fakeStipend) calls() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.ops...)
+}
+
 var prices = map[string]mcpgate.Price{
 	"echo":     mcpgate.Free(),
 	"forecast": mcpgate.Credits(5, "USD"),
+	"alert":    mcpgate.Credits(5, "USD").ChargedBefore(),
 }
 
-// toolServer is an MCP server with a free tool (echo), a priced one
-// (forecast) and one missing from the price table (unpriced); ran counts the
-// tool runs. With typed set every tool declares an output schema, as tools
+// toolServer is an MCP server with a free tool (echo), a priced one charged
+// on success (forecast), one charged before it runs (alert) and one missing
+// from the price table (unpriced); ran counts the tool runs. With typed set every tool declares an output schema, as tools
 // added with mcp.AddTool do.
 func toolServer(g *mcpgate.Gate, ran *atomic.Int32, typed bool) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "tools", Version: "1"}, nil)
@@ -65,7 +132,7 @@ func toolServer(g *mcpgate.Gate, ran *atomic.Int32, typed bool) *mcp.Server {
 	if typed {
 		out = json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"],"additionalProperties":false}`)
 	}
-	for _, name := range []string{"echo", "forecast", "unpriced"} {
+	for _, name := range []string{"echo", "forecast", "alert", "unpriced"} {
 		s.AddTool(&mcp.Tool{Name: name, InputSchema: schema, OutputSchema: out}, handler)
 	}
 	if g != nil {
@@ -91,18 +158,18 @@ func newGate(t *testing.T, c mcpgate.Config) *mcpgate.Gate {
 
 // connect serves s on an in-memory transport (wrapped with
 // mcpgate.Transport) and returns a connected SDK client session.
-func connect(t *testing.T, s *mcp.Server) *mcp.ClientSession {
-	t.Helper()
+func connect(tb testing.TB, s *mcp.Server) *mcp.ClientSession {
+	tb.Helper()
 	ct, st := mcp.NewInMemoryTransports()
-	ss, err := s.Connect(t.Context(), mcpgate.Transport(st), nil)
+	ss, err := s.Connect(tb.Context(), mcpgate.Transport(st), nil)
 	if err != nil {
-		t.Fatalf("server Connect: %v", err)
+		tb.Fatalf("server Connect: %v", err)
 	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(t.Context(), ct, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(tb.Context(), ct, nil)
 	if err != nil {
-		t.Fatalf("client Connect: %v", err)
+		tb.Fatalf("client Connect: %v", err)
 	}
-	t.Cleanup(func() { cs.Close(); ss.Close() })
+	tb.Cleanup(func() { cs.Close(); ss.Close() })
 	return cs
 }
 
@@ -134,49 +201,75 @@ func decode(t *testing.T, v any, out any) {
 }
 
 func TestGate_Charges(t *testing.T) {
-	f := &fakeStipend{answer: consumed}
+	f := &fakeStipend{}
 	var ran atomic.Int32
 	cs := connect(t, toolServer(newGate(t, mcpgate.Config{Stipend: f}), &ran, false))
+	usd5 := &money.Money{Cents: 5, Currency: "USD"}
 
 	t.Run("FreeToolIsNotCharged", func(t *testing.T) {
 		res := callTool(t, cs, "echo", nil, nil)
-		if res.IsError || len(f.requests()) != 0 {
-			t.Errorf("echo: isError=%v after %d consume calls, want a result and none", res.IsError, len(f.requests()))
+		if res.IsError || len(f.calls()) != 0 {
+			t.Errorf("echo: isError=%v after Stipend calls %v, want a result and none", res.IsError, f.calls())
 		}
 	})
-	t.Run("PricedToolIsChargedFirst", func(t *testing.T) {
+	t.Run("OnSuccessIsHeldThenCaptured", func(t *testing.T) {
 		res := callTool(t, cs, "forecast", map[string]any{"city": "Oslo"}, nil)
 		if res.IsError {
 			t.Fatalf("forecast: isError result %v", res.Content)
 		}
-		reqs := f.requests()
-		if len(reqs) != 1 {
-			t.Fatalf("got %d consume calls, want 1", len(reqs))
+		if diff := cmp.Diff([]string{"authorize", "capture"}, f.calls()); diff != "" {
+			t.Fatalf("Stipend calls (-want +got):\n%s", diff)
 		}
-		want := client.ConsumeRequest{AgentID: "agent-1", Service: "weather", Tool: "forecast", Cost: &money.Money{Cents: 5, Currency: "USD"}}
-		if diff := cmp.Diff(want, reqs[0], cmpIgnoreKey); diff != "" {
-			t.Errorf("consume request (-want +got):\n%s", diff)
+		want := client.AuthorizeRequest{AgentID: "agent-1", Service: "weather", Tool: "forecast", MaxCost: usd5,
+			TTLSeconds: int64(entitlement.DefaultHoldTTL / time.Second)}
+		if diff := cmp.Diff(want, f.authorizes[0], cmpIgnoreKey); diff != "" {
+			t.Errorf("authorize request (-want +got):\n%s", diff)
 		}
-		if k := reqs[0].IdempotencyKey; !entitlement.ValidIdempotencyKey(k) {
-			t.Errorf("idempotency key %q is not valid", k)
+		key := f.authorizes[0].IdempotencyKey
+		if !entitlement.ValidIdempotencyKey(key) {
+			t.Errorf("idempotency key %q is not valid", key)
 		}
-		var charge mcpgate.Charge
-		decode(t, res.Meta[mcpgate.MetaConsumption], &charge)
-		wantCharge := mcpgate.Charge{ConsumptionID: "c-" + reqs[0].IdempotencyKey[:12], Result: "consumed", EntitlementID: "e1",
-			Cost: &money.Money{Cents: 5, Currency: "USD"}, Units: 1, BalanceAfter: &money.Money{Cents: 95, Currency: "USD"}}
-		if diff := cmp.Diff(wantCharge, charge, cmp.AllowUnexported(mcpgate.Charge{})); diff != "" {
-			t.Errorf("result _meta charge (-want +got):\n%s", diff)
+		if diff := cmp.Diff(client.CaptureRequest{AgentID: "agent-1"}, f.captures[0]); diff != "" {
+			t.Errorf("capture request, the price (-want +got):\n%s", diff)
+		}
+		var got mcpgate.Consumption
+		decode(t, res.Meta[mcpgate.MetaConsumption], &got)
+		hold := "h-" + key[:12]
+		wantCharge := mcpgate.Consumption{ConsumptionID: "c-" + hold, Result: "consumed", HoldID: hold, EntitlementID: "e1",
+			Cost: usd5, Units: 1, BalanceAfter: &money.Money{Cents: 95, Currency: "USD"}}
+		if diff := cmp.Diff(wantCharge, got); diff != "" {
+			t.Errorf("result _meta consumption (-want +got):\n%s", diff)
 		}
 	})
-	if got := ran.Load(); got != 2 {
-		t.Errorf("tools ran %d times, want 2", got)
+	t.Run("BeforeIsConsumedFirst", func(t *testing.T) {
+		res := callTool(t, cs, "alert", nil, nil)
+		if res.IsError {
+			t.Fatalf("alert: isError result %v", res.Content)
+		}
+		if diff := cmp.Diff([]string{"authorize", "capture", "consume"}, f.calls()); diff != "" {
+			t.Fatalf("Stipend calls (-want +got):\n%s", diff)
+		}
+		want := client.ConsumeRequest{AgentID: "agent-1", Service: "weather", Tool: "alert", Cost: usd5}
+		if diff := cmp.Diff(want, f.consumes[0], cmpIgnoreKey); diff != "" {
+			t.Errorf("consume request (-want +got):\n%s", diff)
+		}
+		var got mcpgate.Consumption
+		decode(t, res.Meta[mcpgate.MetaConsumption], &got)
+		wantCharge := mcpgate.Consumption{ConsumptionID: "c-" + f.consumes[0].IdempotencyKey[:12], Result: "consumed", EntitlementID: "e1",
+			Cost: usd5, Units: 1, BalanceAfter: &money.Money{Cents: 95, Currency: "USD"}}
+		if diff := cmp.Diff(wantCharge, got); diff != "" {
+			t.Errorf("result _meta consumption (-want +got):\n%s", diff)
+		}
+	})
+	if got := ran.Load(); got != 3 {
+		t.Errorf("tools ran %d times, want 3", got)
 	}
 }
 
 var cmpIgnoreKey = cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".IdempotencyKey" }, cmp.Ignore())
 
 func TestGate_IdempotencyKey(t *testing.T) {
-	f := &fakeStipend{answer: consumed}
+	f := &fakeStipend{}
 	var ran atomic.Int32
 	cs := connect(t, toolServer(newGate(t, mcpgate.Config{Stipend: f}), &ran, false))
 	oslo := map[string]any{"city": "Oslo"}
@@ -187,12 +280,9 @@ func TestGate_IdempotencyKey(t *testing.T) {
 	callTool(t, cs, "forecast", map[string]any{"city": "Rome"}, withKey("k1"))
 	callTool(t, cs, "forecast", oslo, nil) // no client key: derived from the request id
 	callTool(t, cs, "forecast", oslo, nil)
-	keys := []string{}
-	for _, r := range f.requests() {
-		keys = append(keys, r.IdempotencyKey)
-	}
+	keys := f.keys()
 	if len(keys) != 5 {
-		t.Fatalf("got %d consume calls, want 5", len(keys))
+		t.Fatalf("got %d authorize calls, want 5", len(keys))
 	}
 	if keys[0] != keys[1] {
 		t.Errorf("the same call with the same client key sent keys %s and %s, want one", keys[0], keys[1])
@@ -203,12 +293,23 @@ func TestGate_IdempotencyKey(t *testing.T) {
 	if keys[3] == keys[4] || keys[3] == keys[0] {
 		t.Errorf("two calls without a client key sent keys %s and %s, want two new ones", keys[3], keys[4])
 	}
+
+	// The round that continues a call after an input-required result carries
+	// requestState: under the same client key it is another charge.
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "forecast", Arguments: oslo, RequestState: "round-2",
+		Meta: mcp.Meta{mcpgate.MetaAgentID: "agent-1", mcpgate.MetaIdempotencyKey: "k1"}})
+	if err != nil || res.IsError {
+		t.Fatalf("CallTool with requestState: %v %v", res, err)
+	}
+	if keys = f.keys(); keys[5] == keys[0] {
+		t.Errorf("the second round of a call under client key k1 sent the first round's key %s, want its own", keys[5])
+	}
 }
 
 func TestGate_Refusals(t *testing.T) {
 	paymentRequired := &client.Problem{Status: 402, Reasons: []entitlement.Denial{{EntitlementID: "e1", Reason: entitlement.ReasonInsufficientBalance}}}
 	unavailable := &client.NetworkError{Op: "POST /v1/consume", Err: errors.New("connection refused")}
-	forecastTerms := &mcpgate.Terms{Cost: &money.Money{Cents: 5, Currency: "USD"}, Units: 1, Policy: mcpgate.PolicyBefore}
+	forecastTerms := &mcpgate.Terms{Cost: &money.Money{Cents: 5, Currency: "USD"}, Units: 1, Policy: mcpgate.PolicyOnSuccess}
 	tests := []struct {
 		name     string
 		cfg      mcpgate.Config
@@ -223,7 +324,8 @@ func TestGate_Refusals(t *testing.T) {
 			cfg: mcpgate.Config{PurchaseURL: "https://example.com/buy"},
 			want: mcpgate.Refusal{Error: mcpgate.RefusalPaymentRequired, Service: "weather", Tool: "forecast",
 				Price: forecastTerms, Reasons: paymentRequired.Reasons, PurchaseURL: "https://example.com/buy"},
-			wantText: []string{"payment required", "5 cents USD or 1 unit", "insufficient_balance (entitlement e1)", "Buy credits at https://example.com/buy"},
+			wantText: []string{"payment required", "at most 5 cents USD or 1 unit, charged only if the tool succeeds",
+				"insufficient_balance (entitlement e1)", "Buy credits at https://example.com/buy"},
 		},
 		{
 			name: "UnavailableFailsClosed", answer: unavailable, tool: "forecast",
@@ -258,7 +360,7 @@ func TestGate_Refusals(t *testing.T) {
 				name = tt.name + "/OutputSchema"
 			}
 			t.Run(name, func(t *testing.T) {
-				f := &fakeStipend{answer: func(client.ConsumeRequest) (*client.ConsumeResult, error) { return nil, tt.answer }}
+				f := &fakeStipend{err: tt.answer}
 				tt.cfg.Stipend = f
 				var ran atomic.Int32
 				cs := connect(t, toolServer(newGate(t, tt.cfg), &ran, typed))
@@ -311,7 +413,7 @@ func TestGate_Refusals(t *testing.T) {
 // session to list the tools through): the refusal stays out of
 // structuredContent, since the tool may declare an output schema.
 func TestGate_RefusalWithoutSession(t *testing.T) {
-	g := newGate(t, mcpgate.Config{Stipend: &fakeStipend{answer: consumed}})
+	g := newGate(t, mcpgate.Config{Stipend: &fakeStipend{}})
 	tool := func(context.Context, string, mcp.Request) (mcp.Result, error) {
 		t.Fatal("the tool ran")
 		return nil, nil
@@ -328,7 +430,7 @@ func TestGate_RefusalWithoutSession(t *testing.T) {
 }
 
 func TestGate_ListToolsShowsPrices(t *testing.T) {
-	g := newGate(t, mcpgate.Config{Stipend: &fakeStipend{answer: consumed}})
+	g := newGate(t, mcpgate.Config{Stipend: &fakeStipend{}})
 	s := mcp.NewServer(&mcp.Implementation{Name: "tools", Version: "1"}, nil)
 	handler := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{}, nil
@@ -336,6 +438,7 @@ func TestGate_ListToolsShowsPrices(t *testing.T) {
 	forecastMeta := mcp.Meta{"x": 1}
 	s.AddTool(&mcp.Tool{Name: "echo", InputSchema: json.RawMessage(`{"type":"object"}`)}, handler)
 	s.AddTool(&mcp.Tool{Name: "forecast", InputSchema: json.RawMessage(`{"type":"object"}`), Meta: forecastMeta}, handler)
+	s.AddTool(&mcp.Tool{Name: "alert", InputSchema: json.RawMessage(`{"type":"object"}`)}, handler)
 	s.AddTool(&mcp.Tool{Name: "unpriced", InputSchema: json.RawMessage(`{"type":"object"}`)}, handler)
 	s.AddReceivingMiddleware(g.Middleware)
 
@@ -349,7 +452,8 @@ func TestGate_ListToolsShowsPrices(t *testing.T) {
 	}
 	want := map[string]mcp.Meta{
 		"echo":     {mcpgate.MetaPrice: map[string]any{"free": true}},
-		"forecast": {"x": float64(1), mcpgate.MetaPrice: map[string]any{"cost": map[string]any{"cents": float64(5), "currency": "USD"}, "units": float64(1), "policy": "before"}},
+		"forecast": {"x": float64(1), mcpgate.MetaPrice: map[string]any{"cost": map[string]any{"cents": float64(5), "currency": "USD"}, "units": float64(1), "policy": "on_success"}},
+		"alert":    {mcpgate.MetaPrice: map[string]any{"cost": map[string]any{"cents": float64(5), "currency": "USD"}, "units": float64(1), "policy": "before"}},
 		"unpriced": nil,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -361,30 +465,40 @@ func TestGate_ListToolsShowsPrices(t *testing.T) {
 }
 
 func TestGate_FailOpen(t *testing.T) {
-	f := &fakeStipend{answer: func(client.ConsumeRequest) (*client.ConsumeResult, error) {
-		return nil, &client.Problem{Status: 503}
-	}}
+	f := &fakeStipend{err: &client.Problem{Status: 503}}
 	var ran atomic.Int32
 	cs := connect(t, toolServer(newGate(t, mcpgate.Config{Stipend: f, FailOpen: true}), &ran, false))
-	res := callTool(t, cs, "forecast", nil, nil)
-	if res.IsError || ran.Load() != 1 {
-		t.Fatalf("fail open: isError=%v, tool ran %d times; want a result from one run", res.IsError, ran.Load())
+	for _, tool := range []string{"forecast", "alert"} {
+		res := callTool(t, cs, tool, nil, nil)
+		if res.IsError {
+			t.Fatalf("fail open: %s isError %v", tool, res.Content)
+		}
+		if res.Meta[mcpgate.MetaUnbilled] != true {
+			t.Errorf("%s result _meta %v: want %s true", tool, res.Meta, mcpgate.MetaUnbilled)
+		}
 	}
-	if res.Meta[mcpgate.MetaUnbilled] != true {
-		t.Errorf("result _meta %v: want %s true", res.Meta, mcpgate.MetaUnbilled)
+	if got := ran.Load(); got != 2 {
+		t.Errorf("tools ran %d times, want 2", got)
+	}
+	if diff := cmp.Diff([]string{"authorize", "consume"}, f.calls()); diff != "" {
+		t.Errorf("Stipend calls (-want +got):\n%s", diff)
 	}
 }
 
 func TestNew_Validates(t *testing.T) {
-	f := &fakeStipend{answer: consumed}
+	f := &fakeStipend{}
 	tests := map[string]mcpgate.Config{
-		"NoStipend":     {Service: "s"},
-		"NoService":     {Stipend: f},
-		"AnyService":    {Stipend: f, Service: "*"},
-		"NegativeCost":  {Stipend: f, Service: "s", Prices: map[string]mcpgate.Price{"t": mcpgate.Credits(-1, "USD")}},
-		"BadCurrency":   {Stipend: f, Service: "s", Prices: map[string]mcpgate.Price{"t": mcpgate.Credits(1, "usd")}},
-		"TooManyUnits":  {Stipend: f, Service: "s", Prices: map[string]mcpgate.Price{"t": mcpgate.Units(entitlement.MaxUnits + 1)}},
-		"EmptyToolName": {Stipend: f, Service: "s", Prices: map[string]mcpgate.Price{"": mcpgate.Units(1)}},
+		"NoStipend":       {Service: "s"},
+		"NoService":       {Stipend: f},
+		"AnyService":      {Stipend: f, Service: "*"},
+		"NegativeCost":    {Stipend: f, Service: "s", Prices: map[string]mcpgate.Price{"t": mcpgate.Credits(-1, "USD")}},
+		"BadCurrency":     {Stipend: f, Service: "s", Prices: map[string]mcpgate.Price{"t": mcpgate.Credits(1, "usd")}},
+		"TooManyUnits":    {Stipend: f, Service: "s", Prices: map[string]mcpgate.Price{"t": mcpgate.Units(entitlement.MaxUnits + 1)}},
+		"EmptyToolName":   {Stipend: f, Service: "s", Prices: map[string]mcpgate.Price{"": mcpgate.Units(1)}},
+		"UnknownPolicy":   {Stipend: f, Service: "s", Prices: map[string]mcpgate.Price{"t": {Units: 1, Policy: "after"}}},
+		"HoldTTLTooLong":  {Stipend: f, Service: "s", HoldTTL: entitlement.MaxHoldTTL + time.Second},
+		"HoldTTLNegative": {Stipend: f, Service: "s", HoldTTL: -time.Second},
+		"HoldTTLFraction": {Stipend: f, Service: "s", HoldTTL: 1500 * time.Millisecond},
 	}
 	for name, c := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -14,8 +14,9 @@ import (
 // idempotencyKey derives the key Stipend charges call under. Its material is
 // the client's key, or else the session and the stamped JSON-RPC request id,
 // or else (nothing to recognise a retry by) random bytes. The service, tool
-// and compacted arguments are hashed in too, so one key never pays for two
-// different calls. The result is "mcp-" and 64 hex digits: valid whatever the
+// and compacted arguments are hashed in too, and the requestState of a
+// request that continues a call after an input-required result, so one key
+// never pays for two different calls or for two rounds of one. The result is "mcp-" and 64 hex digits: valid whatever the
 // client sent, and it never reveals the client's key.
 func (g *Gate) idempotencyKey(call *mcp.CallToolRequest) string {
 	h := sha256.New()
@@ -49,5 +50,9 @@ func (g *Gate) idempotencyKey(call *mcp.CallToolRequest) string {
 		args.Write(call.Params.Arguments)
 	}
 	field(args.Bytes())
+	if call.Params.RequestState != "" {
+		field([]byte("state"))
+		field([]byte(call.Params.RequestState))
+	}
 	return "mcp-" + hex.EncodeToString(h.Sum(nil))
 }

@@ -11,9 +11,9 @@ import (
 
 const methodCallTool = "tools/call"
 
-// Middleware charges every tools/call before passing it on to next, and
-// shows the price of each tool in tools/list results; every other method
-// passes straight through. Add it with
+// Middleware charges every tools/call by its tool's policy (see the package
+// comment) and shows the price of each tool in tools/list results; every
+// other method passes straight through. Add it with
 // server.AddReceivingMiddleware(gate.Middleware).
 func (g *Gate) Middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
@@ -28,91 +28,126 @@ func (g *Gate) Middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		if method != methodCallTool || !ok || call.Params == nil {
 			return next(ctx, method, req)
 		}
-		charge, refusal := g.charge(ctx, call)
-		if refusal != nil {
-			return refusal.result(!declaresOutputSchema(ctx, next, call)), nil
+		c := &gatedCall{g: g, next: next, call: call}
+		if refusal := c.admit(ctx); refusal != nil {
+			return c.refuse(ctx, refusal)
 		}
-		res, err := next(ctx, method, req)
-		if err != nil || res == nil || charge == nil {
-			if err != nil && charge != nil && charge.Result == client.ResultConsumed {
-				g.log.WarnContext(ctx, "mcpgate: tool failed after it was charged",
-					"tool", call.Params.Name, "consumption", charge.ConsumptionID, "err", err)
-			}
-			return res, err
+		switch {
+		case c.price.Free:
+			return next(ctx, method, req)
+		case c.price.Policy == PolicyBefore:
+			return c.chargeBefore(ctx)
 		}
-		meta := res.GetMeta()
-		if meta == nil {
-			meta = map[string]any{}
-		}
-		if charge.unbilled {
-			meta[MetaUnbilled] = true
-		} else {
-			meta[MetaConsumption] = charge
-		}
-		res.SetMeta(meta)
-		return res, nil
+		return c.chargeOnSuccess(ctx)
 	}
 }
 
-// charge charges call. It returns the charge (nil for a free tool), or the
-// refusal to answer instead of running the tool.
-func (g *Gate) charge(ctx context.Context, call *mcp.CallToolRequest) (*Charge, *Refusal) {
-	tool := call.Params.Name
-	price, ok := g.prices[tool]
+// gatedCall is one tools/call passing the gate.
+type gatedCall struct {
+	g     *Gate
+	next  mcp.MethodHandler
+	call  *mcp.CallToolRequest
+	tool  string
+	price Price
+	agent string
+}
+
+// admit looks up the price and, for a priced tool, the agent. It returns
+// the refusal of a call that cannot be charged at all.
+func (c *gatedCall) admit(ctx context.Context) *Refusal {
+	g := c.g
+	c.tool = c.call.Params.Name
+	price, ok := g.prices[c.tool]
 	if !ok {
-		return nil, &Refusal{Error: RefusalUnpriced, Service: g.service, Tool: tool,
-			Message: "tool " + tool + " has no price configured, so it is not available"}
+		return &Refusal{Error: RefusalUnpriced, Service: g.service, Tool: c.tool,
+			Message: "tool " + c.tool + " has no price configured, so it is not available"}
 	}
+	c.price = price
 	if price.Free {
-		return nil, nil
+		return nil
 	}
-	agent, err := g.agentID(ctx, call)
+	agent, err := g.agentID(ctx, c.call)
 	if err != nil || agent == "" {
-		return nil, &Refusal{Error: RefusalNoAgent, Service: g.service, Tool: tool, Price: termsOf(price),
-			Message: "tool " + tool + " is paid, and the call does not say which agent pays for it"}
+		return c.refusal(RefusalNoAgent, "tool "+c.tool+" is paid, and the call does not say which agent pays for it")
 	}
-	req := client.ConsumeRequest{
-		AgentID: agent, Service: g.service, Tool: tool,
-		IdempotencyKey: g.idempotencyKey(call), Cost: price.Cost, Units: price.Units,
-	}
-	cctx, cancel := context.WithTimeout(ctx, g.timeout)
-	defer cancel()
-	res, err := g.stipend.Consume(cctx, req)
-	if err == nil {
-		return chargeOf(res), nil
-	}
+	c.agent = agent
+	return nil
+}
+
+// run passes the call on to the tool, with ctx.
+func (c *gatedCall) run(ctx context.Context) (mcp.Result, error) {
+	return c.next(ctx, methodCallTool, c.call)
+}
+
+// refusal is a refusal of kind with message, showing the tool's price.
+func (c *gatedCall) refusal(kind, message string) *Refusal {
+	return &Refusal{Error: kind, Service: c.g.service, Tool: c.tool, Price: termsOf(c.price), Message: message}
+}
+
+// refuse answers r instead of a result of the tool.
+func (c *gatedCall) refuse(ctx context.Context, r *Refusal) (mcp.Result, error) {
+	return r.result(!declaresOutputSchema(ctx, c.next, c.call)), nil
+}
+
+// deny explains an error of Stipend's answer to the first request of a
+// call (a consume or an authorize): the refusal to answer, or nil with
+// FailOpen when Stipend could not be reached and the call is to run
+// uncharged.
+func (c *gatedCall) deny(ctx context.Context, err error) *Refusal {
+	g := c.g
 	var p *client.Problem
 	errors.As(err, &p)
 	switch {
 	case client.IsPaymentRequired(err):
-		r := &Refusal{Error: RefusalPaymentRequired, Service: g.service, Tool: tool, Price: termsOf(price),
-			PurchaseURL: g.purchaseURL, Message: "payment required: no entitlement of this agent covers tool " + tool}
+		r := c.refusal(RefusalPaymentRequired, "payment required: no entitlement of this agent covers tool "+c.tool)
+		r.PurchaseURL = g.purchaseURL
 		if p != nil {
 			r.Reasons = p.Reasons
 		}
-		return nil, r
+		return r
 	case client.IsConflict(err):
-		return nil, &Refusal{Error: RefusalKeyConflict, Service: g.service, Tool: tool,
+		return &Refusal{Error: RefusalKeyConflict, Service: g.service, Tool: c.tool,
 			Message: "the idempotency key of this call was already used for a different call; send a new key"}
 	case ctx.Err() != nil:
 		// The caller gave up; it will not read a refusal, and it must not run the tool.
-		return nil, &Refusal{Error: RefusalUnavailable, Service: g.service, Tool: tool, Retryable: true,
+		return &Refusal{Error: RefusalUnavailable, Service: g.service, Tool: c.tool, Retryable: true,
 			Message: "the call was cancelled before its charge was confirmed"}
 	case client.IsUnavailable(err):
 		if g.failOpen {
 			g.log.WarnContext(ctx, "mcpgate: Stipend unavailable; running the call uncharged (fail open)",
-				"tool", tool, "agent", agent, "err", err)
-			return &Charge{unbilled: true}, nil
+				"tool", c.tool, "agent", c.agent, "err", err)
+			return nil
 		}
-		g.log.ErrorContext(ctx, "mcpgate: Stipend unavailable; refusing the call (fail closed)", "tool", tool, "err", err)
-		return nil, &Refusal{Error: RefusalUnavailable, Service: g.service, Tool: tool, Retryable: true,
+		g.log.ErrorContext(ctx, "mcpgate: Stipend unavailable; refusing the call (fail closed)", "tool", c.tool, "err", err)
+		return &Refusal{Error: RefusalUnavailable, Service: g.service, Tool: c.tool, Retryable: true,
 			Message: "billing is temporarily unavailable; try the call again shortly"}
 	}
 	// A 400, 401 or 403: the gate or its key is misconfigured. Say little to
 	// the caller and everything to the operator.
-	g.log.ErrorContext(ctx, "mcpgate: Stipend refused the charge", "tool", tool, "agent", agent, "err", err)
-	return nil, &Refusal{Error: RefusalBillingError, Service: g.service, Tool: tool,
+	g.log.ErrorContext(ctx, "mcpgate: Stipend refused the charge", "tool", c.tool, "agent", c.agent, "err", err)
+	return &Refusal{Error: RefusalBillingError, Service: g.service, Tool: c.tool,
 		Message: "the call could not be charged because of a billing configuration error"}
+}
+
+// runUnbilled runs the call uncharged (fail open) and marks its result so.
+func (c *gatedCall) runUnbilled(ctx context.Context) (mcp.Result, error) {
+	res, err := c.run(ctx)
+	if err == nil {
+		setMeta(res, MetaUnbilled, true)
+	}
+	return res, err
+}
+
+// setMeta sets _meta[key] on res, if res is a tool result.
+func setMeta(res mcp.Result, key string, v any) {
+	r, ok := res.(*mcp.CallToolResult)
+	if !ok || r == nil {
+		return
+	}
+	if r.Meta == nil {
+		r.Meta = mcp.Meta{}
+	}
+	r.Meta[key] = v
 }
 
 // termsOf returns the Terms of p for a refusal.

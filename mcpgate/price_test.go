@@ -36,10 +36,12 @@ func TestPrice_Terms(t *testing.T) {
 		want  mcpgate.Terms
 	}{
 		{mcpgate.Free(), mcpgate.Terms{Free: true}},
-		{mcpgate.Credits(5, "USD"), mcpgate.Terms{Cost: usd5, Units: 1, Policy: mcpgate.PolicyBefore}},
-		{mcpgate.Units(3), mcpgate.Terms{Units: 3, Policy: mcpgate.PolicyBefore}},
-		{mcpgate.Price{}, mcpgate.Terms{Units: 1, Policy: mcpgate.PolicyBefore}},
-		{mcpgate.CreditsOrUnits(5, "USD", 2), mcpgate.Terms{Cost: usd5, Units: 2, Policy: mcpgate.PolicyBefore}},
+		{mcpgate.Credits(5, "USD"), mcpgate.Terms{Cost: usd5, Units: 1, Policy: mcpgate.PolicyOnSuccess}},
+		{mcpgate.Units(3), mcpgate.Terms{Units: 3, Policy: mcpgate.PolicyOnSuccess}},
+		{mcpgate.Price{}, mcpgate.Terms{Units: 1, Policy: mcpgate.PolicyOnSuccess}},
+		{mcpgate.CreditsOrUnits(5, "USD", 2), mcpgate.Terms{Cost: usd5, Units: 2, Policy: mcpgate.PolicyOnSuccess}},
+		{mcpgate.Credits(5, "USD").ChargedBefore(), mcpgate.Terms{Cost: usd5, Units: 1, Policy: mcpgate.PolicyBefore}},
+		{mcpgate.Free().ChargedBefore(), mcpgate.Terms{Free: true}},
 	}
 	for _, tt := range tests {
 		if diff := cmp.Diff(tt.want, tt.price.Terms()); diff != "" {

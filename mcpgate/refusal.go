@@ -5,7 +5,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/stipend-mcp/stipend/client"
 	"github.com/stipend-mcp/stipend/entitlement"
 	"github.com/stipend-mcp/stipend/money"
 )
@@ -27,6 +26,15 @@ const (
 	// RefusalBillingError: Stipend refused the charge for another reason
 	// (the gate's configuration or key); the operator's log says which.
 	RefusalBillingError = "billing_error"
+	// RefusalKeySpent (PolicyOnSuccess): an earlier attempt of the same call
+	// under the same idempotency key ended without a charge (its hold was
+	// released or expired), so the call is not run again under that key;
+	// send it with a new key.
+	RefusalKeySpent = "idempotency_key_spent"
+	// RefusalHoldExpired (PolicyOnSuccess): the tool ran longer than its
+	// hold lasts (Config.HoldTTL), so the call could not be charged; its
+	// result was withheld and nothing was charged.
+	RefusalHoldExpired = "hold_expired"
 )
 
 // Refusal is the machine-readable answer to a call the gate refused instead
@@ -58,7 +66,14 @@ func (r *Refusal) text() string {
 	var text strings.Builder
 	text.WriteString(r.Message)
 	if r.Price != nil {
-		text.WriteString(". Price per call: " + r.Price.String())
+		switch r.Price.Policy {
+		case PolicyOnSuccess:
+			text.WriteString(". Price per call: at most " + r.Price.String() + ", charged only if the tool succeeds")
+		case PolicyBefore:
+			text.WriteString(". Price per call: " + r.Price.String() + ", charged before the tool runs")
+		default:
+			text.WriteString(". Price per call: " + r.Price.String())
+		}
 	}
 	for i, d := range r.Reasons {
 		if i == 0 {
@@ -89,32 +104,36 @@ func (r *Refusal) result(structured bool) *mcp.CallToolResult {
 	return res
 }
 
-// Charge is what the gate puts in a charged call's result _meta under
-// MetaConsumption.
-type Charge struct {
+// Consumption is what the gate puts in a charged call's result _meta under
+// MetaConsumption: what the call was charged, and to which entitlement.
+type Consumption struct {
 	ConsumptionID string `json:"consumptionId"`
-	// Result is "consumed", or "replay" when the call had already been
-	// charged under its key and nothing was charged now.
-	Result        string       `json:"result"`
+	// Result is "consumed" when this call was charged, or "replay" when the
+	// call had already been charged under its key and nothing was charged
+	// now.
+	Result string `json:"result"`
+	// HoldID is the hold the charge was captured from (PolicyOnSuccess).
+	HoldID        string       `json:"holdId,omitempty"`
 	EntitlementID string       `json:"entitlementId"`
 	Cost          *money.Money `json:"cost,omitempty"`
 	Units         int64        `json:"units,omitempty"`
 	// BalanceAfter (credits) and RemainingAfter (quota) are the charged
-	// entitlement's state right after the charge.
+	// entitlement's state right after the charge; a replay of a call
+	// charged on success does not show them.
 	BalanceAfter   *money.Money `json:"balanceAfter,omitempty"`
 	RemainingAfter *int64       `json:"remainingAfter,omitempty"`
-
-	unbilled bool
 }
 
-func chargeOf(r *client.ConsumeResult) *Charge {
-	c := r.Consumption
-	ch := &Charge{ConsumptionID: c.ID, Result: r.Result, EntitlementID: c.EntitlementID, Units: c.Units, RemainingAfter: c.RemainingAfter}
+// consumptionOf is the Consumption of c, charged now (ResultConsumed) or
+// earlier (ResultReplay) as result says.
+func consumptionOf(result string, c *entitlement.Consumption) *Consumption {
+	out := &Consumption{ConsumptionID: c.ID, Result: result, HoldID: c.HoldID, EntitlementID: c.EntitlementID,
+		Units: c.Units, RemainingAfter: c.RemainingAfter}
 	if !c.Cost.IsZero() {
-		ch.Cost = &c.Cost
+		out.Cost = &c.Cost
 	}
 	if !c.BalanceAfter.IsZero() {
-		ch.BalanceAfter = &c.BalanceAfter
+		out.BalanceAfter = &c.BalanceAfter
 	}
-	return ch
+	return out
 }

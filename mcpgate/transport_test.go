@@ -72,7 +72,7 @@ func (r *rawSession) call(id int64, method, params string) *jsonrpc.Response {
 }
 
 func TestTransport_RetriedRequestKeepsItsKey(t *testing.T) {
-	f := &fakeStipend{answer: consumed}
+	f := &fakeStipend{}
 	var ran atomic.Int32
 	s := toolServer(newGate(t, mcpgate.Config{Stipend: f}), &ran, false)
 
@@ -83,23 +83,23 @@ func TestTransport_RetriedRequestKeepsItsKey(t *testing.T) {
 	other := dialRaw(t, s)
 	other.call(7, "tools/call", forecastParams) // another connection reusing id 7
 
-	reqs := f.requests()
-	if len(reqs) != 4 {
-		t.Fatalf("got %d consume calls, want 4", len(reqs))
+	keys := f.keys()
+	if len(keys) != 4 {
+		t.Fatalf("got %d authorize calls, want 4", len(keys))
 	}
-	if reqs[0].IdempotencyKey != reqs[1].IdempotencyKey {
-		t.Errorf("request 7 sent twice got keys %s and %s, want the same", reqs[0].IdempotencyKey, reqs[1].IdempotencyKey)
+	if keys[0] != keys[1] {
+		t.Errorf("request 7 sent twice got keys %s and %s, want the same", keys[0], keys[1])
 	}
-	if reqs[2].IdempotencyKey == reqs[0].IdempotencyKey {
-		t.Errorf("request 8 got request 7's key %s, want its own", reqs[2].IdempotencyKey)
+	if keys[2] == keys[0] {
+		t.Errorf("request 8 got request 7's key %s, want its own", keys[2])
 	}
-	if reqs[3].IdempotencyKey == reqs[0].IdempotencyKey {
+	if keys[3] == keys[0] {
 		t.Errorf("request 7 on another connection got the first connection's key, want its own")
 	}
 }
 
 func TestHandler_RetriedPostKeepsItsKey(t *testing.T) {
-	f := &fakeStipend{answer: consumed}
+	f := &fakeStipend{}
 	var ran atomic.Int32
 	s := toolServer(newGate(t, mcpgate.Config{Stipend: f}), &ran, false)
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{JSONResponse: true})
@@ -136,14 +136,14 @@ func TestHandler_RetriedPostKeepsItsKey(t *testing.T) {
 	post(call)
 	post(`{"jsonrpc":"2.0","id":6,"method":"tools/call","params":` + forecastParams + `}`)
 
-	reqs := f.requests()
-	if len(reqs) != 3 {
-		t.Fatalf("got %d consume calls, want 3", len(reqs))
+	keys := f.keys()
+	if len(keys) != 3 {
+		t.Fatalf("got %d authorize calls, want 3", len(keys))
 	}
-	if reqs[0].IdempotencyKey != reqs[1].IdempotencyKey {
-		t.Errorf("request 5 posted twice got keys %s and %s, want the same", reqs[0].IdempotencyKey, reqs[1].IdempotencyKey)
+	if keys[0] != keys[1] {
+		t.Errorf("request 5 posted twice got keys %s and %s, want the same", keys[0], keys[1])
 	}
-	if reqs[2].IdempotencyKey == reqs[0].IdempotencyKey {
+	if keys[2] == keys[0] {
 		t.Errorf("request 6 got request 5's key, want its own")
 	}
 	if got := ran.Load(); got != 3 {

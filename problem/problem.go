@@ -32,6 +32,9 @@ const (
 	NotFound             Kind = "not-found"              // 404
 	MethodNotAllowed     Kind = "method-not-allowed"     // 405
 	Conflict             Kind = "conflict"               // 409
+	HoldConflict         Kind = "hold-conflict"          // 409
+	HoldExpired          Kind = "hold-expired"           // 409
+	RefundRefused        Kind = "refund-refused"         // 409
 	BodyTooLarge         Kind = "body-too-large"         // 413
 	UnsupportedMediaType Kind = "unsupported-media-type" // 415
 	Internal             Kind = "internal"               // 500
@@ -52,6 +55,9 @@ var titles = map[Kind]string{
 	NotFound:             "Not found",
 	MethodNotAllowed:     "Method not allowed",
 	Conflict:             "Conflict",
+	HoldConflict:         "Hold already ended",
+	HoldExpired:          "Hold expired",
+	RefundRefused:        "Refund refused",
 	BodyTooLarge:         "Request body too large",
 	UnsupportedMediaType: "Unsupported media type",
 	Internal:             "Internal error",

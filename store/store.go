@@ -236,8 +236,9 @@ type EntitlementStore interface {
 	// Authorize reserves, for one tool call, up to req's maximum on the
 	// entitlement CheckAndConsume would charge: the same candidates in the
 	// same order, the same denial reasons, each candidate in its own atomic
-	// step (entitlement.Entitlement.Authorize). req must have passed
-	// Normalize. The (agent, idempotency key) pair names one consume or one
+	// step (entitlement.Entitlement.Authorize). req is normalized first: a
+	// request that fails entitlement.HoldRequest.Normalize (a TTL out of
+	// bounds among others) is Invalid. The (agent, idempotency key) pair names one consume or one
 	// hold, never both: a key already used by a consumption or a hold
 	// answers Replay with the original hold (whatever its status now) when
 	// its fingerprint equals req.Fingerprint(), else Conflict; nothing is
@@ -266,7 +267,7 @@ type EntitlementStore interface {
 	ReleaseHold(ctx context.Context, id, agentID string) (HoldResult, error)
 	// ExpireHolds ends the holds whose expiry has passed, on up to limit
 	// entitlements, each entitlement in its own atomic step, and returns how
-	// many holds it ended. Every transaction that touches an entitlement
+	// many holds it ended; a limit below 1 is Invalid. Every transaction that touches an entitlement
 	// ends its expired holds too; this sweep is for idle entitlements. Many
 	// instances may sweep at once: a hold ends exactly once.
 	ExpireHolds(ctx context.Context, limit int) (int, error)

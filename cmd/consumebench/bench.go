@@ -208,7 +208,8 @@ func drive(ctx context.Context, callers, calls int, call func(context.Context, i
 }
 
 // checkBalances compares each entitlement's final balance with its initial
-// balance minus one cost per consumption stored for it.
+// balance minus the cost of every consumption stored for it (a captured
+// hold is one), and checks that nothing is still held.
 func checkBalances(ctx context.Context, s *fsstore.Store, ids []string, initial int64) (string, error) {
 	charged := map[string]int64{}
 	cursor := ""
@@ -232,6 +233,9 @@ func checkBalances(ctx context.Context, s *fsstore.Store, ids []string, initial 
 		}
 		if got, want := e.Credits.Balance.Cents, initial-charged[id]; got != want {
 			return fmt.Sprintf("WRONG: %s has %d, want %d", id, got, want), nil
+		}
+		if e.Credits.Held.Cents != 0 {
+			return fmt.Sprintf("WRONG: %s still holds %d", id, e.Credits.Held.Cents), nil
 		}
 	}
 	return "exact", nil

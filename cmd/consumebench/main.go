@@ -2,6 +2,9 @@
 // a naive one-transaction-per-call consume against Stipend's coalescing
 // path, with many concurrent callers on one credits entitlement and on many,
 // and four server processes sharing one entitlement. It prints one table.
+// With -mode holds it sets two-step charges (Authorize, then CaptureHold)
+// against plain consumes instead, each by -callers callers on one
+// entitlement.
 //
 //	scripts/test-style emulator required:
 //	FIRESTORE_EMULATOR_HOST=127.0.0.1:PORT go run ./cmd/consumebench
@@ -37,6 +40,8 @@ type config struct {
 	procCalls    int
 	deadline     time.Duration
 	naive        bool
+	mode         string
+	rounds       int
 	child        childConfig
 }
 
@@ -51,6 +56,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs.IntVar(&c.procCalls, "proc-calls", 500, "consumes per server process")
 	fs.BoolVar(&c.naive, "naive", true, "run the naive scenarios too (false: only Stipend's path, for quick reruns)")
 	fs.IntVar(&c.procs, "procs", 4, "server processes sharing one entitlement (0: skip that scenario)")
+	fs.StringVar(&c.mode, "mode", "consume", `"consume": the naive and coalesced consume scenarios; "holds": authorize+capture pairs against plain consumes, -callers each on one entitlement`)
+	fs.IntVar(&c.rounds, "rounds", 5, "-mode holds: rounds of the two scenarios")
 	fs.DurationVar(&c.deadline, "deadline", 60*time.Second, "time limit of each scenario; calls not started by then count as not run")
 	fs.BoolVar(&c.child.enabled, "child", false, "internal: run as one server process of the multi-process scenario")
 	fs.StringVar(&c.child.prefix, "child-prefix", "", "internal")
@@ -67,5 +74,11 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		c.child.callers, c.child.calls, c.child.deadline = c.procCallers, c.procCalls, c.deadline
 		return runChild(ctx, c.child, os.Stdin, out)
 	}
-	return runBench(ctx, c, host, out)
+	switch c.mode {
+	case "consume":
+		return runBench(ctx, c, host, out)
+	case "holds":
+		return runHolds(ctx, c, host, out)
+	}
+	return fmt.Errorf("-mode %q: want consume or holds", c.mode)
 }

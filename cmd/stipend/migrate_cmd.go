@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 
@@ -12,20 +11,33 @@ import (
 	"github.com/stipend-mcp/stipend/internal/pgmigrate"
 )
 
-const migrateUsage = `Usage:
-  stipend migrate [--status] [--postgres-url URL] [--postgres-password-file FILE]
-      apply the embedded schema migrations of the PostgreSQL store and ledger to the database
-      (in the schema the URL's search_path names); with --status, list them and apply nothing
-The settings default to STIPEND_POSTGRES_URL, STIPEND_POSTGRES_PASSWORD_FILE and STIPEND_POSTGRES_PASSWORD, as for serve.
-`
-
 // migrateCmd runs `stipend migrate`: for operators who apply the schema by
-// hand (and start serve with --postgres-migrate=false) or want to see it.
+// hand (and serve with --postgres-migrate=false) or want to see it. The
+// PostgreSQL settings default to serve's STIPEND_* variables.
 func migrateCmd(ctx context.Context, args []string, env map[string]string, stdout, stderr io.Writer) int {
-	c, status, err := parseMigrateFlags(args, env)
-	if err != nil {
-		fmt.Fprintf(stderr, "stipend migrate: %v\n\n%s", err, migrateUsage)
-		return 2
+	c, envErr := readPostgresSettings(env)
+	fs := newFlagSet(cmdMigrate)
+	for _, f := range []struct {
+		p    *string
+		name string
+	}{{&c.PostgresURL, "postgres-url"}, {&c.PostgresPasswordFile, "postgres-password-file"}} {
+		s := settingNamed(f.name)
+		fs.StringVar(f.p, f.name, *f.p, s.help+" ("+s.env+")")
+	}
+	status := fs.Bool("status", false, "list every migration as applied or pending, and apply nothing")
+	positional, code, ok := parseCommand(cmdMigrate, fs, args, stdout, stderr)
+	if !ok {
+		return code
+	}
+	switch {
+	case envErr != nil:
+		return usageError(cmdMigrate, fs, stderr, envErr)
+	case len(positional) > 0:
+		return usageError(cmdMigrate, fs, stderr, fmt.Errorf("unexpected argument %q", positional[0]))
+	case c.PostgresURL == "":
+		return usageError(cmdMigrate, fs, stderr, errors.New("--postgres-url (or STIPEND_POSTGRES_URL) is required"))
+	case c.PostgresPasswordFile != "" && c.PostgresPassword != "":
+		return usageError(cmdMigrate, fs, stderr, errors.New("--postgres-password-file and STIPEND_POSTGRES_PASSWORD: give the password one way"))
 	}
 	pool, err := openPostgres(ctx, c)
 	if err != nil {
@@ -34,7 +46,7 @@ func migrateCmd(ctx context.Context, args []string, env map[string]string, stdou
 	}
 	defer pool.Close()
 	for _, set := range postgresSets {
-		if status {
+		if *status {
 			err = printMigrations(ctx, pool, set, stdout)
 		} else {
 			err = applyMigrations(ctx, pool, set, stdout)
@@ -47,31 +59,12 @@ func migrateCmd(ctx context.Context, args []string, env map[string]string, stdou
 	return 0
 }
 
-// parseMigrateFlags reads the PostgreSQL settings: serve's, from env, with
-// the flags winning.
-func parseMigrateFlags(args []string, env map[string]string) (Config, bool, error) {
-	c, err := readSettings(nil, env)
-	if err != nil {
-		return Config{}, false, err
-	}
-	fs := flag.NewFlagSet("stipend migrate", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.StringVar(&c.PostgresURL, "postgres-url", c.PostgresURL, "")
-	fs.StringVar(&c.PostgresPasswordFile, "postgres-password-file", c.PostgresPasswordFile, "")
-	status := fs.Bool("status", false, "")
-	if err := fs.Parse(args); err != nil {
-		return Config{}, false, err
-	}
-	switch {
-	case fs.NArg() > 0:
-		return Config{}, false, fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	case c.PostgresURL == "":
-		return Config{}, false, errors.New("--postgres-url (or STIPEND_POSTGRES_URL) is required")
-	case c.PostgresPasswordFile != "" && c.PostgresPassword != "":
-		return Config{}, false, errors.New("--postgres-password-file and STIPEND_POSTGRES_PASSWORD: give the password one way")
-	}
+// readPostgresSettings reads serve's settings from env for a command that
+// only connects to PostgreSQL (two connections are enough).
+func readPostgresSettings(env map[string]string) (Config, error) {
+	c, _, err := readSettings(nil, env)
 	c.PostgresMaxConns = 2
-	return c, *status, nil
+	return c, err
 }
 
 func applyMigrations(ctx context.Context, pool *pgxpool.Pool, set pgmigrate.Set, w io.Writer) error {

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/stipend-mcp/stipend/api"
+	"github.com/stipend-mcp/stipend/holdsweep"
 	"github.com/stipend-mcp/stipend/webhook"
 )
 
@@ -44,6 +45,7 @@ type Main struct {
 	serveErr       chan error     // receives the HTTP server's exit
 	stopDispatch   context.CancelFunc
 	dispatcherDone chan struct{}
+	stopSweep      context.CancelFunc
 }
 
 // NewMain returns a Main writing to the process's stdout and stderr.
@@ -123,6 +125,10 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", c.Addr, err)
 	}
+	if err := m.writeDevKeys(); err != nil {
+		ln.Close()
+		return err
+	}
 	m.ln = ln
 	m.Logger.Info("listening", "addr", m.Addr(), "env", c.Env, "store", c.Store, "version", version())
 	if c.Development() {
@@ -130,7 +136,20 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	go func() { m.serveErr <- m.HTTPServer.Serve(ln) }()
 	m.startDispatcher(st)
+	m.startHoldSweep(st)
 	return nil
+}
+
+// startHoldSweep ends expired holds of idle entitlements in the background
+// until Close.
+func (m *Main) startHoldSweep(st backend) {
+	if m.Config.HoldSweepInterval == 0 {
+		m.Logger.Info("hold sweep off (--hold-sweep-interval 0)")
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	m.stopSweep = cancel
+	go holdsweep.Run(ctx, st, m.Config.HoldSweepInterval, m.Logger)
 }
 
 // startDispatcher sends webhook deliveries in the background until Close.
@@ -177,6 +196,10 @@ func (m *Main) Close() error {
 	deadline := time.Now().Add(m.Config.ShutdownTimeout)
 	if m.stopDispatch != nil {
 		m.stopDispatch() // stop claiming now; attempts already started finish
+	}
+	if m.stopSweep != nil {
+		m.stopSweep() // a sweep cut short ends nothing twice: the next instance's finishes it
+		m.stopSweep = nil
 	}
 	if m.ln != nil {
 		ctx, cancel := context.WithDeadline(context.Background(), deadline)

@@ -18,7 +18,7 @@ import (
 	"github.com/stipend-mcp/stipend/payment"
 )
 
-// instantStipend answers every consume at once, in process: the gate's own
+// instantStipend answers every call at once, in process: the gate's own
 // cost without Stipend's.
 type instantStipend struct{}
 
@@ -28,6 +28,26 @@ func (instantStipend) Consume(_ context.Context, r client.ConsumeRequest) (*clie
 	}}, nil
 }
 
+func (instantStipend) Authorize(_ context.Context, r client.AuthorizeRequest) (*client.HoldResult, error) {
+	return &client.HoldResult{Result: client.ResultHeld, Hold: entitlement.Hold{ID: "h1", EntitlementID: "e1",
+		EntitlementType: entitlement.TypeCredits, Status: entitlement.HoldOpen, MaxCost: *r.MaxCost, MaxUnits: 1}}, nil
+}
+
+func (instantStipend) CaptureHold(_ context.Context, id string, _ client.CaptureRequest) (*client.CaptureResult, error) {
+	return &client.CaptureResult{Result: client.ResultCaptured, Consumption: entitlement.Consumption{
+		ID: "c1", EntitlementID: "e1", HoldID: id, Cost: money.Money{Cents: 5, Currency: "USD"}, Units: 1,
+		BalanceAfter: money.Money{Cents: 1, Currency: "USD"},
+	}}, nil
+}
+
+func (instantStipend) ReleaseHold(_ context.Context, id, _ string) (*client.HoldResult, error) {
+	return &client.HoldResult{Result: client.ResultReleased, Hold: entitlement.Hold{ID: id, Status: entitlement.HoldReleased}}, nil
+}
+
+func (instantStipend) GetHold(_ context.Context, id string) (*entitlement.Hold, error) {
+	return &entitlement.Hold{ID: id, Status: entitlement.HoldOpen}, nil
+}
+
 // BenchmarkGateOverhead measures one tools/call of the example's forecast
 // tool through the SDK client on in-memory transports, in four setups:
 //
@@ -35,7 +55,8 @@ func (instantStipend) Consume(_ context.Context, r client.ConsumeRequest) (*clie
 //   - free: the gated server, calling the free echo tool (no charge);
 //   - instant: the gate charging an in-process stand-in (the gate's own cost);
 //   - stipend: the gate charging the real REST service (memory store) over
-//     loopback HTTP, every call with its own key, so every call is a charge.
+//     loopback HTTP, every call with its own key, so every call is a charge
+//     (forecast is charged on success: an authorize and a capture).
 //
 // Each iteration calls every setup once, in rotating order, so that load
 // from other processes on a shared machine falls on all of them alike. It

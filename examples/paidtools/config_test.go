@@ -36,11 +36,12 @@ func TestLoadConfig(t *testing.T) {
 		t.Errorf("everything set (-want +got):\n%s", diff)
 	}
 
-	got, err = loadConfig(env("STIPEND_HOST_KEY", "k", "PAIDTOOLS_PRICES", `{"echo":{"free":true},"forecast":{"cost":{"cents":7,"currency":"USD"},"units":2}}`))
+	got, err = loadConfig(env("STIPEND_HOST_KEY", "k", "PAIDTOOLS_PRICES", `{"echo":{"free":true},"forecast":{"cost":{"cents":7,"currency":"USD"},"units":2},"alert":{"units":1,"policy":"before"}}`))
 	if err != nil {
 		t.Fatalf("loadConfig with prices: %v", err)
 	}
-	wantPrices := map[string]mcpgate.Price{"echo": mcpgate.Free(), "forecast": mcpgate.CreditsOrUnits(7, "USD", 2)}
+	wantPrices := map[string]mcpgate.Price{"echo": mcpgate.Free(), "forecast": mcpgate.CreditsOrUnits(7, "USD", 2),
+		"alert": mcpgate.Units(1).ChargedBefore()}
 	if diff := cmp.Diff(wantPrices, got.prices); diff != "" {
 		t.Errorf("PAIDTOOLS_PRICES (-want +got):\n%s", diff)
 	}
@@ -62,9 +63,13 @@ func TestLoadConfig(t *testing.T) {
 }
 
 func TestNewGate_ChecksPrices(t *testing.T) {
-	c := config{stipendURL: "http://127.0.0.1:9", hostKey: "k", service: "weather",
-		prices: map[string]mcpgate.Price{"forecast": mcpgate.Credits(5, "usd")}}
-	if _, err := newGate(c, slog.New(slog.DiscardHandler)); err == nil {
-		t.Errorf("newGate with a lower-case currency succeeded, want an error")
+	for name, p := range map[string]mcpgate.Price{
+		"LowerCaseCurrency": mcpgate.Credits(5, "usd"),
+		"UnknownPolicy":     {Units: 1, Policy: "after"},
+	} {
+		c := config{stipendURL: "http://127.0.0.1:9", hostKey: "k", service: "weather", prices: map[string]mcpgate.Price{"forecast": p}}
+		if _, err := newGate(c, slog.New(slog.DiscardHandler)); err == nil {
+			t.Errorf("newGate with a price of %s succeeded, want an error", name)
+		}
 	}
 }

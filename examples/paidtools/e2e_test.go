@@ -124,12 +124,12 @@ func call(t *testing.T, cs *mcp.ClientSession, tool, key string, args map[string
 }
 
 // charged returns the charge in a successful result's _meta.
-func charged(t *testing.T, res *mcp.CallToolResult) mcpgate.Charge {
+func charged(t *testing.T, res *mcp.CallToolResult) mcpgate.Consumption {
 	t.Helper()
 	if res.IsError {
 		t.Fatalf("tool result is an error: %v", res.Meta[mcpgate.MetaRefusal])
 	}
-	var c mcpgate.Charge
+	var c mcpgate.Consumption
 	remarshal(t, res.Meta[mcpgate.MetaConsumption], &c)
 	if c.ConsumptionID == "" {
 		t.Fatalf("result _meta %v has no %s", res.Meta, mcpgate.MetaConsumption)
@@ -216,7 +216,7 @@ func TestPaidTools_EndToEnd(t *testing.T) {
 	if refusal.Error != mcpgate.RefusalPaymentRequired || !cmp.Equal(wantReasons, refusal.Reasons) {
 		t.Errorf("refusal = %s %v, want %s %v", refusal.Error, refusal.Reasons, mcpgate.RefusalPaymentRequired, wantReasons)
 	}
-	if want := (mcpgate.Terms{Cost: usd(5), Units: 1, Policy: mcpgate.PolicyBefore}); !cmp.Equal(&want, refusal.Price) {
+	if want := (mcpgate.Terms{Cost: usd(5), Units: 1, Policy: mcpgate.PolicyOnSuccess}); !cmp.Equal(&want, refusal.Price) {
 		t.Errorf("refusal price = %+v, want %+v", refusal.Price, want)
 	}
 	if echo := call(t, cs, "echo", "", map[string]any{"text": "hi"}); echo.IsError {
@@ -253,6 +253,55 @@ func TestPaidTools_EndToEnd(t *testing.T) {
 	if refusal.Error != mcpgate.RefusalUnavailable || !refusal.Retryable {
 		t.Errorf("call with Stipend down = %s retryable=%v; want a retryable %s refusal",
 			refusal.Error, refusal.Retryable, mcpgate.RefusalUnavailable)
+	}
+}
+
+// TestPaidTools_ChargedOnSuccess shows the example's tools charged for the
+// work they do: a call whose tool fails is not charged, and hourly is
+// charged the hours it forecast, not its price.
+func TestPaidTools_ChargedOnSuccess(t *testing.T) {
+	ts, keys := startStipend(t)
+	billing, err := client.New(ts.URL, keys.billing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	funded := pay(t, billing, "pay-on-success", 50)
+	cs := connectExample(t, ts.URL, keys.host)
+	balance := func() int64 {
+		t.Helper()
+		e, err := billing.GetEntitlement(t.Context(), funded.Entitlements[0].ID)
+		if err != nil {
+			t.Fatalf("GetEntitlement: %v", err)
+		}
+		if e.Credits.Held.Cents != 0 {
+			t.Errorf("%d cents still held, want none", e.Credits.Held.Cents)
+		}
+		return e.Credits.Balance.Cents
+	}
+
+	for _, failing := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"history", map[string]any{"city": "Oslo", "year": 1900}},
+		{"hourly", map[string]any{"city": "Oslo", "hours": 30}},
+		{"forecast", map[string]any{}}, // fails the input schema
+	} {
+		res := call(t, cs, failing.tool, "", failing.args)
+		if !res.IsError || res.Meta[mcpgate.MetaConsumption] != nil {
+			t.Errorf("%s%v = isError %v, _meta %v; want the tool's error and no charge", failing.tool, failing.args, res.IsError, res.Meta)
+		}
+	}
+	if got := balance(); got != 50 {
+		t.Errorf("balance after three failed calls = %d cents, want 50", got)
+	}
+
+	c := charged(t, call(t, cs, "hourly", "", map[string]any{"city": "Oslo", "hours": 6}))
+	if !cmp.Equal(usd(6), c.Cost) || !cmp.Equal(usd(44), c.BalanceAfter) || c.HoldID == "" {
+		t.Errorf("6 hours charged %v leaving %v (hold %q), want 6 cents leaving 44, from a hold", c.Cost, c.BalanceAfter, c.HoldID)
+	}
+	if got := balance(); got != 44 {
+		t.Errorf("balance = %d cents, want 44", got)
 	}
 }
 

@@ -1,7 +1,8 @@
 // Command paidtools is an example MCP server whose tools are paid through
-// Stipend: echo is free, forecast and history are priced (see prices). Every
-// tools/call passes the mcpgate gate, which charges the calling agent before
-// the tool runs.
+// Stipend: echo is free, forecast, history and hourly are priced (see
+// prices). Every tools/call passes the mcpgate gate, which holds the price
+// before the tool runs and charges the calling agent only when the tool
+// succeeds (hourly: what it reports it cost).
 //
 // Configuration (environment):
 //
@@ -16,8 +17,9 @@
 //	PAIDTOOLS_FAIL_OPEN  "true" runs calls uncharged while Stipend is down
 //	PAIDTOOLS_PURCHASE_URL  where agents' owners buy credits, shown on refusals
 //	PAIDTOOLS_PRICES     a JSON price table replacing the built-in one, such as
-//	                     {"echo":{"free":true},"forecast":{"cost":{"cents":7,"currency":"USD"}}};
-//	                     a tool left out of it is refused
+//	                     {"echo":{"free":true},"forecast":{"cost":{"cents":7,"currency":"USD"},"policy":"before"}};
+//	                     a tool left out of it is refused; "policy" is "on_success"
+//	                     (the default) or "before"
 package main
 
 import (

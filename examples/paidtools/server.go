@@ -11,12 +11,23 @@ import (
 )
 
 // prices is the example's price table: echo is free, forecast costs 5 cents
-// (or one quota unit), history costs 20 cents (or two quota units).
+// (or one quota unit), history costs 20 cents (or two quota units), hourly
+// costs a cent an hour (or a quota unit per 6 hours) and says so with
+// mcpgate.Charge, so its price is its most: 24 hours. All are charged on
+// success: a call whose tool fails is not charged.
 var prices = map[string]mcpgate.Price{
 	"echo":     mcpgate.Free(),
 	"forecast": mcpgate.CreditsOrUnits(5, "USD", 1),
 	"history":  mcpgate.CreditsOrUnits(20, "USD", 2),
+	"hourly":   mcpgate.CreditsOrUnits(maxHours, "USD", unitsFor(maxHours)),
 }
+
+// maxHours is the most hours hourly forecasts.
+const maxHours = 24
+
+// unitsFor is what an hourly forecast of hours costs in quota units: one per
+// started 6 hours.
+func unitsFor(hours int64) int64 { return (hours + 5) / 6 }
 
 type echoIn struct {
 	Text string `json:"text" jsonschema:"the text to send back"`
@@ -50,6 +61,21 @@ type historyOut struct {
 	RainMM    int    `json:"rainMM"`
 }
 
+type hourlyIn struct {
+	City  string `json:"city" jsonschema:"the city to forecast"`
+	Hours int64  `json:"hours" jsonschema:"how many hours ahead, 1 to 24 (a cent an hour)"`
+}
+
+type hourlyOut struct {
+	City  string `json:"city"`
+	Hours []hour `json:"hours"`
+}
+
+type hour struct {
+	Hour  int64 `json:"hour"`
+	TempC int   `json:"tempC"`
+}
+
 // newServer builds the example MCP server. With g non-nil every tools/call
 // goes through the gate; nil serves the same tools ungated (for the bench).
 func newServer(g *mcpgate.Gate) *mcp.Server {
@@ -76,6 +102,24 @@ func newServer(g *mcpgate.Gate) *mcp.Server {
 			}
 			n := seed(fmt.Sprintf("%s/%d", in.City, in.Year))
 			return nil, historyOut{City: in.City, Year: in.Year, MeanTempC: int(n%25) - 2, RainMM: 300 + int(n%1500)}, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "hourly", Description: "Paid by the hour (a cent an hour, or a quota unit per 6 hours; at most 24 hours): " +
+		"a city's temperature for the next hours. Fails, and is not charged, for hours outside 1 to 24."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in hourlyIn) (*mcp.CallToolResult, hourlyOut, error) {
+			if in.City == "" || in.Hours < 1 || in.Hours > maxHours {
+				return nil, hourlyOut{}, fmt.Errorf("city is required and hours must be 1 to %d", maxHours)
+			}
+			out := hourlyOut{City: in.City}
+			n := seed(in.City)
+			for h := range in.Hours {
+				out.Hours = append(out.Hours, hour{Hour: h + 1, TempC: int(n%30) - 5 + int(h%12)/2})
+			}
+			// What this call really cost: the gate charges it instead of the
+			// price. An error says the report was ignored (the call is not
+			// charged on success, or the price table has no such price), and
+			// the call is charged its price.
+			_ = mcpgate.Charge(ctx, mcpgate.CentsOrUnits(in.Hours, "USD", unitsFor(in.Hours)))
+			return nil, out, nil
 		})
 	if g != nil {
 		s.AddReceivingMiddleware(g.Middleware)

@@ -22,16 +22,53 @@ import (
 // Between instances, batches contend like ordinary transactions and are
 // retried with jittered backoff (Store.run).
 
-// call is one queued ConsumeOne.
+// op is what a queued call does to its entitlement. Every change of an
+// entitlement's balance, quota or holds but a revoke goes through its lane,
+// so a hot entitlement takes its consumes, holds, captures, releases and
+// refunds in the same few transactions.
+type op int
+
+const (
+	opConsume op = iota
+	opAuthorize
+	opCapture
+	opRelease
+	opRefund
+	opExpire
+)
+
+// what names the operation in errors.
+func (o op) what() string {
+	return [...]string{"consume", "authorize", "capture hold", "release hold", "refund consumption", "expire holds"}[o]
+}
+
+// call is one queued operation on an entitlement.
 type call struct {
-	ctx  context.Context
-	req  *entitlement.ConsumeRequest
+	ctx context.Context
+	op  op
+	// key is the ID of the consumptions document the call is about: its
+	// idempotency key's (consume, authorize), or the hold's or
+	// consumption's (capture, release, refund); "" for expire.
+	key         string
+	consume     *entitlement.ConsumeRequest // consume
+	hold        *entitlement.HoldRequest    // authorize
+	fingerprint string                      // consume, authorize: the request's
+	agentID     string                      // capture, release: the caller's agent
+	amount      entitlement.Amount          // capture, refund
+	// pre is the hold as read before the call queued (capture, release):
+	// open then, and all but its status never changes.
+	pre  *keyDoc
 	done chan outcome // buffered: the drainer never blocks on a caller
 }
 
+// outcome is a call's answer: the field of its op, or err (which fails
+// this call only; a batch that does not commit fails all its calls).
 type outcome struct {
-	res store.ConsumeResult
-	err error
+	consume store.ConsumeResult
+	hold    store.HoldResult
+	refund  store.RefundResult
+	ended   int // expire: the holds the batch ended
+	err     error
 }
 
 // lanes holds the queued calls per entitlement ID. A present lane means a
@@ -110,19 +147,28 @@ func (l *lanes) take(id string, n, want int, gather time.Duration) []*call {
 	return batch
 }
 
-// ConsumeOne implements charge.Charger: it queues the call on the
-// entitlement's lane and waits for its own result.
-func (s *Store) ConsumeOne(ctx context.Context, req *entitlement.ConsumeRequest, entitlementID string) (store.ConsumeResult, error) {
-	c := &call{ctx: ctx, req: req, done: make(chan outcome, 1)}
+// putBack returns calls a batch did not take on to the front of the lane,
+// in order; the lane's drainer, which calls it, takes them next.
+func (l *lanes) putBack(id string, calls []*call) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ln := l.m[id]
+	ln.q = append(calls[:len(calls):len(calls)], ln.q...)
+}
+
+// queue queues c on the lane of entitlementID and waits for its own
+// answer.
+func (s *Store) queue(entitlementID string, c *call) outcome {
+	c.done = make(chan outcome, 1)
 	if s.lanes.add(entitlementID, c) {
 		go s.drain(entitlementID)
 	}
 	select {
 	case o := <-c.done:
-		return o.res, o.err
-	case <-ctx.Done():
-		return store.ConsumeResult{}, &store.Error{Code: store.CodeUnavailable, Err: ctx.Err(), Uncertain: true,
-			Message: "consume: gave up waiting; the call may have been charged, retry with the same key"}
+		return o
+	case <-c.ctx.Done():
+		return outcome{err: &store.Error{Code: store.CodeUnavailable, Err: c.ctx.Err(), Uncertain: true,
+			Message: c.op.what() + ": gave up waiting; the call may have been applied, retry it"}}
 	}
 }
 
@@ -138,24 +184,27 @@ func (s *Store) drain(entitlementID string) {
 		live := batch[:0]
 		for _, c := range batch {
 			if err := c.ctx.Err(); err != nil {
-				// The caller left before its batch: it is not charged.
-				c.done <- outcome{err: store.Wrap(store.CodeUnavailable, err, "consume: not attempted")}
+				// The caller left before its batch: nothing was done.
+				c.done <- outcome{err: store.Wrap(store.CodeUnavailable, err, "%s: not attempted", c.op.what())}
 				continue
 			}
 			live = append(live, c)
 		}
 		if len(live) > 0 {
-			s.consumeBatch(entitlementID, live)
+			if n := s.runBatch(entitlementID, live); n < len(live) {
+				s.lanes.putBack(entitlementID, live[n:])
+			}
 		}
 	}
 }
 
-// consumeBatch runs one batch's transaction and answers every caller. If
-// it fails, every call in it fails with Unavailable (corrupt data stays
-// Internal). Nothing of the batch was written then, unless the commit's
-// answer was lost (the error is Uncertain): a retry with the same key
-// replays or charges, either way once.
-func (s *Store) consumeBatch(entitlementID string, calls []*call) {
+// runBatch runs one batch's transaction, answers the calls it took on
+// (all but those past the write limit, see applyBatch) and returns how many
+// those are. If the transaction fails, every call fails with Unavailable
+// (corrupt data stays Internal). Nothing of the batch was written then,
+// unless the commit's answer was lost (the error is Uncertain): a retry of
+// a keyed call replays or applies it, either way once.
+func (s *Store) runBatch(entitlementID string, calls []*call) int {
 	// The batch serves all its callers, so it runs on its own context,
 	// bounded by the retry budget and cancelled once every caller has left.
 	ctx, cancel := context.WithTimeout(context.Background(), s.retryBudget)
@@ -170,8 +219,8 @@ func (s *Store) consumeBatch(entitlementID string, calls []*call) {
 		})
 		defer stop()
 	}
-	var results []store.ConsumeResult
-	err := s.run(ctx, "consume", func(ctx context.Context, tx *firestore.Transaction) error {
+	var results []outcome
+	err := s.run(ctx, "batch on entitlement", func(ctx context.Context, tx *firestore.Transaction) error {
 		var err error
 		results, err = s.applyBatch(tx, entitlementID, calls)
 		return err
@@ -179,14 +228,15 @@ func (s *Store) consumeBatch(entitlementID string, calls []*call) {
 	if err != nil {
 		if store.CodeOf(err) != store.CodeInternal {
 			err = &store.Error{Code: store.CodeUnavailable, Err: err, Uncertain: store.IsUncertain(err),
-				Message: "consume: the batch did not commit"}
+				Message: "the batch of calls on the entitlement did not commit"}
 		}
 		for _, c := range calls {
 			c.done <- outcome{err: err}
 		}
-		return
+		return len(calls)
 	}
-	for i, c := range calls {
-		c.done <- outcome{res: results[i]}
+	for i := range results {
+		calls[i].done <- results[i]
 	}
+	return len(results)
 }

@@ -94,7 +94,27 @@ func entitlementDoc(e *entitlement.Entitlement) map[string]any {
 		}
 		d["subscription"] = sub
 	}
+	putHolds(d, e.Holds)
 	return d
+}
+
+// putHolds stores the open-hold registry and, for the sweep's query
+// (ExpireHolds), the earliest expiry among the holds; with no open hold
+// neither field is stored.
+func putHolds(d map[string]any, holds []entitlement.OpenHold) {
+	if len(holds) == 0 {
+		return
+	}
+	list := make([]any, len(holds))
+	first := holds[0].ExpiresAt
+	for i, o := range holds {
+		list[i] = map[string]any{"id": o.ID, "amount": o.Amount, "expiresAt": stamp(o.ExpiresAt)}
+		if o.ExpiresAt.Before(first) {
+			first = o.ExpiresAt
+		}
+	}
+	d["holds"] = list
+	d["holdsExpireAt"] = stamp(first)
 }
 
 func entitlementFrom(snap *firestore.DocumentSnapshot) (entitlement.Entitlement, error) {
@@ -139,6 +159,13 @@ func entitlementFrom(snap *firestore.DocumentSnapshot) (entitlement.Entitlement,
 	default:
 		f.corrupt("type", "unknown type %q", e.Type)
 	}
+	f.each("holds", func(h *fields) {
+		o := entitlement.OpenHold{ID: h.str("id"), Amount: h.integer("amount"), ExpiresAt: h.instant("expiresAt")}
+		if h.err == nil && o.Amount < 0 {
+			h.corrupt("amount", "negative amount %d", o.Amount)
+		}
+		e.Holds = append(e.Holds, o)
+	})
 	return e, f.err
 }
 
@@ -164,6 +191,16 @@ func consumptionDoc(c *entitlement.Consumption) map[string]any {
 	if c.RemainingAfter != nil {
 		d["remainingAfter"] = *c.RemainingAfter
 	}
+	if c.HoldID != "" {
+		d["holdId"] = c.HoldID
+	}
+	if c.Refund != nil {
+		r := map[string]any{"units": c.Refund.Units, "refundedAt": stamp(c.Refund.RefundedAt)}
+		if !c.Refund.Cost.IsZero() {
+			r["cost"] = amountDoc(c.Refund.Cost)
+		}
+		d["refund"] = r
+	}
 	return d
 }
 
@@ -181,11 +218,18 @@ func consumptionFrom(snap *firestore.DocumentSnapshot) (entitlement.Consumption,
 		Units:           f.integer("units"),
 		OccurredAt:      f.instant("occurredAt"),
 		BalanceAfter:    f.optAmount("balanceAfter"),
+		HoldID:          f.optStr("holdId"),
 		Fingerprint:     f.str("fingerprint"),
 	}
 	if f.has("remainingAfter") {
 		n := f.integer("remainingAfter")
 		c.RemainingAfter = &n
+	}
+	if f.has("refund") {
+		c.Refund = &entitlement.Refund{
+			Charge:     entitlement.Charge{Cost: f.optAmount("refund.cost"), Units: f.integer("refund.units")},
+			RefundedAt: f.instant("refund.refundedAt"),
+		}
 	}
 	return c, f.err
 }

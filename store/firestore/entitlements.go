@@ -156,6 +156,9 @@ func (s *Store) RevokeEntitlement(ctx context.Context, id string) (entitlement.E
 		if out.Status == entitlement.StatusRevoked {
 			return nil
 		}
+		if err := s.endAllHolds(tx, &out, now); err != nil {
+			return err
+		}
 		out.Status, out.RevokedAt = entitlement.StatusRevoked, &now
 		if err := tx.Set(ref, entitlementDoc(&out)); err != nil {
 			return err

@@ -49,6 +49,11 @@ var (
 		Name: "consumptions.byAgent", Collection: colConsumptions,
 		Equal: []string{"agentId"}, Order: "occurredAt",
 	}
+	// qHoldsExpiring finds the entitlements with a hold to expire
+	// (ExpireHolds): a range on one field, served by its automatic index.
+	qHoldsExpiring = Query{
+		Name: "entitlements.holdsExpiring", Collection: colEntitlements, Order: "holdsExpireAt",
+	}
 	qPaymentByIntent = Query{
 		Name: "payments.byProviderIntent", Collection: colPayments,
 		Equal: []string{"providerIntentId"},
@@ -65,7 +70,7 @@ var (
 
 // Queries lists every query the adapter runs.
 var Queries = []Query{
-	qEntitlementsByAgent, qActiveEntitlements, qConsumptionsByAgent,
+	qEntitlementsByAgent, qActiveEntitlements, qHoldsExpiring, qConsumptionsByAgent,
 	qPaymentByIntent, qReceiptsByAgent, qPendingEvents,
 	qEndpoints, qDeliveries, qDueDeliveries, qStaleClaims,
 }

@@ -225,6 +225,9 @@ func (s *Store) RefundPayment(ctx context.Context, id string, ch store.PaymentCh
 			e := &es[i]
 			e.Refresh(now)
 			if e.Status == entitlement.StatusActive {
+				if err := s.endAllHolds(tx, e, now); err != nil {
+					return err
+				}
 				e.Status, e.RevokedAt = entitlement.StatusRevoked, &now
 				revoked := *e
 				writes = append(writes,

@@ -12,7 +12,7 @@
 //
 //	accounts              agent ID (encoded by docID)
 //	entitlements          entitlement ID (encoded by docID)
-//	consumptions          entitlement.ConsumptionKey(agent, idempotency key)
+//	consumptions          entitlement.ConsumptionKey(agent, idempotency key): a consumption or a hold
 //	payments              payment ID (encoded by docID)
 //	payments_idempotency  payment idempotency key (encoded by docID) → {paymentId}
 //	receipts              receipt ID (encoded by docID)
@@ -50,9 +50,11 @@ type Store struct {
 
 	// reads shares point reads of the consume path (reads.go).
 	reads reader
-	// lanes queues concurrent consumes per entitlement (coalesce.go).
+	// lanes queues concurrent calls per entitlement (coalesce.go).
 	lanes lanes
-	// maxBatch bounds the calls one consume transaction applies.
+	// holds remembers the holds this instance authorized (remembered.go).
+	holds remembered
+	// maxBatch bounds the calls one batch transaction applies.
 	maxBatch int
 	// gather is how long a hot lane waits for its callers to come back.
 	gather time.Duration
@@ -70,9 +72,11 @@ func WithCollectionPrefix(prefix string) Option { return func(s *Store) { s.pref
 // WithClock makes the store read time from now instead of time.Now.
 func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = now } }
 
-// WithMaxBatch bounds how many concurrent consumes of one entitlement are
-// applied in one transaction (default 200; at most 400, which keeps a commit
-// under Firestore's 500 writes and far under its 10 MiB request limit).
+// WithMaxBatch bounds how many concurrent calls on one entitlement
+// (consumes, holds, captures, releases, refunds) are applied in one
+// transaction (default 200; at most 400). Whatever the bound, a batch takes
+// on no more calls than keep its commit within Firestore's 500 writes; the
+// rest wait for the next batch.
 func WithMaxBatch(n int) Option {
 	return func(s *Store) {
 		if n >= 1 && n <= 400 {

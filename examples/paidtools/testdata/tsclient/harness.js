@@ -157,6 +157,11 @@ export async function fund(agent, cents, key = `fund-${agent}-${cents}`) {
   return stipend('POST', `/v1/payments/${payment.id}/succeed`);
 }
 
+/** Reads an entitlement (its credits.balance and credits.held) from Stipend. */
+export function entitlement(id) {
+  return stipend('GET', `/v1/entitlements/${encodeURIComponent(id)}`);
+}
+
 /**
  * Calls tool as agent (no agent when agent is empty), with an idempotency
  * key when key is set. The SDK's callTool throws when a result does not fit

@@ -1,10 +1,12 @@
 // examples/paidtools seen by the official MCP TypeScript SDK's Client, over
-// stdio and streamable HTTP: prices in tools/list, and every refusal kind of
-// the gate returned as an isError result (never thrown by callTool).
+// stdio and streamable HTTP: prices and charging policies in tools/list,
+// calls charged only when their tool succeeds (and a variable-cost tool
+// charged what it reports), and every refusal kind of the gate returned as an
+// isError result (never thrown by callTool).
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
-import { META, TRANSPORTS, call, fund, open, unreachableURL } from './harness.js';
+import { META, TRANSPORTS, call, entitlement, fund, open, unreachableURL } from './harness.js';
 
 const PURCHASE_URL = 'https://example.com/buy';
 const OSLO = { city: 'Oslo' };
@@ -38,9 +40,70 @@ for (const transport of TRANSPORTS) {
       const prices = Object.fromEntries([...main.tools].map(([name, t]) => [name, t._meta?.[META.price]]));
       assert.deepEqual(prices, {
         echo: { free: true },
-        forecast: { cost: { cents: 5, currency: 'USD' }, units: 1, policy: 'before' },
-        history: { cost: { cents: 20, currency: 'USD' }, units: 2, policy: 'before' },
+        forecast: { cost: { cents: 5, currency: 'USD' }, units: 1, policy: 'on_success' },
+        history: { cost: { cents: 20, currency: 'USD' }, units: 2, policy: 'on_success' },
+        hourly: { cost: { cents: 24, currency: 'USD' }, units: 4, policy: 'on_success' },
       });
+    });
+
+    test('a call whose tool fails is not charged (on_success)', async () => {
+      const payer = `${agent}-fails`;
+      const funded = await fund(payer, 50);
+      for (const [tool, args] of [['history', { city: 'Oslo', year: 1900 }], ['hourly', { city: 'Oslo', hours: 30 }]]) {
+        const res = await call(main.client, tool, args, { agent: payer });
+        assert.equal(res.isError, true, `${tool} ${JSON.stringify(args)}: ${JSON.stringify(res)}`);
+        assert.equal(res._meta?.[META.consumption], undefined, `${tool} failed and was charged: ${JSON.stringify(res._meta)}`);
+        assert.equal(res._meta?.[META.refusal], undefined, `${tool} failed in the tool, not in the gate: ${JSON.stringify(res._meta)}`);
+      }
+      const { credits } = await entitlement(funded.entitlements[0].id);
+      assert.deepEqual({ balance: credits.balance.cents, held: credits.held.cents }, { balance: 50, held: 0 });
+    });
+
+    test('a failed call retried under its key is refused: idempotency_key_spent', async () => {
+      const payer = `${agent}-spent`;
+      await fund(payer, 50);
+      const key = `spent-${transport}`;
+      const args = { city: 'Oslo', year: 1900 };
+      const failed = await call(main.client, 'history', args, { agent: payer, key });
+      assert.equal(failed.isError, true, JSON.stringify(failed));
+      const { refusal, text } = refusalOf(await call(main.client, 'history', args, { agent: payer, key }), main.tools, 'history');
+      assert.equal(refusal.error, 'idempotency_key_spent');
+      assert.ok(text.includes('new idempotency key'), text);
+    });
+
+    test('a variable-cost tool is charged what it reports, not its price', async () => {
+      const payer = `${agent}-hourly`;
+      const funded = await fund(payer, 50);
+      let left = 50;
+      for (const hours of [6, 24]) {
+        const res = await call(main.client, 'hourly', { city: 'Oslo', hours }, { agent: payer });
+        assert.equal(res.isError, undefined, JSON.stringify(res));
+        assert.equal(res.structuredContent.hours.length, hours);
+        left -= hours;
+        const charge = res._meta[META.consumption];
+        assert.deepEqual({ result: charge.result, cost: charge.cost, balanceAfter: charge.balanceAfter.cents },
+          { result: 'consumed', cost: { cents: hours, currency: 'USD' }, balanceAfter: left });
+        assert.ok(charge.holdId, `no holdId in ${JSON.stringify(charge)}`);
+      }
+      const { credits } = await entitlement(funded.entitlements[0].id);
+      assert.deepEqual({ balance: credits.balance.cents, held: credits.held.cents }, { balance: left, held: 0 });
+    });
+
+    test('a tool priced "before" says so, and is charged even when it fails', async () => {
+      const payer = `${agent}-before`;
+      const funded = await fund(payer, 50);
+      const before = await open(transport, {
+        PAIDTOOLS_PRICES: JSON.stringify({ forecast: { cost: { cents: 5, currency: 'USD' }, policy: 'before' } }),
+      });
+      try {
+        assert.deepEqual(before.tools.get('forecast')._meta[META.price], { cost: { cents: 5, currency: 'USD' }, units: 1, policy: 'before' });
+        const res = await call(before.client, 'forecast', { city: '' }, { agent: payer });
+        assert.equal(res.isError, true, JSON.stringify(res));
+        const { credits } = await entitlement(funded.entitlements[0].id);
+        assert.equal(credits.balance.cents, 45);
+      } finally {
+        await before.close();
+      }
     });
 
     test('the eleventh forecast on 50 cents is refused: payment_required', async () => {
@@ -57,7 +120,7 @@ for (const transport of TRANSPORTS) {
         message: undefined,
         service: 'weather',
         tool: 'forecast',
-        price: { cost: { cents: 5, currency: 'USD' }, units: 1, policy: 'before' },
+        price: { cost: { cents: 5, currency: 'USD' }, units: 1, policy: 'on_success' },
         reasons: [{ entitlementId: funded.entitlements[0].id, reason: 'insufficient_balance' }],
         purchaseUrl: PURCHASE_URL,
       });
@@ -82,7 +145,7 @@ for (const transport of TRANSPORTS) {
         PAIDTOOLS_PRICES: JSON.stringify({ echo: { free: true }, forecast: { cost: { cents: 7, currency: 'USD' } } }),
       });
       try {
-        assert.deepEqual(repriced.tools.get('forecast')._meta[META.price], { cost: { cents: 7, currency: 'USD' }, units: 1, policy: 'before' });
+        assert.deepEqual(repriced.tools.get('forecast')._meta[META.price], { cost: { cents: 7, currency: 'USD' }, units: 1, policy: 'on_success' });
         const { refusal } = refusalOf(await call(repriced.client, 'forecast', OSLO, { agent: payer, key }), repriced.tools, 'forecast');
         assert.equal(refusal.error, 'idempotency_key_conflict');
 

@@ -1,0 +1,274 @@
+package firestore
+
+import (
+	"slices"
+	"time"
+
+	"cloud.google.com/go/firestore"
+
+	"github.com/stipend-mcp/stipend/entitlement"
+	"github.com/stipend-mcp/stipend/event"
+	"github.com/stipend-mcp/stipend/store"
+)
+
+// maxWrites is the most writes one Firestore commit takes.
+const maxWrites = 500
+
+// callWrites is the most writes one call adds to a batch: its document and
+// one event (entitlement.depleted, consumption.refunded).
+const callWrites = 2
+
+// batch is one attempt of a lane's transaction: the entitlement and the
+// documents of the calls' keys as read, and what the calls have done to
+// them so far. Every document is changed here in memory and written at
+// most once, at the end: one write per document per commit, however many
+// calls (and the batch's own expiry) touch it, which keeps the count
+// against the commit's 500 writes exact.
+type batch struct {
+	s      *Store
+	tx     *firestore.Transaction
+	now    time.Time
+	entRef *firestore.DocumentRef
+	e      entitlement.Entitlement
+	found  bool
+	// changed: the entitlement must be written.
+	changed bool
+	keys    map[string]*batchKey
+	order   []*batchKey // the keys in the order they were read
+	// ended are the holds this batch ended by expiry whose documents no
+	// call reads, to be marked without reading them.
+	ended  []entitlement.OpenHold
+	writes int
+	// expiredByBatch is how many holds the batch ended by expiry, for the
+	// first expire call.
+	expiredByBatch int
+}
+
+// batchKey is one consumptions document in a batch.
+type batchKey struct {
+	ref     *firestore.DocumentRef
+	stored  bool // it existed before the batch
+	written bool // the batch changed it: written at the end
+	keyDoc
+}
+
+// applyBatch is the body of one transaction for calls on one entitlement:
+// it reads the entitlement and the document of every call's key at once,
+// ends the entitlement's expired holds, applies the calls in order on the
+// entitlement in memory (a key seen earlier in the batch, or stored, is a
+// replay or conflict of what it names), then writes each changed document
+// once. It answers the first calls that fit in one commit's writes and
+// leaves the rest for the next batch: the answers are as many as the calls
+// it took on. It only computes from what it reads, so it may run more than
+// once.
+func (s *Store) applyBatch(tx *firestore.Transaction, entitlementID string, calls []*call) ([]outcome, error) {
+	b, err := s.readBatch(tx, entitlementID, calls)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]outcome, 0, len(calls))
+	for _, c := range calls {
+		if len(out) > 0 && b.writes+callWrites > maxWrites {
+			break
+		}
+		o, err := b.apply(c)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, o)
+	}
+	return out, b.write()
+}
+
+// readBatch reads the batch's documents and ends the entitlement's expired
+// holds.
+//
+// A capture or release comes with its hold as read before it queued (open
+// then). While the entitlement's registry, read in this transaction, still
+// holds the hold, the hold is open now too, and so the document is what
+// that read saw: every transaction that ends a hold also removes it from
+// the registry, so it conflicts with this one. Those documents are then not
+// read again (on the emulator, reading existing documents in a transaction
+// is most of its cost); only a hold that has ended meanwhile is read, in a
+// second read of the transaction.
+func (s *Store) readBatch(tx *firestore.Transaction, entitlementID string, calls []*call) (*batch, error) {
+	b := &batch{s: s, tx: tx, now: s.clock(), entRef: s.entitlementRef(entitlementID), keys: make(map[string]*batchKey, len(calls))}
+	refs := []*firestore.DocumentRef{b.entRef}
+	for _, c := range calls {
+		if c.key != "" && c.pre == nil && b.keys[c.key] == nil {
+			refs = append(refs, b.key(c.key).ref)
+		}
+	}
+	var known []*batchKey // read before they queued, not in refs
+	for _, c := range calls {
+		if c.pre != nil && b.keys[c.key] == nil {
+			k := b.key(c.key)
+			k.keyDoc = c.pre.clone()
+			known = append(known, k)
+		}
+	}
+	snaps, err := tx.GetAll(refs)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.decodeKeys(snaps[1:]); err != nil {
+		return nil, err
+	}
+	b.writes = 1 // the entitlement
+	if b.found = snaps[0].Exists(); b.found {
+		if b.e, err = entitlementFrom(snaps[0]); err != nil {
+			return nil, err
+		}
+	}
+	if err := b.confirm(known); err != nil {
+		return nil, err
+	}
+	if !b.found {
+		return b, nil
+	}
+	b.changed = b.e.Refresh(b.now)
+	expiry := expiries(&b.e)
+	ended := b.e.ExpireHolds(b.now)
+	b.expiredByBatch = len(ended)
+	b.changed = b.changed || len(ended) > 0
+	for _, id := range ended {
+		if k := b.keys[id]; k != nil {
+			if k.Hold == nil {
+				return nil, b.corrupt(k, "the entitlement holds it, but its document is no hold")
+			}
+			k.Hold.End(entitlement.HoldExpired, b.now)
+			b.touch(k)
+			continue
+		}
+		b.ended = append(b.ended, entitlement.OpenHold{ID: id, ExpiresAt: expiry[id]})
+		b.writes++
+	}
+	return b, nil
+}
+
+// key returns the batch's record of document id, adding it if new.
+func (b *batch) key(id string) *batchKey {
+	k := b.keys[id]
+	if k == nil {
+		k = &batchKey{ref: b.s.col(colConsumptions).Doc(id)}
+		b.keys[id] = k
+		b.order = append(b.order, k)
+	}
+	return k
+}
+
+// decodeKeys records the key documents read.
+func (b *batch) decodeKeys(snaps []*firestore.DocumentSnapshot) error {
+	for _, snap := range snaps {
+		k := b.keys[snap.Ref.ID]
+		k.keyDoc, k.stored = keyDoc{}, snap.Exists()
+		if !k.stored {
+			continue
+		}
+		var err error
+		if k.keyDoc, err = keyFrom(snap); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// confirm keeps the holds read before their calls queued that the
+// entitlement still holds open, and reads the others again.
+func (b *batch) confirm(known []*batchKey) error {
+	var refs []*firestore.DocumentRef
+	for _, k := range known {
+		if b.found && slices.ContainsFunc(b.e.Holds, func(o entitlement.OpenHold) bool { return o.ID == k.ref.ID }) {
+			k.stored = true
+			continue
+		}
+		refs = append(refs, k.ref)
+	}
+	if len(refs) == 0 {
+		return nil
+	}
+	snaps, err := b.tx.GetAll(refs)
+	if err != nil {
+		return err
+	}
+	return b.decodeKeys(snaps)
+}
+
+// touch marks k to be written.
+func (b *batch) touch(k *batchKey) {
+	if !k.written {
+		k.written = true
+		b.writes++
+	}
+}
+
+// event writes an outbox event about the entitlement.
+func (b *batch) event(typ event.Type, data any) error {
+	b.writes++
+	return b.s.enqueue(b.tx, typ, b.e.AgentID, b.now, data)
+}
+
+// after is the entitlement as a call's answer shows it.
+func (b *batch) after() entitlement.Entitlement {
+	e := b.e.Clone()
+	e.Refresh(b.now)
+	return e
+}
+
+// ours reports whether the entitlement exists and belongs to agentID.
+func (b *batch) ours(agentID string) bool { return b.found && b.e.AgentID == agentID }
+
+// apply applies one call.
+func (b *batch) apply(c *call) (outcome, error) {
+	k := b.keys[c.key]
+	switch c.op {
+	case opConsume:
+		return b.consume(c, k)
+	case opAuthorize:
+		return b.authorize(c, k)
+	case opCapture:
+		return b.capture(c, k)
+	case opRelease:
+		return b.release(c, k)
+	case opRefund:
+		return b.refund(c, k)
+	}
+	n := b.expiredByBatch
+	b.expiredByBatch = 0
+	return outcome{ended: n}, nil
+}
+
+// write writes the entitlement and every document the batch changed, each
+// once.
+func (b *batch) write() error {
+	if b.changed {
+		if err := b.tx.Set(b.entRef, entitlementDoc(&b.e)); err != nil {
+			return err
+		}
+	}
+	for _, o := range b.ended {
+		if err := b.s.endHold(b.tx, o.ID, entitlement.HoldExpired, o.ExpiresAt); err != nil {
+			return err
+		}
+	}
+	for _, k := range b.order {
+		if !k.written {
+			continue
+		}
+		var err error
+		if k.stored {
+			err = b.tx.Set(k.ref, k.document())
+		} else {
+			err = b.tx.Create(k.ref, k.document())
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// corrupt is the error of a document and its entitlement that disagree.
+func (b *batch) corrupt(k *batchKey, what string) error {
+	return store.Errorf(store.CodeInternal, "corrupt data: %s: %s", docPath(k.ref), what)
+}
