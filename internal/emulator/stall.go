@@ -75,7 +75,7 @@ func (p *Proxy) Client(tb testing.TB) *firestore.Client {
 	tb.Helper()
 	conn, err := grpc.NewClient(p.Host(),
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithPerRPCCredentials(ownerCreds{}))
+		grpc.WithPerRPCCredentials(OwnerCredentials{}))
 	if err != nil {
 		tb.Fatalf("emulator proxy: %v", err)
 	}
@@ -87,14 +87,19 @@ func (p *Proxy) Client(tb testing.TB) *firestore.Client {
 	return client
 }
 
-// ownerCreds sends the emulator's admin credentials.
-type ownerCreds struct{}
+// OwnerCredentials are the emulator's admin credentials, for a gRPC
+// connection a test dials itself: requests with them bypass the security
+// rules, as the client library's own emulator connection does.
+type OwnerCredentials struct{}
 
-func (ownerCreds) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+// GetRequestMetadata implements credentials.PerRPCCredentials.
+func (OwnerCredentials) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
 	return map[string]string{"authorization": "Bearer owner"}, nil
 }
 
-func (ownerCreds) RequireTransportSecurity() bool { return false }
+// RequireTransportSecurity implements credentials.PerRPCCredentials: the
+// emulator speaks plain gRPC.
+func (OwnerCredentials) RequireTransportSecurity() bool { return false }
 
 func (p *Proxy) accept() {
 	for {
