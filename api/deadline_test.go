@@ -42,6 +42,7 @@ func TestStoreDeadline_FirestoreStall(t *testing.T) {
 		start := time.Now()
 		res := e.with(t).do(r)
 		took := time.Since(start)
+		t.Logf("%s while Firestore stalls: %d after %v", what, res.Status, took.Round(time.Millisecond))
 		if res.Status != http.StatusServiceUnavailable || res.problem(t).Type != problem.Unavailable.URI() {
 			t.Errorf("%s while Firestore stalls: status %d body %s, want 503 unavailable", what, res.Status, res.Body)
 		}
