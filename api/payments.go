@@ -5,7 +5,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
@@ -152,7 +154,15 @@ type emptyBody struct{}
 
 // failBody is the optional body of POST /v1/payments/{id}/fail.
 type failBody struct {
-	Reason string `json:"reason" validate:"max=500"`
+	Reason string `json:"reason"`
+}
+
+// Validate bounds the reason as payments store it.
+func (b *failBody) Validate() error {
+	if utf8.RuneCountInString(b.Reason) > payment.MaxFailureReasonLen {
+		return Invalid("reason", fmt.Sprintf("must be at most %d characters", payment.MaxFailureReasonLen))
+	}
+	return nil
 }
 
 func (s *Server) change(c echo.Context) (string, store.PaymentChange, error) {
@@ -204,7 +214,7 @@ func (s *Server) failPayment(c echo.Context) error {
 	if err := s.decodeOptional(c, &b); err != nil {
 		return err
 	}
-	p, err := s.store.FailPayment(storeCtx(c), id, store.PaymentChange{Reason: b.Reason})
+	p, err := s.store.FailPayment(storeCtx(c), id, store.PaymentChange{Reason: payment.CleanFailureReason(b.Reason)})
 	if err != nil {
 		return paymentStateError(err, "fail")
 	}
