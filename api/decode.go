@@ -3,7 +3,6 @@ package api
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"io"
 	"mime"
 	"net/http"
@@ -70,10 +69,10 @@ func (s *Server) decodeBody(c echo.Context, dst any, optional bool) error {
 	return s.check(dst)
 }
 
+// tooLarge is problem.TooLarge as a handler's error.
 func tooLarge(limit int64) *Error {
-	d := fmt.Sprintf("the body must be at most %d bytes", limit)
-	return &Error{Status: http.StatusRequestEntityTooLarge, Kind: problem.BodyTooLarge, Detail: d,
-		Errors: []problem.FieldError{{Field: "", Detail: d}}}
+	p := problem.TooLarge(limit)
+	return &Error{Status: p.Status, Kind: problem.BodyTooLarge, Detail: p.Detail, Errors: p.Errors}
 }
 
 func isJSON(ct string) bool {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stipend-mcp/stipend/apikey"
 	"github.com/stipend-mcp/stipend/entitlement"
+	"github.com/stipend-mcp/stipend/idempotency"
 	"github.com/stipend-mcp/stipend/money"
 	"github.com/stipend-mcp/stipend/payment"
 	"github.com/stipend-mcp/stipend/problem"
@@ -21,8 +22,9 @@ import (
 	"github.com/stipend-mcp/stipend/store"
 )
 
-// HeaderIdempotencyKey carries the key that makes POST /v1/payments idempotent.
-const HeaderIdempotencyKey = "Idempotency-Key"
+// HeaderIdempotencyKey carries the key that makes POST /v1/payments
+// idempotent, read by the same rule as the ledger routes' (idempotency.ParseKey).
+const HeaderIdempotencyKey = idempotency.HeaderKey
 
 func (s *Server) registerPayments(g group) {
 	billing := s.auth(apikey.RoleBilling)
@@ -72,12 +74,9 @@ func (b *paymentBody) fingerprint() (string, error) {
 }
 
 func (s *Server) createPayment(c echo.Context) error {
-	key := c.Request().Header.Get(HeaderIdempotencyKey)
-	if key == "" {
-		return Invalid(HeaderIdempotencyKey, "is required: send a unique key per payment, and the same key when retrying it")
-	}
-	if !entitlement.ValidIdempotencyKey(key) {
-		return Invalid(HeaderIdempotencyKey, "must be 1–255 printable ASCII characters")
+	key, err := idempotency.ParseKey(c.Request().Header)
+	if err != nil {
+		return err
 	}
 	var b paymentBody
 	if err := s.decode(c, &b); err != nil {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -121,8 +120,8 @@ func (o *Options) defaults() {
 // Middleware makes a route require an Idempotency-Key and coordinates it
 // through ledger, following the IETF Idempotency-Key draft:
 //
-//   - no key: 400; a key that is empty, over MaxKeyLen bytes or not printable
-//     ASCII: 400;
+//   - no key, or one ParseKey refuses: 400 naming the header;
+//   - a body over MaxBodyBytes: 413, as the API's own;
 //   - a request holding the key is in progress (or crashed): 409 with the
 //     sanitized reference and the holder's operation id;
 //   - the key was used with a different fingerprint: 422;
@@ -151,9 +150,10 @@ func serve(c echo.Context, next echo.HandlerFunc, ledger Ledger, opts *Options) 
 		return writeProblem(c, problem.New(http.StatusServiceUnavailable, problem.IdempotencyLedgerNotDurable,
 			"this route requires a durable idempotency ledger outside development"))
 	}
-	key, p, ok := keyOf(c.Request())
-	if !ok {
-		return writeProblem(c, p)
+	key, err := ParseKey(c.Request().Header)
+	var ke *KeyError
+	if errors.As(err, &ke) {
+		return writeProblem(c, ke.Problem())
 	}
 	body, p, ok := readBody(c.Request(), opts.MaxBodyBytes)
 	if !ok {
@@ -287,37 +287,6 @@ func ledgerFailure(c echo.Context, opts *Options, err error, op, ref string) err
 		"internal error in the idempotency ledger; the request was not run"))
 }
 
-// keyOf reads the Idempotency-Key header. The draft makes it a structured
-// field string ("…"); a bare token is accepted too.
-func keyOf(r *http.Request) (string, problem.Problem, bool) {
-	values := r.Header.Values(HeaderKey)
-	if len(values) == 0 {
-		return "", problem.New(http.StatusBadRequest, problem.IdempotencyKeyMissing,
-			"this route requires an Idempotency-Key header"), false
-	}
-	key := strings.TrimSpace(values[0])
-	if len(key) >= 2 && key[0] == '"' && key[len(key)-1] == '"' {
-		key = key[1 : len(key)-1]
-	}
-	invalid := func(detail string) (string, problem.Problem, bool) {
-		return "", problem.New(http.StatusBadRequest, problem.IdempotencyKeyInvalid, HeaderKey+": "+detail), false
-	}
-	switch {
-	case len(values) > 1:
-		return invalid("sent more than once")
-	case key == "":
-		return invalid("empty")
-	case len(key) > MaxKeyLen:
-		return invalid(fmt.Sprintf("longer than %d bytes", MaxKeyLen))
-	}
-	for i := 0; i < len(key); i++ {
-		if key[i] < 0x20 || key[i] > 0x7e || key[i] == '"' || key[i] == '\\' {
-			return invalid("only printable ASCII without quotes or backslashes")
-		}
-	}
-	return key, problem.Problem{}, true
-}
-
 // readBody reads the whole request body (bounded) and puts it back for the
 // handler.
 func readBody(r *http.Request, limit int64) ([]byte, problem.Problem, bool) {
@@ -329,8 +298,7 @@ func readBody(r *http.Request, limit int64) ([]byte, problem.Problem, bool) {
 		return nil, problem.New(http.StatusBadRequest, problem.InvalidRequest, "reading the request body failed"), false
 	}
 	if int64(len(body)) > limit {
-		return nil, problem.New(http.StatusRequestEntityTooLarge, problem.BodyTooLarge,
-			"the request body exceeds the limit"), false
+		return nil, problem.TooLarge(limit), false
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	return body, problem.Problem{}, true

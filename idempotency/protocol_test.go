@@ -30,8 +30,13 @@ func TestMiddleware_InvalidKey(t *testing.T) {
 		"too long":     strings.Repeat("k", idempotency.MaxKeyLen+1),
 		"control char": "k\x01",
 		"non-ASCII":    "clé",
+		"quote":        `k"1`,
+		"backslash":    `k\1`,
 	} {
-		wantProblem(t, "POST with key "+name, f.do(t, "/things/a", key, `{}`), http.StatusBadRequest, problem.IdempotencyKeyInvalid)
+		p := wantProblem(t, "POST with key "+name, f.do(t, "/things/a", key, `{}`), http.StatusBadRequest, problem.IdempotencyKeyInvalid)
+		if len(p.Errors) != 1 || p.Errors[0].Field != idempotency.HeaderKey {
+			t.Errorf("POST with key %s: errors %+v, want one naming %s", name, p.Errors, idempotency.HeaderKey)
+		}
 	}
 	rec := f.do(t, "/things/a", "k1", `{}`, idempotency.HeaderKey, "k2")
 	wantProblem(t, "POST with two keys", rec, http.StatusBadRequest, problem.IdempotencyKeyInvalid)
@@ -313,7 +318,11 @@ func TestMiddleware_UnreachableLedgerAnswersInTime(t *testing.T) {
 
 func TestMiddleware_BodyTooLarge(t *testing.T) {
 	f := newFixture(t, nil, func(o *idempotency.Options) { o.MaxBodyBytes = 10 })
-	wantProblem(t, "POST with an 11-byte body", f.do(t, "/things/a", "k1", `{"x":"abc"}`), http.StatusRequestEntityTooLarge, problem.BodyTooLarge)
+	p := wantProblem(t, "POST with an 11-byte body", f.do(t, "/things/a", "k1", `{"x":"abc"}`), http.StatusRequestEntityTooLarge, problem.BodyTooLarge)
+	// The same 413 as every other route's, naming the limit.
+	if want := problem.TooLarge(10); p.Detail != want.Detail || len(p.Errors) != 1 || p.Errors[0] != want.Errors[0] {
+		t.Errorf("413 problem %+v, want detail %q and errors %+v", p, want.Detail, want.Errors)
+	}
 	f.wantCalls(t, 0)
 }
 

@@ -7,6 +7,7 @@ package problem
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 
 	"github.com/stipend-mcp/stipend/entitlement"
@@ -109,6 +110,15 @@ type FieldError struct {
 // New returns the problem of kind k, answered with status.
 func New(status int, k Kind, detail string) Problem {
 	return Problem{Type: k.URI(), Title: k.Title(), Status: status, Detail: detail}
+}
+
+// TooLarge returns the 413 answer to a request body over limit bytes, the
+// same from every route and layer that reads a body.
+func TooLarge(limit int64) Problem {
+	d := fmt.Sprintf("the body must be at most %d bytes", limit)
+	p := New(http.StatusRequestEntityTooLarge, BodyTooLarge, d)
+	p.Errors = []FieldError{{Field: "", Detail: d}}
+	return p
 }
 
 // Write answers p on w as application/problem+json; the answer to a HEAD
