@@ -142,7 +142,7 @@ func New(cfg Config) (*Server, error) {
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
 	e.Pre(s.requestID)
-	e.Use(s.observe, recoverPanic)
+	e.Use(s.observe, recoverPanic, checkQuery)
 	if len(s.cors) > 0 {
 		e.Use(s.corsMiddleware())
 	}
