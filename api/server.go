@@ -23,6 +23,7 @@ import (
 
 	"github.com/stipend-mcp/stipend/apikey"
 	"github.com/stipend-mcp/stipend/idempotency"
+	"github.com/stipend-mcp/stipend/problem"
 	"github.com/stipend-mcp/stipend/receipt"
 	"github.com/stipend-mcp/stipend/store"
 )
@@ -226,6 +227,10 @@ func (s *Server) handleError(err error, c echo.Context) {
 	var se *store.Error
 	if errors.As(err, &se) {
 		s.metrics.storeErrors.WithLabelValues(string(se.Code)).Inc()
+	}
+	if p.Status == http.StatusServiceUnavailable && store.CodeOf(err) == store.CodeUnavailable {
+		// The store did not answer: retrying (with the same key) is safe.
+		c.Response().Header().Set(echo.HeaderRetryAfter, problem.RetryAfterSeconds)
 	}
 	if p.Status >= 500 && changedNothing(err) {
 		idempotency.MarkUnchanged(c) // a route behind the ledger releases its key

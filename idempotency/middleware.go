@@ -123,7 +123,7 @@ func (o *Options) defaults() {
 //   - no key, or one ParseKey refuses: 400 naming the header;
 //   - a body over MaxBodyBytes: 413, as the API's own;
 //   - a request holding the key is in progress (or crashed): 409 with the
-//     sanitized reference and the holder's operation id;
+//     sanitized reference, the holder's operation id and Retry-After;
 //   - the key was used with a different fingerprint: 422;
 //   - the key completed and has not expired: the stored response, with
 //     Idempotent-Replayed: true, and the handler does not run;
@@ -134,7 +134,7 @@ func (o *Options) defaults() {
 //     panic, an answer too large to store, or a failed completion leaves the
 //     key in progress for reconciliation.
 //
-// Ledger failures are 503 (unavailable) or 500; outside development a ledger
+// Ledger failures are 503 (unavailable, with Retry-After) or 500; outside development a ledger
 // that is not durable is a 503 and the handler never runs.
 func Middleware(ledger Ledger, opts Options) echo.MiddlewareFunc {
 	opts.defaults()
@@ -189,6 +189,7 @@ func serve(c echo.Context, next echo.HandlerFunc, ledger Ledger, opts *Options) 
 		p := problem.New(http.StatusConflict, problem.IdempotencyKeyInProgress,
 			"a request with this Idempotency-Key is in progress or its outcome is unknown: retry later; if it persists, an operator must reconcile the reference")
 		p.Reference, p.OperationID, p.TraceID = ledger.Reference(res.Record.ID), res.Record.OperationID, res.Record.TraceID
+		c.Response().Header().Set(echo.HeaderRetryAfter, problem.RetryAfterSeconds)
 		return writeProblem(c, p)
 	default: // Mismatch
 		return writeProblem(c, problem.New(http.StatusUnprocessableEntity, problem.IdempotencyKeyReused,
@@ -279,6 +280,7 @@ func replay(c echo.Context, resp Response) error {
 func ledgerFailure(c echo.Context, opts *Options, err error, op, ref string) error {
 	if fault.CodeOf(err) == fault.CodeUnavailable {
 		opts.Logger.Warn("idempotency: ledger unavailable", slog.String("op", op), slog.String("reference", ref), slog.String("error", err.Error()))
+		c.Response().Header().Set(echo.HeaderRetryAfter, problem.RetryAfterSeconds)
 		return writeProblem(c, problem.New(http.StatusServiceUnavailable, problem.Unavailable,
 			"the idempotency ledger is unavailable; the request was not run; retry with the same Idempotency-Key"))
 	}

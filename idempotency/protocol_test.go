@@ -133,6 +133,9 @@ func TestMiddleware_ConcurrentRequestIs409WithSanitizedReference(t *testing.T) {
 	if p.OperationID != "op-first" {
 		t.Errorf("409 operationId = %q, want the holder's op-first", p.OperationID)
 	}
+	if got := rec.Header().Get("Retry-After"); got != problem.RetryAfterSeconds {
+		t.Errorf("409 Retry-After = %q, want %q", got, problem.RetryAfterSeconds)
+	}
 	if strings.Contains(rec.Body.String(), "secret-key-1") {
 		t.Errorf("409 body %s contains the raw key", rec.Body)
 	}
@@ -312,7 +315,11 @@ func TestMiddleware_UnreachableLedgerAnswersInTime(t *testing.T) {
 		o.Development, o.ReserveTimeout = false, 50*time.Millisecond
 	})
 	// Without the bound this request would never be answered.
-	wantProblem(t, "POST with the ledger not answering", f.do(t, "/things/a", "k1", `{}`), http.StatusServiceUnavailable, problem.Unavailable)
+	rec := f.do(t, "/things/a", "k1", `{}`)
+	wantProblem(t, "POST with the ledger not answering", rec, http.StatusServiceUnavailable, problem.Unavailable)
+	if got := rec.Header().Get("Retry-After"); got != problem.RetryAfterSeconds {
+		t.Errorf("503 Retry-After = %q, want %q", got, problem.RetryAfterSeconds)
+	}
 	f.wantCalls(t, 0)
 }
 

@@ -20,6 +20,12 @@ const TypeBase = "https://stipend-mcp.github.io/stipend/problems/"
 // ContentType is the media type of a problem document.
 const ContentType = "application/problem+json"
 
+// RetryAfterSeconds is the Retry-After header (in seconds) of the answers
+// that a retry of the same request can change: a 503 when the store or the
+// idempotency ledger did not answer, and a 409 while a request with the same
+// Idempotency-Key is in progress.
+const RetryAfterSeconds = "1"
+
 // Kind names one problem type; its URI is TypeBase + Kind.
 type Kind string
 
