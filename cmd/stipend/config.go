@@ -86,17 +86,20 @@ var settings = []setting{
 // environment variables). Defaults come first, then env, then flags. It is a
 // pure function: it touches no file and reads no process state.
 func ParseConfig(args []string, env map[string]string) (Config, error) {
-	c, err := readSettings(args, env)
+	c, fs, err := readSettings(args, env)
 	if err != nil {
 		return Config{}, err
 	}
-	return c, c.Validate()
+	if err := c.Validate(); err != nil {
+		return Config{}, nameSource(err, fs, env)
+	}
+	return c, nil
 }
 
 // readSettings reads serve's settings from args and env without checking
 // them together: the operator commands (`stipend ledger …`) share the
 // settings but not serve's production requirements.
-func readSettings(args []string, env map[string]string) (Config, error) {
+func readSettings(args []string, env map[string]string) (Config, *flag.FlagSet, error) {
 	var c Config
 	fs := newServeFlagSet(io.Discard)
 	for _, s := range settings {
@@ -106,16 +109,16 @@ func readSettings(args []string, env map[string]string) (Config, error) {
 		}
 		if err := s.bind(fs, &c, s.flag, def, s.help); err != nil {
 			if _, ok := env[s.env]; ok {
-				return Config{}, fmt.Errorf("%s=%q: %w", s.env, def, err)
+				return Config{}, nil, fmt.Errorf("%s=%q: %w", s.env, def, err)
 			}
-			return Config{}, err
+			return Config{}, nil, err
 		}
 	}
 	if err := fs.Parse(args); err != nil {
-		return Config{}, &UsageError{Err: err}
+		return Config{}, nil, &UsageError{Err: err}
 	}
 	if fs.NArg() > 0 {
-		return Config{}, &UsageError{Err: fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+		return Config{}, nil, &UsageError{Err: fmt.Errorf("unexpected argument %q", fs.Arg(0))}
 	}
 	// The variable the Firestore tools and client libraries share; it has
 	// no flag.
@@ -124,7 +127,7 @@ func readSettings(args []string, env map[string]string) (Config, error) {
 	if _, set := env["STIPEND_ADDR"]; !set && !flagSet(fs, "addr") && env["PORT"] != "" {
 		c.Addr = ":" + env["PORT"]
 	}
-	return c, nil
+	return c, fs, nil
 }
 
 // UsageError is a command line that cannot be parsed (an unknown flag, a
@@ -133,6 +136,34 @@ type UsageError struct{ Err error }
 
 func (e *UsageError) Error() string { return e.Err.Error() }
 func (e *UsageError) Unwrap() error { return e.Err }
+
+// settingError is a bad value of one setting, named by its flag; ParseConfig
+// adds the value and names the environment variable instead when the value
+// came from there.
+type settingError struct {
+	flag string // the setting's flag, without dashes
+	msg  string
+}
+
+func (e *settingError) Error() string { return "--" + e.flag + ": " + e.msg }
+
+// bad returns the settingError of the setting whose flag is flag.
+func bad(flag, msg string) error { return &settingError{flag: flag, msg: msg} }
+
+// nameSource returns err naming its setting as the operator gave it, with
+// the value: STIPEND_STORE="postgres" when the value came from the
+// environment and not from the command line, --store="postgres" otherwise.
+func nameSource(err error, fs *flag.FlagSet, env map[string]string) error {
+	se, ok := errors.AsType[*settingError](err)
+	if !ok {
+		return err
+	}
+	s := settingNamed(se.flag)
+	if v, set := env[s.env]; set && !flagSet(fs, se.flag) {
+		return fmt.Errorf("%s=%q: %s", s.env, v, se.msg)
+	}
+	return fmt.Errorf("--%s=%q: %s", se.flag, fs.Lookup(se.flag).Value.String(), se.msg)
+}
 
 // flagSet reports whether the flag called name was given on the command line.
 func flagSet(fs *flag.FlagSet, name string) bool {
@@ -145,37 +176,38 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 func (c Config) Validate() error {
 	switch {
 	case c.Env != EnvDevelopment && c.Env != EnvProduction:
-		return fmt.Errorf("--env: %q is not development or production", c.Env)
+		return bad("env", "not development or production")
 	case c.Store != StoreMemory && c.Store != StoreFirestore:
-		return fmt.Errorf("--store: %q is not memory or firestore", c.Store)
+		return bad("store", "not memory or firestore")
 	case c.Addr == "":
-		return errors.New("--addr: is required")
+		return bad("addr", "is required")
 	case c.FirestoreDatabase == "":
-		return errors.New("--firestore-database: is required (the default database is \"(default)\")")
+		return bad("firestore-database", "is required (the default database is \"(default)\")")
 	case c.ShutdownTimeout <= 0:
-		return errors.New("--shutdown-timeout: must be positive")
+		return bad("shutdown-timeout", "must be positive")
 	case c.LedgerRetention <= 0:
-		return errors.New("--ledger-retention: must be positive")
+		return bad("ledger-retention", "must be positive")
 	case c.WebhookConcurrency < 0 || c.WebhookConcurrency > 256:
-		return errors.New("--webhook-concurrency: must be between 0 and 256")
+		return bad("webhook-concurrency", "must be between 0 and 256")
 	case c.HoldSweepInterval < 0:
-		return errors.New("--hold-sweep-interval: must not be negative")
+		return bad("hold-sweep-interval", "must not be negative")
 	case c.Issuer == "":
-		return errors.New("--issuer: is required")
-	case c.DevKeysOut != "" && c.APIKeysFile != "":
-		return errors.New("--dev-keys-out: development keys are made only without --api-keys-file; with a key file there are none to write")
+		return bad("issuer", "is required")
 	}
 	if c.Env == EnvProduction {
 		switch {
+		case c.DevKeysOut != "":
+			return bad("dev-keys-out", "development keys are never made in production")
 		case c.Store == StoreMemory:
 			return errors.New("production refuses the memory store: nothing in it is durable or shared between instances; use --store firestore (STIPEND_STORE=firestore)")
 		case c.APIKeysFile == "":
 			return errors.New("production needs an API key file: set --api-keys-file (STIPEND_API_KEYS_FILE); make keys with `stipend keys api --role ROLE`")
 		case len(c.SigningKeyFiles) == 0:
 			return errors.New("production needs a receipt signing key: set --signing-key-file (STIPEND_SIGNING_KEY_FILE); make one with `stipend keys signing --out FILE`")
-		case c.DevKeysOut != "":
-			return errors.New("--dev-keys-out: development keys are never made in production")
 		}
+	}
+	if c.DevKeysOut != "" && c.APIKeysFile != "" {
+		return bad("dev-keys-out", "development keys are made only without an API key file (--api-keys-file); with one there are none to write")
 	}
 	return nil
 }
@@ -280,4 +312,15 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// settingNamed returns the serve setting whose flag is name; it panics on
+// a name no setting has, a mistake in this package.
+func settingNamed(name string) setting {
+	for _, s := range settings {
+		if s.flag == name {
+			return s
+		}
+	}
+	panic("no setting --" + name)
 }

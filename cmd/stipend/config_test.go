@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"log/slog"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +24,7 @@ func defaults() main.Config {
 		LedgerRetention:    24 * time.Hour,
 		LogLevel:           slog.LevelInfo,
 		WebhookConcurrency: 4,
+		HoldSweepInterval:  30 * time.Second,
 	}
 }
 
@@ -171,28 +173,79 @@ func TestParseConfig_Errors(t *testing.T) {
 	}{
 		{"UnknownFlag", []string{"--nope"}, nil, "flag provided but not defined: -nope"},
 		{"StrayArgument", []string{"extra"}, nil, `unexpected argument "extra"`},
-		{"BadEnvName", []string{"--env", "staging"}, nil, `--env: "staging" is not development or production`},
-		{"BadStore", nil, map[string]string{"STIPEND_STORE": "postgres"}, `--store: "postgres" is not memory or firestore`},
+		{"BadEnvName", []string{"--env", "staging"}, nil, `--env="staging": not development or production`},
+		{"BadEnvNameFromEnv", nil, map[string]string{"STIPEND_ENV": "staging"}, `STIPEND_ENV="staging": not development or production`},
+		{"BadStore", nil, map[string]string{"STIPEND_STORE": "postgres"}, `STIPEND_STORE="postgres": not memory or firestore`},
+		{"BadStoreFlagOverEnv", []string{"--store", "nope"}, map[string]string{"STIPEND_STORE": "postgres"}, `--store="nope": not memory or firestore`},
 		{"BadBoolEnv", nil, map[string]string{"STIPEND_WEBHOOK_ALLOW_PRIVATE": "maybe"}, "STIPEND_WEBHOOK_ALLOW_PRIVATE"},
 		{"BadDurationEnv", nil, map[string]string{"STIPEND_SHUTDOWN_TIMEOUT": "soon"}, "STIPEND_SHUTDOWN_TIMEOUT"},
 		{"BadLevelEnv", nil, map[string]string{"STIPEND_LOG_LEVEL": "loud"}, "STIPEND_LOG_LEVEL"},
 		{"BadDurationFlag", []string{"--shutdown-timeout", "soon"}, nil, "shutdown-timeout"},
 		{"BadIntEnv", nil, map[string]string{"STIPEND_WEBHOOK_CONCURRENCY": "four"}, "STIPEND_WEBHOOK_CONCURRENCY"},
 		{"NegativeConcurrency", []string{"--webhook-concurrency", "-1"}, nil, "--webhook-concurrency"},
-		{"ZeroShutdownTimeout", []string{"--shutdown-timeout", "0s"}, nil, "--shutdown-timeout: must be positive"},
-		{"EmptyDatabase", []string{"--firestore-database="}, nil, "--firestore-database: is required"},
+		{"ZeroShutdownTimeout", []string{"--shutdown-timeout", "0s"}, nil, `--shutdown-timeout="0s": must be positive`},
+		{"ZeroShutdownTimeoutEnv", nil, map[string]string{"STIPEND_SHUTDOWN_TIMEOUT": "0"}, `STIPEND_SHUTDOWN_TIMEOUT="0": must be positive`},
+		{"TooManyWebhookWorkersEnv", nil, map[string]string{"STIPEND_WEBHOOK_CONCURRENCY": "300"}, `STIPEND_WEBHOOK_CONCURRENCY="300": must be between 0 and 256`},
+		{"EmptyIssuerEnv", nil, map[string]string{"STIPEND_ISSUER": ""}, `STIPEND_ISSUER="": is required`},
+		{"EmptyDatabase", []string{"--firestore-database="}, nil, `--firestore-database="": is required`},
 		{"ProductionRefusesMemory", nil, merge(production, map[string]string{"STIPEND_STORE": "memory"}), "production refuses the memory store"},
 		{"ProductionRefusesMemoryByDefault", []string{"--env", "production"}, nil, "production refuses the memory store"},
 		{"ProductionNeedsAPIKeys", []string{"--api-keys-file="}, production, "production needs an API key file"},
 		{"ProductionNeedsSigningKey", nil, merge(production, map[string]string{"STIPEND_SIGNING_KEY_FILE": " , "}), "production needs a receipt signing key"},
-		{"ProductionRefusesDevKeys", []string{"--dev-keys-out", "k.json"}, production, "--dev-keys-out"},
-		{"DevKeysOutWithKeyFile", []string{"--dev-keys-out", "k.json", "--api-keys-file", "keys.json"}, nil, "--dev-keys-out: development keys are made only without --api-keys-file"},
+		{"ProductionRefusesDevKeys", []string{"--dev-keys-out", "k.json"}, production, `--dev-keys-out="k.json": development keys are never made in production`},
+		{"ProductionRefusesDevKeysEnv", nil, merge(production, map[string]string{"STIPEND_DEV_KEYS_OUT": "k.json"}), `STIPEND_DEV_KEYS_OUT="k.json": development keys are never made in production`},
+		{"DevKeysOutWithKeyFile", []string{"--dev-keys-out", "k.json", "--api-keys-file", "keys.json"}, nil, `--dev-keys-out="k.json": development keys are made only without an API key file`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := main.ParseConfig(tt.args, tt.env)
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Errorf("ParseConfig(%q) error = %v, want one containing %q", tt.args, err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestProductionRefusals_Documented: every refusal docs/configuration.md
+// lists is what its condition gets, so none is documented that cannot
+// appear.
+func TestProductionRefusals_Documented(t *testing.T) {
+	b, err := os.ReadFile("../../docs/configuration.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(b), "## Production refusals")
+	section, _, _ = strings.Cut(section, "\n## ")
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want string // a row's message, as the table gives it in backquotes
+	}{
+		{"DevKeysOut", []string{"--dev-keys-out", "FILE"}, production, `--dev-keys-out="FILE": development keys are never made in production`},
+		{"DevKeysOutEnv", nil, merge(production, map[string]string{"STIPEND_DEV_KEYS_OUT": "FILE"}), `STIPEND_DEV_KEYS_OUT="FILE": …`},
+		{"MemoryStore", nil, merge(production, map[string]string{"STIPEND_STORE": "memory"}), "production refuses the memory store"},
+		{"NoAPIKeysFile", []string{"--api-keys-file="}, production, "production needs an API key file"},
+		{"NoSigningKeyFile", []string{"--signing-key-file="}, production, "production needs a receipt signing key"},
+	}
+	rows := -2 // the header and its rule
+	for line := range strings.Lines(section) {
+		if strings.HasPrefix(line, "|") {
+			rows++
+		}
+	}
+	if rows != 4 {
+		t.Errorf("docs/configuration.md lists %d production refusals, want the 4 this test checks", rows)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if !strings.Contains(section, "`"+tt.want+"`") {
+				t.Errorf("docs/configuration.md, Production refusals, does not give `%s`", tt.want)
+			}
+			_, err := main.ParseConfig(tt.args, tt.env)
+			want := strings.TrimSuffix(tt.want, "…")
+			if err == nil || !strings.HasPrefix(err.Error(), want) {
+				t.Errorf("ParseConfig(%q) error = %v, want one starting %q", tt.args, err, want)
 			}
 		})
 	}

@@ -137,6 +137,10 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", c.Addr, err)
 	}
+	if err := m.writeDevKeys(); err != nil {
+		ln.Close()
+		return err
+	}
 	m.ln = ln
 	m.Logger.Info("listening", "addr", m.Addr(), "env", c.Env, "store", c.Store, "version", version())
 	if c.Development() {
