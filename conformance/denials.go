@@ -87,9 +87,7 @@ func denialSubtests(prefix string, deny func(t *testing.T, s store.EntitlementSt
 				agent := newAgent()
 				e := createEntitlement(t, s, dc.setup(agent, clock.Now()))
 				if dc.revoke {
-					if _, err := s.RevokeEntitlement(t.Context(), e.ID); err != nil {
-						t.Fatalf("RevokeEntitlement: %v", err)
-					}
+					revoke(t, s, e.ID)
 				}
 				req := request(agent, "k", 100)
 				if dc.edit != nil {
