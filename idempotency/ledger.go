@@ -143,8 +143,9 @@ func (r Result) Reservation() Reservation {
 	return Reservation{ID: r.Record.ID, UpdateTime: r.Record.UpdateTime}
 }
 
-// Ledger is the idempotency ledger contract. Both backends (memledger and
-// fsledger) pass conformance.RunLedgerTests and RunLedgerConcurrencyTests.
+// Ledger is the idempotency ledger contract. Every backend (memledger,
+// fsledger, pgledger) passes conformance.RunLedgerTests and
+// RunLedgerConcurrencyTests.
 //
 // Errors are *store.Error values (classify them with errors.Is and the store
 // sentinels): store.ErrConflict when a precondition failed, store.ErrNotFound

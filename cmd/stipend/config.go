@@ -21,11 +21,13 @@ const (
 const (
 	StoreMemory    = "memory"
 	StoreFirestore = "firestore"
+	StorePostgres  = "postgres"
 )
 
 // Config is everything `stipend serve` can be told, from flags and STIPEND_*
-// environment variables (a flag wins over its variable), and the emulator
-// address from FIRESTORE_EMULATOR_HOST.
+// environment variables (a flag wins over its variable), the emulator
+// address from FIRESTORE_EMULATOR_HOST and the PostgreSQL password from
+// STIPEND_POSTGRES_PASSWORD.
 type Config struct {
 	Addr                  string
 	Env                   string
@@ -34,6 +36,11 @@ type Config struct {
 	FirestoreDatabase     string
 	FirestoreEmulatorHost string // FIRESTORE_EMULATOR_HOST (no flag): host:port of an emulator; "" = Firestore itself
 	CollectionPrefix      string
+	PostgresURL           string // connection URL or keyword/value string; the password is better kept out of it
+	PostgresPasswordFile  string
+	PostgresPassword      string // STIPEND_POSTGRES_PASSWORD (no flag, so never in a process listing); never logged
+	PostgresMaxConns      int
+	PostgresMigrate       bool // apply the embedded migrations at start
 	APIKeysFile           string
 	SigningKeyFiles       []string // the first signs; all verify
 	StripeWebhookSecret   string
@@ -64,10 +71,14 @@ type setting struct {
 var settings = []setting{
 	{"addr", "STIPEND_ADDR", "127.0.0.1:8080", "listen address (host:port); when neither this nor the variable is set, PORT (as on Cloud Run) gives \":$PORT\"", stringVar(func(c *Config) *string { return &c.Addr })},
 	{"env", "STIPEND_ENV", EnvDevelopment, "development or production (production refuses the memory store and needs key files)", stringVar(func(c *Config) *string { return &c.Env })},
-	{"store", "STIPEND_STORE", StoreMemory, "memory or firestore", stringVar(func(c *Config) *string { return &c.Store })},
+	{"store", "STIPEND_STORE", StoreMemory, "memory, firestore or postgres", stringVar(func(c *Config) *string { return &c.Store })},
 	{"firestore-project", "STIPEND_FIRESTORE_PROJECT", "", "Google Cloud project of the Firestore database (empty: detected)", stringVar(func(c *Config) *string { return &c.FirestoreProject })},
 	{"firestore-database", "STIPEND_FIRESTORE_DATABASE", "(default)", "Firestore database ID", stringVar(func(c *Config) *string { return &c.FirestoreDatabase })},
 	{"collection-prefix", "STIPEND_COLLECTION_PREFIX", "", "prefix of every Firestore collection name", stringVar(func(c *Config) *string { return &c.CollectionPrefix })},
+	{"postgres-url", "STIPEND_POSTGRES_URL", "", "PostgreSQL connection URL (postgres://USER@HOST:5432/DB?sslmode=verify-full; search_path=SCHEMA picks the schema); keep the password out of it", stringVar(func(c *Config) *string { return &c.PostgresURL })},
+	{"postgres-password-file", "STIPEND_POSTGRES_PASSWORD_FILE", "", "file holding the PostgreSQL password (its first line); or set STIPEND_POSTGRES_PASSWORD", stringVar(func(c *Config) *string { return &c.PostgresPasswordFile })},
+	{"postgres-max-conns", "STIPEND_POSTGRES_MAX_CONNS", "10", "connections this instance opens to PostgreSQL at most (1–1000)", intVar(func(c *Config) *int { return &c.PostgresMaxConns })},
+	{"postgres-migrate", "STIPEND_POSTGRES_MIGRATE", "true", "apply the embedded schema migrations at start; false refuses to start on a schema that lacks one (run `stipend migrate`)", boolVar(func(c *Config) *bool { return &c.PostgresMigrate })},
 	{"api-keys-file", "STIPEND_API_KEYS_FILE", "", "JSON file of hashed API keys (see `stipend keys api`)", stringVar(func(c *Config) *string { return &c.APIKeysFile })},
 	{"signing-key-file", "STIPEND_SIGNING_KEY_FILE", "", "receipt signing key file; repeat the flag (or comma-separate the variable): the first signs, all verify", listVar(func(c *Config) *[]string { return &c.SigningKeyFiles })},
 	{"stripe-webhook-secret", "STIPEND_STRIPE_WEBHOOK_SECRET", "", "Stripe webhook signing secret (whsec_…); without it the Stripe route refuses every event", stringVar(func(c *Config) *string { return &c.StripeWebhookSecret })},
@@ -123,6 +134,8 @@ func readSettings(args []string, env map[string]string) (Config, *flag.FlagSet, 
 	// The variable the Firestore tools and client libraries share; it has
 	// no flag.
 	c.FirestoreEmulatorHost = env["FIRESTORE_EMULATOR_HOST"]
+	// A secret: no flag, so it never shows in a process listing.
+	c.PostgresPassword = env["STIPEND_POSTGRES_PASSWORD"]
 	// Cloud Run (and other platforms) say which port to listen on in PORT.
 	if _, set := env["STIPEND_ADDR"]; !set && !flagSet(fs, "addr") && env["PORT"] != "" {
 		c.Addr = ":" + env["PORT"]
@@ -177,8 +190,14 @@ func (c Config) Validate() error {
 	switch {
 	case c.Env != EnvDevelopment && c.Env != EnvProduction:
 		return bad("env", "not development or production")
-	case c.Store != StoreMemory && c.Store != StoreFirestore:
-		return bad("store", "not memory or firestore")
+	case c.Store != StoreMemory && c.Store != StoreFirestore && c.Store != StorePostgres:
+		return bad("store", "not memory, firestore or postgres")
+	case c.Store == StorePostgres && c.PostgresURL == "":
+		return bad("postgres-url", "is required with --store postgres")
+	case c.PostgresPasswordFile != "" && c.PostgresPassword != "":
+		return errors.New("--postgres-password-file and STIPEND_POSTGRES_PASSWORD: give the password one way")
+	case c.PostgresMaxConns < 1 || c.PostgresMaxConns > 1000:
+		return bad("postgres-max-conns", "must be between 1 and 1000")
 	case c.Addr == "":
 		return bad("addr", "is required")
 	case c.FirestoreDatabase == "":
@@ -199,7 +218,7 @@ func (c Config) Validate() error {
 		case c.DevKeysOut != "":
 			return bad("dev-keys-out", "development keys are never made in production")
 		case c.Store == StoreMemory:
-			return errors.New("production refuses the memory store: nothing in it is durable or shared between instances; use --store firestore (STIPEND_STORE=firestore)")
+			return errors.New("production refuses the memory store: nothing in it is durable or shared between instances; use --store firestore or --store postgres (STIPEND_STORE)")
 		case c.APIKeysFile == "":
 			return errors.New("production needs an API key file: set --api-keys-file (STIPEND_API_KEYS_FILE); make keys with `stipend keys api --role ROLE`")
 		case len(c.SigningKeyFiles) == 0:

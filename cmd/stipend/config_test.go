@@ -24,6 +24,8 @@ func defaults() main.Config {
 		LedgerRetention:    24 * time.Hour,
 		LogLevel:           slog.LevelInfo,
 		WebhookConcurrency: 4,
+		PostgresMaxConns:   10,
+		PostgresMigrate:    true,
 		HoldSweepInterval:  30 * time.Second,
 	}
 }
@@ -135,6 +137,26 @@ func TestParseConfig(t *testing.T) {
 			want: with(func(c *main.Config) { c.FirestoreEmulatorHost = "127.0.0.1:1" }),
 		},
 		{
+			name: "PostgresProduction",
+			env: merge(production, map[string]string{
+				"STIPEND_STORE": "postgres", "STIPEND_POSTGRES_URL": "postgres://stipend@db:5432/stipend?sslmode=verify-full",
+				"STIPEND_POSTGRES_PASSWORD": "pw", "STIPEND_POSTGRES_MAX_CONNS": "25", "STIPEND_POSTGRES_MIGRATE": "false",
+			}),
+			want: with(func(c *main.Config) {
+				c.Env, c.Store, c.APIKeysFile = main.EnvProduction, main.StorePostgres, "/secrets/keys.json"
+				c.SigningKeyFiles = []string{"/secrets/signing.json"}
+				c.PostgresURL, c.PostgresPassword = "postgres://stipend@db:5432/stipend?sslmode=verify-full", "pw"
+				c.PostgresMaxConns, c.PostgresMigrate = 25, false
+			}),
+		},
+		{
+			name: "PostgresPasswordFileFlag",
+			args: []string{"--store", "postgres", "--postgres-url", "postgres://db/stipend", "--postgres-password-file", "/run/secrets/pg"},
+			want: with(func(c *main.Config) {
+				c.Store, c.PostgresURL, c.PostgresPasswordFile = main.StorePostgres, "postgres://db/stipend", "/run/secrets/pg"
+			}),
+		},
+		{
 			name: "PortWhenAddrUnset",
 			env:  map[string]string{"PORT": "9999"},
 			want: with(func(c *main.Config) { c.Addr = ":9999" }),
@@ -175,8 +197,12 @@ func TestParseConfig_Errors(t *testing.T) {
 		{"StrayArgument", []string{"extra"}, nil, `unexpected argument "extra"`},
 		{"BadEnvName", []string{"--env", "staging"}, nil, `--env="staging": not development or production`},
 		{"BadEnvNameFromEnv", nil, map[string]string{"STIPEND_ENV": "staging"}, `STIPEND_ENV="staging": not development or production`},
-		{"BadStore", nil, map[string]string{"STIPEND_STORE": "postgres"}, `STIPEND_STORE="postgres": not memory or firestore`},
-		{"BadStoreFlagOverEnv", []string{"--store", "nope"}, map[string]string{"STIPEND_STORE": "postgres"}, `--store="nope": not memory or firestore`},
+		{"BadStore", nil, map[string]string{"STIPEND_STORE": "mysql"}, `STIPEND_STORE="mysql": not memory, firestore or postgres`},
+		{"BadStoreFlagOverEnv", []string{"--store", "nope"}, map[string]string{"STIPEND_STORE": "postgres"}, `--store="nope": not memory, firestore or postgres`},
+		{"PostgresNeedsURL", []string{"--store", "postgres"}, nil, `--postgres-url="": is required with --store postgres`},
+		{"PostgresPasswordTwice", []string{"--postgres-password-file", "pw"}, map[string]string{"STIPEND_POSTGRES_PASSWORD": "x"}, "give the password one way"},
+		{"PostgresMaxConnsZero", []string{"--postgres-max-conns", "0"}, nil, `--postgres-max-conns="0": must be between 1 and 1000`},
+		{"BadPostgresMigrateEnv", nil, map[string]string{"STIPEND_POSTGRES_MIGRATE": "sometimes"}, "STIPEND_POSTGRES_MIGRATE"},
 		{"BadBoolEnv", nil, map[string]string{"STIPEND_WEBHOOK_ALLOW_PRIVATE": "maybe"}, "STIPEND_WEBHOOK_ALLOW_PRIVATE"},
 		{"BadDurationEnv", nil, map[string]string{"STIPEND_SHUTDOWN_TIMEOUT": "soon"}, "STIPEND_SHUTDOWN_TIMEOUT"},
 		{"BadLevelEnv", nil, map[string]string{"STIPEND_LOG_LEVEL": "loud"}, "STIPEND_LOG_LEVEL"},

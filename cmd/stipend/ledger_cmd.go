@@ -13,6 +13,7 @@ import (
 
 	"github.com/stipend-mcp/stipend/idempotency"
 	"github.com/stipend-mcp/stipend/idempotency/fsledger"
+	"github.com/stipend-mcp/stipend/idempotency/pgledger"
 	"github.com/stipend-mcp/stipend/store"
 )
 
@@ -88,6 +89,8 @@ func parseLedgerFlags(c command, args []string, env map[string]string, stdout, s
 	} else { // REF names the collection; these name the database
 		storeFlag(&f.cfg.FirestoreProject, "firestore-project")
 		storeFlag(&f.cfg.FirestoreDatabase, "firestore-database")
+		storeFlag(&f.cfg.PostgresURL, "postgres-url")
+		storeFlag(&f.cfg.PostgresPasswordFile, "postgres-password-file")
 	}
 	if c == cmdLedgerResolve {
 		fs.StringVar(&updateTime, "update-time", "", "the row's updateTime as inspect printed it (required): the resolve is refused if the row changed since")
@@ -117,7 +120,7 @@ func checkLedgerFlags(c command, fs *flag.FlagSet, env map[string]string, f *led
 	case c == cmdLedgerCollection:
 		return nil
 	case len(positional) != 1:
-		return errors.New("want exactly one REF (firestore/<collection>/<hashed-id>)")
+		return errors.New("want exactly one REF (firestore/<collection>/<hashed-id> or postgres/<collection>/<hashed-id>)")
 	}
 	f.ref = positional[0]
 	if c != cmdLedgerResolve {
@@ -144,21 +147,34 @@ func checkLedgerFlags(c command, fs *flag.FlagSet, env map[string]string, f *led
 	return nil
 }
 
-// openLedgerFor opens the Firestore ledger holding f.ref's collection. The
-// memory ledger lives inside the serving process and has nothing to inspect.
+// openLedgerFor opens the ledger holding f.ref's collection: on Firestore
+// or on PostgreSQL, as the reference says. The memory ledger lives inside
+// the serving process and has nothing to inspect.
 func openLedgerFor(ctx context.Context, f ledgerFlags) (idempotency.Ledger, func(), error) {
 	backend, collection, _, err := idempotency.ParseReference(f.ref)
 	if err != nil {
 		return nil, nil, err
 	}
-	if backend != fsledger.Backend {
-		return nil, nil, fmt.Errorf("reference %q: only firestore rows can be reconciled (the memory ledger lives and dies with its server)", f.ref)
+	switch backend {
+	case fsledger.Backend:
+		client, err := openFirestore(ctx, f.cfg)
+		if err != nil {
+			return nil, nil, err
+		}
+		return fsledger.New(client, collection), func() { _ = client.Close() }, nil
+	case pgledger.Backend:
+		if f.cfg.PostgresURL == "" {
+			return nil, nil, errors.New("a postgres reference needs --postgres-url (or STIPEND_POSTGRES_URL)")
+		}
+		c := f.cfg
+		c.PostgresMaxConns = 2
+		pool, err := openPostgres(ctx, c)
+		if err != nil {
+			return nil, nil, err
+		}
+		return pgledger.New(pool, collection), pool.Close, nil
 	}
-	client, err := openFirestore(ctx, f.cfg)
-	if err != nil {
-		return nil, nil, err
-	}
-	return fsledger.New(client, collection), func() { _ = client.Close() }, nil
+	return nil, nil, fmt.Errorf("reference %q: only firestore and postgres rows can be reconciled (the memory ledger lives and dies with its server)", f.ref)
 }
 
 // rowView is how inspect prints a row: every stored field except the

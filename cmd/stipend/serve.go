@@ -11,7 +11,6 @@ import (
 	"os"
 	"time"
 
-	"cloud.google.com/go/firestore"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
@@ -92,17 +91,14 @@ func (m *Main) Run(ctx context.Context) error {
 	m.Logger = newLogger(m.Stderr, c.LogLevel)
 	m.serveErr = make(chan error, 1)
 
-	// One Firestore client serves the store and the ledger; Close closes
-	// it after the HTTP server has drained.
-	var client *firestore.Client
-	if c.Store == StoreFirestore {
-		var err error
-		if client, err = openFirestore(ctx, c); err != nil {
-			return err
-		}
-		m.closers = append(m.closers, client.Close)
+	// One database connection serves the store and the ledger (a Firestore
+	// client or a PostgreSQL pool); Close closes it after the HTTP server
+	// has drained.
+	db, err := m.openDatabase(ctx)
+	if err != nil {
+		return err
 	}
-	st := m.openStore(ctx, client)
+	st := m.openStore(ctx, db)
 	keys, err := m.apiKeys()
 	if err != nil {
 		return err
@@ -129,7 +125,7 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("api: %w", err)
 	}
-	m.useLedger(srv, client)
+	m.useLedger(srv, db)
 	m.HTTPServer.Handler = srv.Handler()
 	m.HTTPServer.ErrorLog = slog.NewLogLogger(m.Logger.Handler(), slog.LevelWarn)
 

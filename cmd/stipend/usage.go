@@ -27,6 +27,7 @@ var (
 	cmdLedgerCollection = command{"ledger collection", "[--collection-prefix P]", "print the idempotency ledger's Firestore collection (for its TTL policy)"}
 	cmdLedgerInspect    = command{"ledger inspect", "REF [store flags]", `print the ledger row REF names (a 409's "reference") as JSON`}
 	cmdLedgerResolve    = command{"ledger resolve", "REF --update-time T (--delete | --complete-with FILE) [--retention D] [store flags]", "reconcile the row REF names, refused unless its update time is still T"}
+	cmdMigrate          = command{"migrate", "[--status] [--postgres-url URL] [--postgres-password-file FILE]", "apply the PostgreSQL store's and ledger's schema migrations (--status: list them, apply nothing)"}
 	cmdVersion          = command{"version", "", "print the version (also: stipend --version)"}
 	cmdHelp             = command{"help", "[COMMAND]", "print this help, or COMMAND's (also: --help or -h on any command)"}
 )
@@ -39,7 +40,7 @@ var (
 )
 
 // commands is the overview, in its order.
-var commands = concat([]command{cmdServe}, keysCommands, receiptCommands, ledgerCommands, []command{cmdVersion, cmdHelp})
+var commands = concat([]command{cmdServe}, keysCommands, receiptCommands, ledgerCommands, []command{cmdMigrate, cmdVersion, cmdHelp})
 
 func concat(lists ...[]command) []command {
 	var all []command
