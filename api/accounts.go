@@ -193,6 +193,10 @@ func (s *Server) revokeEntitlement(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	var b emptyBody
+	if err := s.decodeOptional(c, &b); err != nil {
+		return err
+	}
 	e, err := s.store.RevokeEntitlement(storeCtx(c), id)
 	if err != nil {
 		return err

@@ -193,6 +193,8 @@ type req struct {
 	// Body is sent as is when a string or []byte, else JSON-encoded.
 	Body   any
 	Header map[string]string
+	// Values adds header values (several for one name), after Header.
+	Values http.Header
 }
 
 func (e *env) do(r req) response {
@@ -220,6 +222,11 @@ func (e *env) do(r req) response {
 	}
 	for k, v := range r.Header {
 		hr.Header.Set(k, v)
+	}
+	for k, vs := range r.Values {
+		for _, v := range vs {
+			hr.Header.Add(k, v)
+		}
 	}
 	if e.autoKey && hr.Header.Get(idempotency.HeaderKey) == "" && ledgerRoute.MatchString(r.Method+" "+hr.URL.EscapedPath()) {
 		hr.Header.Set(idempotency.HeaderKey, uuid.NewString())

@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/stipend-mcp/stipend/entitlement"
+	"github.com/stipend-mcp/stipend/idempotency"
 	"github.com/stipend-mcp/stipend/problem"
 	"github.com/stipend-mcp/stipend/store"
 )
@@ -75,6 +76,10 @@ func problemOf(err error) (problem.Problem, bool) {
 		p := problem.New(ae.Status, ae.Kind, ae.Detail)
 		p.Errors, p.Reasons = ae.Errors, ae.Reasons
 		return p, ae.Status >= 500 && ae.Err != nil
+	}
+	var ke *idempotency.KeyError
+	if errors.As(err, &ke) {
+		return ke.Problem(), false
 	}
 	var se *store.Error
 	if errors.As(err, &se) {

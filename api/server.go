@@ -23,6 +23,7 @@ import (
 
 	"github.com/stipend-mcp/stipend/apikey"
 	"github.com/stipend-mcp/stipend/idempotency"
+	"github.com/stipend-mcp/stipend/problem"
 	"github.com/stipend-mcp/stipend/receipt"
 	"github.com/stipend-mcp/stipend/store"
 )
@@ -151,7 +152,7 @@ func New(cfg Config) (*Server, error) {
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
 	e.Pre(s.requestID)
-	e.Use(s.observe, recoverPanic, s.storeDeadline)
+	e.Use(s.observe, recoverPanic, checkQuery, s.storeDeadline)
 	if len(s.cors) > 0 {
 		e.Use(s.corsMiddleware())
 	}
@@ -235,6 +236,10 @@ func (s *Server) handleError(err error, c echo.Context) {
 	var se *store.Error
 	if errors.As(err, &se) {
 		s.metrics.storeErrors.WithLabelValues(string(se.Code)).Inc()
+	}
+	if p.Status == http.StatusServiceUnavailable && store.CodeOf(err) == store.CodeUnavailable {
+		// The store did not answer: retrying (with the same key) is safe.
+		c.Response().Header().Set(echo.HeaderRetryAfter, problem.RetryAfterSeconds)
 	}
 	if p.Status >= 500 && changedNothing(err) {
 		idempotency.MarkUnchanged(c) // a route behind the ledger releases its key

@@ -87,16 +87,11 @@ var authorizeTests = []subtest{
 	}},
 	{"HoldSelectsAsConsume", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
 		agent := newAgent()
-		now := clock.Now()
-		c := createEntitlement(t, s, credits(agent, 1000, now.Add(-2*time.Hour)))
-		q := createEntitlement(t, s, quota(agent, 1, now.Add(-time.Hour)))
-		sub := createEntitlement(t, s, subscription(agent, now))
+		c, q, sub := oneOfEach(t, s, agent, clock.Now())
 		if got := mustAuthorize(t, s, holdRequest(agent, "1", 10)).Hold.EntitlementID; got != sub.ID {
 			t.Errorf("first hold on %s, want the subscription %s", got, sub.ID)
 		}
-		if _, err := s.RevokeEntitlement(t.Context(), sub.ID); err != nil {
-			t.Fatalf("RevokeEntitlement: %v", err)
-		}
+		revoke(t, s, sub.ID)
 		onQuota := mustAuthorize(t, s, holdRequest(agent, "2", 10)).Hold
 		if onQuota.EntitlementID != q.ID {
 			t.Errorf("hold without the subscription on %s, want the quota %s", onQuota.EntitlementID, q.ID)

@@ -48,6 +48,10 @@ type Main struct {
 	stopSweep      context.CancelFunc
 }
 
+// MaxHeaderBytes bounds the request line and headers `stipend serve`
+// reads (net/http allows 4 KiB more before it answers 431).
+const MaxHeaderBytes = 64 << 10
+
 // NewMain returns a Main writing to the process's stdout and stderr.
 func NewMain() *Main {
 	return &Main{
@@ -55,6 +59,10 @@ func NewMain() *Main {
 		Stderr: os.Stderr,
 		HTTPServer: &http.Server{
 			ReadHeaderTimeout: 10 * time.Second,
+			// Stipend's own headers are small (a key, an Idempotency-Key of
+			// at most 255 bytes, trace ids); net/http answers a request whose
+			// headers are larger with its own 431 (docs/api.md).
+			MaxHeaderBytes: MaxHeaderBytes,
 			// Bodies are small (64 KiB); a request's store calls are
 			// bounded by --store-timeout.
 			ReadTimeout:  30 * time.Second,

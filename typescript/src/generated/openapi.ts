@@ -68,7 +68,7 @@ export type paths = {
             header?: never;
             path: {
                 /** @description Hold ID. */
-                id: string;
+                id: components["schemas"]["Name"];
             };
             cookie?: never;
         };
@@ -91,7 +91,7 @@ export type paths = {
             header?: never;
             path: {
                 /** @description Hold ID. */
-                id: string;
+                id: components["schemas"]["Name"];
             };
             cookie?: never;
         };
@@ -114,7 +114,7 @@ export type paths = {
             header?: never;
             path: {
                 /** @description Hold ID. */
-                id: string;
+                id: components["schemas"]["Name"];
             };
             cookie?: never;
         };
@@ -137,7 +137,7 @@ export type paths = {
             header?: never;
             path: {
                 /** @description The agent (account) ID. */
-                agentId: string;
+                agentId: components["schemas"]["Name"];
             };
             cookie?: never;
         };
@@ -153,7 +153,8 @@ export type paths = {
         put: operations["upsertAccount"];
         post?: never;
         delete?: never;
-        options?: never;
+        /** CORS preflight and the methods of this path (no key needed) */
+        options: operations["optionsAccounts"];
         head?: never;
         patch?: never;
         trace?: never;
@@ -164,7 +165,7 @@ export type paths = {
             header?: never;
             path: {
                 /** @description The agent (account) ID. */
-                agentId: string;
+                agentId: components["schemas"]["Name"];
             };
             cookie?: never;
         };
@@ -180,7 +181,8 @@ export type paths = {
          */
         post: operations["grantEntitlement"];
         delete?: never;
-        options?: never;
+        /** CORS preflight and the methods of this path (no key needed) */
+        options: operations["optionsAccountsEntitlements"];
         head?: never;
         patch?: never;
         trace?: never;
@@ -191,7 +193,7 @@ export type paths = {
             header?: never;
             path: {
                 /** @description The agent (account) ID. */
-                agentId: string;
+                agentId: components["schemas"]["Name"];
             };
             cookie?: never;
         };
@@ -203,7 +205,8 @@ export type paths = {
         put?: never;
         post?: never;
         delete?: never;
-        options?: never;
+        /** CORS preflight and the methods of this path (no key needed) */
+        options: operations["optionsAccountsConsumptions"];
         head?: never;
         patch?: never;
         trace?: never;
@@ -214,7 +217,7 @@ export type paths = {
             header?: never;
             path: {
                 /** @description Consumption ID. */
-                id: string;
+                id: components["schemas"]["Name"];
             };
             cookie?: never;
         };
@@ -237,7 +240,7 @@ export type paths = {
             header?: never;
             path: {
                 /** @description The agent (account) ID. */
-                agentId: string;
+                agentId: components["schemas"]["Name"];
             };
             cookie?: never;
         };
@@ -249,7 +252,8 @@ export type paths = {
         put?: never;
         post?: never;
         delete?: never;
-        options?: never;
+        /** CORS preflight and the methods of this path (no key needed) */
+        options: operations["optionsAccountsReceipts"];
         head?: never;
         patch?: never;
         trace?: never;
@@ -260,7 +264,7 @@ export type paths = {
             header?: never;
             path: {
                 /** @description Entitlement ID. */
-                id: string;
+                id: components["schemas"]["Name"];
             };
             cookie?: never;
         };
@@ -272,7 +276,8 @@ export type paths = {
         put?: never;
         post?: never;
         delete?: never;
-        options?: never;
+        /** CORS preflight and the methods of this path (no key needed) */
+        options: operations["optionsEntitlementsById"];
         head?: never;
         patch?: never;
         trace?: never;
@@ -283,7 +288,7 @@ export type paths = {
             header?: never;
             path: {
                 /** @description Entitlement ID. */
-                id: string;
+                id: components["schemas"]["Name"];
             };
             cookie?: never;
         };
@@ -326,7 +331,7 @@ export type paths = {
             header?: never;
             path: {
                 /** @description Payment ID. */
-                id: string;
+                id: components["schemas"]["Name"];
             };
             cookie?: never;
         };
@@ -349,7 +354,7 @@ export type paths = {
             header?: never;
             path: {
                 /** @description Payment ID. */
-                id: string;
+                id: components["schemas"]["Name"];
             };
             cookie?: never;
         };
@@ -372,7 +377,7 @@ export type paths = {
             header?: never;
             path: {
                 /** @description Payment ID. */
-                id: string;
+                id: components["schemas"]["Name"];
             };
             cookie?: never;
         };
@@ -395,7 +400,7 @@ export type paths = {
             header?: never;
             path: {
                 /** @description Payment ID. */
-                id: string;
+                id: components["schemas"]["Name"];
             };
             cookie?: never;
         };
@@ -418,7 +423,7 @@ export type paths = {
             header?: never;
             path: {
                 /** @description Receipt ID. */
-                id: string;
+                id: components["schemas"]["Name"];
             };
             cookie?: never;
         };
@@ -430,7 +435,8 @@ export type paths = {
         put?: never;
         post?: never;
         delete?: never;
-        options?: never;
+        /** CORS preflight and the methods of this path (no key needed) */
+        options: operations["optionsReceiptsById"];
         head?: never;
         patch?: never;
         trace?: never;
@@ -447,7 +453,8 @@ export type paths = {
         put?: never;
         post?: never;
         delete?: never;
-        options?: never;
+        /** CORS preflight and the methods of this path (no key needed) */
+        options: operations["optionsWellKnownJwks"];
         head?: never;
         patch?: never;
         trace?: never;
@@ -550,7 +557,7 @@ export type paths = {
             header?: never;
             path: {
                 /** @description Webhook endpoint ID. */
-                id: string;
+                id: components["schemas"]["Name"];
             };
             cookie?: never;
         };
@@ -581,7 +588,7 @@ export type paths = {
             header?: never;
             path: {
                 /** @description Webhook endpoint ID. */
-                id: string;
+                id: components["schemas"]["Name"];
             };
             cookie?: never;
         };
@@ -604,7 +611,7 @@ export type paths = {
             header?: never;
             path: {
                 /** @description Webhook endpoint ID. */
-                id: string;
+                id: components["schemas"]["Name"];
             };
             cookie?: never;
         };
@@ -647,7 +654,7 @@ export type paths = {
             header?: never;
             path: {
                 /** @description Delivery ID. */
-                id: string;
+                id: components["schemas"]["Name"];
             };
             cookie?: never;
         };
@@ -670,7 +677,7 @@ export type paths = {
             header?: never;
             path: {
                 /** @description Delivery ID. */
-                id: string;
+                id: components["schemas"]["Name"];
             };
             cookie?: never;
         };
@@ -718,19 +725,35 @@ export type components = {
             /** @description ISO 4217 code */
             currency: string;
         };
+        /** @description An amount that is not negative. */
+        NonNegativeMoney: components["schemas"]["Money"] & {
+            cents?: unknown;
+        };
+        /** @description An amount of more than zero. */
+        PositiveMoney: components["schemas"]["Money"] & {
+            cents?: unknown;
+        };
+        /** @description An agent, service, tool or document ID: 1–200 printable ASCII characters (spaces allowed). */
+        Name: string;
         Scope: {
             /** @description A service, or "*" for any service. */
-            service: string;
+            service: components["schemas"]["Name"];
             /** @description Empty or absent: every tool of the service. */
-            tools?: string[];
+            tools?: components["schemas"]["Name"][];
         };
         /** @enum {string} */
         EntitlementType: "credits" | "quota" | "subscription";
         /** @enum {string} */
         Period: "hour" | "day" | "week" | "month";
+        /** @description At most 32 entries and 4096 bytes of keys and values; keys of 1–256 bytes, not of the form __name__. */
         Metadata: {
             [key: string]: string;
         };
+        /**
+         * @description What an event says happened (docs/webhooks.md lists the data of each).
+         * @enum {string}
+         */
+        EventType: "payment.succeeded" | "payment.failed" | "payment.refunded" | "entitlement.granted" | "entitlement.revoked" | "entitlement.depleted" | "consumption.refunded";
         Account: {
             agentId: string;
             displayName?: string;
@@ -787,7 +810,7 @@ export type components = {
         Grant: {
             type: components["schemas"]["EntitlementType"];
             scope: components["schemas"]["Scope"];
-            /** @description Calls per period (quota only). */
+            /** @description Calls per period: quota only, and required there. */
             limit?: number;
             period?: components["schemas"]["Period"];
             /** Format: date-time */
@@ -799,25 +822,28 @@ export type components = {
         EntitlementRequest: {
             type: components["schemas"]["EntitlementType"];
             scope: components["schemas"]["Scope"];
+            /** @description Calls per period: quota only, and required there. */
             limit?: number;
             period?: components["schemas"]["Period"];
             /** Format: date-time */
             validUntil?: string;
             /** Format: date-time */
             expiresAt?: string;
-            balance?: components["schemas"]["Money"];
+            /** @description Credits only (required there). */
+            balance?: components["schemas"]["PositiveMoney"];
             metadata?: components["schemas"]["Metadata"];
         };
         ConsumeRequest: {
-            agentId: string;
-            service: string;
-            tool: string;
+            agentId: components["schemas"]["Name"];
+            service: components["schemas"]["Name"];
+            tool: components["schemas"]["Name"];
             /** @description Unique per agent; a retry with the same key is never charged twice. */
             idempotencyKey: string;
-            cost?: components["schemas"]["Money"];
+            /** @description What a credits entitlement pays; without it, credits cannot pay. */
+            cost?: components["schemas"]["NonNegativeMoney"];
             /** @description Quota units; 0 or absent means 1. */
             units?: number;
-            entitlementId?: string;
+            entitlementId?: components["schemas"]["Name"];
         };
         Consumption: {
             id: string;
@@ -845,15 +871,16 @@ export type components = {
             entitlement?: components["schemas"]["Entitlement"];
         };
         AuthorizeRequest: {
-            agentId: string;
-            service: string;
-            tool: string;
+            agentId: components["schemas"]["Name"];
+            service: components["schemas"]["Name"];
+            tool: components["schemas"]["Name"];
             /** @description Unique per agent, shared with consume: a key names one consume or one hold. A retry with the same key reserves nothing more. */
             idempotencyKey: string;
-            maxCost?: components["schemas"]["Money"];
+            /** @description The most the call may cost, reserved on a credits entitlement. */
+            maxCost?: components["schemas"]["NonNegativeMoney"];
             /** @description The most units the call may use, reserved on a quota; 0 or absent means 1. */
             maxUnits?: number;
-            entitlementId?: string;
+            entitlementId?: components["schemas"]["Name"];
             /** @description How long the hold lasts before it is released by itself; 0 or absent means 300. */
             ttlSeconds?: number;
         };
@@ -898,8 +925,9 @@ export type components = {
         };
         /** @description What the call cost: at most the hold's maxCost (same currency) and maxUnits. An omitted member charges the hold's maximum. */
         CaptureRequest: {
-            agentId: string;
-            cost?: components["schemas"]["Money"];
+            agentId: components["schemas"]["Name"];
+            cost?: components["schemas"]["NonNegativeMoney"];
+            /** @description At most the hold's maxUnits. */
             units?: number;
         };
         CaptureResult: {
@@ -909,7 +937,7 @@ export type components = {
             consumption: components["schemas"]["Consumption"];
         };
         ReleaseRequest: {
-            agentId: string;
+            agentId: components["schemas"]["Name"];
         };
         ReleaseResult: {
             /** @enum {string} */
@@ -918,7 +946,8 @@ export type components = {
         };
         /** @description What to give back: at most what was charged (cost on credits, in its currency; units on a quota). An omitted member gives back all of it. */
         RefundRequest: {
-            cost?: components["schemas"]["Money"];
+            cost?: components["schemas"]["PositiveMoney"];
+            /** @description At most the consumption's units. */
             units?: number;
         };
         RefundResult: {
@@ -933,8 +962,8 @@ export type components = {
             refundedAt: string;
         };
         PaymentRequest: {
-            agentId: string;
-            amount: components["schemas"]["Money"];
+            agentId: components["schemas"]["Name"];
+            amount: components["schemas"]["PositiveMoney"];
             /** @enum {string} */
             provider: "stripe" | "manual";
             providerIntentId?: string;
@@ -1047,7 +1076,7 @@ export type components = {
             id: string;
             url: string;
             /** @description Empty: every event type. */
-            eventTypes: ("payment.succeeded" | "payment.failed" | "payment.refunded" | "entitlement.granted" | "entitlement.revoked" | "entitlement.depleted")[];
+            eventTypes: components["schemas"]["EventType"][];
             /**
              * Format: date-time
              * @description While a rotation's grace period lasts: when the previous secret stops signing requests. Absent otherwise.
@@ -1065,7 +1094,7 @@ export type components = {
             id: string;
             url: string;
             /** @description Empty: every event type. */
-            eventTypes: ("payment.succeeded" | "payment.failed" | "payment.refunded" | "entitlement.granted" | "entitlement.revoked" | "entitlement.depleted")[];
+            eventTypes: components["schemas"]["EventType"][];
             /**
              * Format: date-time
              * @description While a rotation's grace period lasts: when the previous secret stops signing requests. Absent otherwise.
@@ -1083,14 +1112,14 @@ export type components = {
         EndpointRequest: {
             /** @description http(s) URL; private and loopback targets are refused unless the operator allows them. */
             url: string;
-            eventTypes?: ("payment.succeeded" | "payment.failed" | "payment.refunded" | "entitlement.granted" | "entitlement.revoked" | "entitlement.depleted")[];
+            eventTypes?: components["schemas"]["EventType"][];
         };
         /** @description Members that are absent (or null) stay as they are. */
         EndpointPatch: {
             /** @description http(s) URL, checked as at registration. */
             url?: string | null;
             /** @description Replaces the event types; empty: every event type. */
-            eventTypes?: ("payment.succeeded" | "payment.failed" | "payment.refunded" | "entitlement.granted" | "entitlement.revoked" | "entitlement.depleted")[] | null;
+            eventTypes?: components["schemas"]["EventType"][] | null;
             /**
              * @description false enables a disabled endpoint again; true is refused (disable with POST /v1/webhook-endpoints/{id}/disable).
              * @enum {boolean|null}
@@ -1109,8 +1138,7 @@ export type components = {
             id: string;
             endpointId: string;
             eventId: string;
-            /** @enum {string} */
-            eventType: "payment.succeeded" | "payment.failed" | "payment.refunded" | "entitlement.granted" | "entitlement.revoked" | "entitlement.depleted";
+            eventType: components["schemas"]["EventType"];
             /** @enum {string} */
             status: "pending" | "in_flight" | "succeeded" | "failed" | "dead";
             attempts: number;
@@ -1156,11 +1184,14 @@ export type components = {
             /** @description Absent on the last page. */
             nextCursor?: string;
         };
+        /** @description The body of an action route that takes no members: absent, empty, or {}. */
+        EmptyRequest: Record<string, never>;
     };
     responses: {
         /** @description Invalid request: the errors member names each field. */
         P400: {
             headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -1170,6 +1201,7 @@ export type components = {
         /** @description No API key, or an unknown one. */
         P401: {
             headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -1179,6 +1211,7 @@ export type components = {
         /** @description No entitlement covers the call; reasons lists why for each one considered. */
         P402: {
             headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -1188,6 +1221,7 @@ export type components = {
         /** @description The key's role may not use this route, or a reader key does not list the agent. */
         P403: {
             headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -1197,6 +1231,7 @@ export type components = {
         /** @description No such document (also shown to a reader key for another agent's document). */
         P404: {
             headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -1206,24 +1241,27 @@ export type components = {
         /** @description The payment's state does not allow this change. */
         P409: {
             headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description The body is larger than the limit. */
+        /** @description The body is larger than the limit (64 KiB by default). */
         P413: {
             headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description The body is not application/json. */
+        /** @description The body is not application/json in UTF-8, or has a Content-Encoding; errors names Content-Type or Content-Encoding. */
         P415: {
             headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -1233,6 +1271,7 @@ export type components = {
         /** @description The idempotency key was used before with different parameters. */
         P422: {
             headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -1242,15 +1281,18 @@ export type components = {
         /** @description Internal error; the detail carries the request ID. */
         P500: {
             headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description The store is unavailable; retry with the same idempotency key. */
+        /** @description The store or the idempotency ledger did not answer (with Retry-After: retry with the same key), receipt signing is not configured, or, outside development, the ledger is not durable. */
         P503: {
             headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Retry-After": components["headers"]["Retry-After"];
                 [name: string]: unknown;
             };
             content: {
@@ -1260,6 +1302,8 @@ export type components = {
         /** @description A request with this Idempotency-Key is in progress or its outcome is unknown (reference and operationId name it; an operator reconciles it with `stipend ledger`), or the target's state does not allow this change. */
         P409Ledger: {
             headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Retry-After": components["headers"]["Retry-After"];
                 [name: string]: unknown;
             };
             content: {
@@ -1269,16 +1313,50 @@ export type components = {
         /** @description hold-conflict: the hold already ended another way (released, or captured with another amount; for a release, captured); hold-expired: the hold's time was up before the capture, nothing was charged. */
         P409Hold: {
             headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /** @description The methods of the path in Allow. To a CORS preflight from a configured origin (--cors-origins) on a reader route, also the Access-Control-Allow-* headers. */
+        Options: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                Allow: components["headers"]["Allow"];
+                /** @description The requesting origin, when it is configured. */
+                "Access-Control-Allow-Origin"?: string;
+                /** @description GET,OPTIONS */
+                "Access-Control-Allow-Methods"?: string;
+                /** @description Authorization,Content-Type,X-Request-Id */
+                "Access-Control-Allow-Headers"?: string;
+                /** @description 600 */
+                "Access-Control-Max-Age"?: string;
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
     };
-    parameters: never;
+    parameters: {
+        /** @description One rule on every route that takes it (docs/idempotency.md): sent once, 1–255 printable ASCII characters without " or \, bare or as a structured-field string ("k-1"), both forms naming the same key. On the ledger's routes the same key and request replays the stored answer with Idempotent-Replayed: true, 409 while the first request is in progress, 422 for a different request; on POST /v1/payments the same key and body returns the same payment. */
+        IdempotencyKey: string;
+        /** @description Page size, 1–100 (default 100). */
+        Limit: number;
+        /** @description The nextCursor of the previous page. */
+        Cursor: string;
+    };
     requestBodies: never;
-    headers: never;
+    headers: {
+        /** @description The request ID: the caller's, if it sent 1–128 printable ASCII characters, else a generated one. Problems carry it as requestId. */
+        "X-Request-Id": string;
+        /** @description true on an answer the idempotency ledger replayed; the route did not run again. */
+        "Idempotent-Replayed": "true";
+        /** @description Seconds to wait before retrying the same request (with the same key): sent when the store or the idempotency ledger did not answer, and while a request with the same Idempotency-Key is in progress. */
+        "Retry-After": string;
+        /** @description The methods the path has. */
+        Allow: string;
+    };
     pathItems: never;
 };
 export type $defs = Record<string, never>;
@@ -1299,6 +1377,7 @@ export interface operations {
             /** @description consumed, or replay of an earlier identical call */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1332,6 +1411,7 @@ export interface operations {
             /** @description allowed (with the entitlement that would pay), or replay */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1365,6 +1445,7 @@ export interface operations {
             /** @description held, or replay of an earlier identical authorize (the hold as it is now) */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1380,6 +1461,7 @@ export interface operations {
             /** @description The idempotency key was used before with different parameters, or by a consume. */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1396,7 +1478,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description Hold ID. */
-                id: string;
+                id: components["schemas"]["Name"];
             };
             cookie?: never;
         };
@@ -1405,6 +1487,7 @@ export interface operations {
             /** @description the hold */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1425,7 +1508,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description Hold ID. */
-                id: string;
+                id: components["schemas"]["Name"];
             };
             cookie?: never;
         };
@@ -1438,6 +1521,7 @@ export interface operations {
             /** @description captured, or replay of an earlier capture with the same amount */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1450,6 +1534,7 @@ export interface operations {
             /** @description No such hold, or another agent's. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1469,7 +1554,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description Hold ID. */
-                id: string;
+                id: components["schemas"]["Name"];
             };
             cookie?: never;
         };
@@ -1482,6 +1567,7 @@ export interface operations {
             /** @description released, or replay (the hold's status says whether it was released or expired) */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1494,6 +1580,7 @@ export interface operations {
             /** @description No such hold, or another agent's. */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1513,7 +1600,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The agent (account) ID. */
-                agentId: string;
+                agentId: components["schemas"]["Name"];
             };
             cookie?: never;
         };
@@ -1522,6 +1609,7 @@ export interface operations {
             /** @description the account */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1542,7 +1630,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The agent (account) ID. */
-                agentId: string;
+                agentId: components["schemas"]["Name"];
             };
             cookie?: never;
         };
@@ -1555,6 +1643,7 @@ export interface operations {
             /** @description the stored account */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1570,24 +1659,40 @@ export interface operations {
             503: components["responses"]["P503"];
         };
     };
+    optionsAccounts: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The agent (account) ID. */
+                agentId: components["schemas"]["Name"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+            400: components["responses"]["P400"];
+        };
+    };
     listEntitlements: {
         parameters: {
             query?: {
                 /** @description Only this status. */
                 status?: "active" | "revoked";
                 /** @description Only entitlements whose scope covers this service. */
-                service?: string;
+                service?: components["schemas"]["Name"];
                 /** @description Only this kind. */
                 type?: components["schemas"]["EntitlementType"];
                 /** @description Page size, 1–100 (default 100). */
-                limit?: number;
+                limit?: components["parameters"]["Limit"];
                 /** @description The nextCursor of the previous page. */
-                cursor?: string;
+                cursor?: components["parameters"]["Cursor"];
             };
             header?: never;
             path: {
                 /** @description The agent (account) ID. */
-                agentId: string;
+                agentId: components["schemas"]["Name"];
             };
             cookie?: never;
         };
@@ -1596,6 +1701,7 @@ export interface operations {
             /** @description one page */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1613,12 +1719,12 @@ export interface operations {
         parameters: {
             query?: never;
             header: {
-                /** @description This route goes through the idempotency ledger (docs/idempotency.md): 1–255 printable ASCII characters, bare or as a quoted string. The same key and request replays the stored answer with `Idempotent-Replayed: true`; 400 without it, 409 while the first request is in progress, 422 for a different request. */
-                "Idempotency-Key": string;
+                /** @description One rule on every route that takes it (docs/idempotency.md): sent once, 1–255 printable ASCII characters without " or \, bare or as a structured-field string ("k-1"), both forms naming the same key. On the ledger's routes the same key and request replays the stored answer with Idempotent-Replayed: true, 409 while the first request is in progress, 422 for a different request; on POST /v1/payments the same key and body returns the same payment. */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
             };
             path: {
                 /** @description The agent (account) ID. */
-                agentId: string;
+                agentId: components["schemas"]["Name"];
             };
             cookie?: never;
         };
@@ -1631,6 +1737,8 @@ export interface operations {
             /** @description the new entitlement */
             201: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1648,20 +1756,36 @@ export interface operations {
             503: components["responses"]["P503"];
         };
     };
+    optionsAccountsEntitlements: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The agent (account) ID. */
+                agentId: components["schemas"]["Name"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+            400: components["responses"]["P400"];
+        };
+    };
     listConsumptions: {
         parameters: {
             query?: {
                 /** @description Only consumptions at or after this instant (RFC 3339). */
                 since?: string;
                 /** @description Page size, 1–100 (default 100). */
-                limit?: number;
+                limit?: components["parameters"]["Limit"];
                 /** @description The nextCursor of the previous page. */
-                cursor?: string;
+                cursor?: components["parameters"]["Cursor"];
             };
             header?: never;
             path: {
                 /** @description The agent (account) ID. */
-                agentId: string;
+                agentId: components["schemas"]["Name"];
             };
             cookie?: never;
         };
@@ -1670,6 +1794,7 @@ export interface operations {
             /** @description one page */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1683,16 +1808,32 @@ export interface operations {
             503: components["responses"]["P503"];
         };
     };
+    optionsAccountsConsumptions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The agent (account) ID. */
+                agentId: components["schemas"]["Name"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+            400: components["responses"]["P400"];
+        };
+    };
     refundConsumption: {
         parameters: {
             query?: never;
             header: {
-                /** @description This route goes through the idempotency ledger (docs/idempotency.md): 1–255 printable ASCII characters, bare or as a quoted string. The same key and request replays the stored answer with `Idempotent-Replayed: true`; 400 without it, 409 while the first request is in progress, 422 for a different request. */
-                "Idempotency-Key": string;
+                /** @description One rule on every route that takes it (docs/idempotency.md): sent once, 1–255 printable ASCII characters without " or \, bare or as a structured-field string ("k-1"), both forms naming the same key. On the ledger's routes the same key and request replays the stored answer with Idempotent-Replayed: true, 409 while the first request is in progress, 422 for a different request; on POST /v1/payments the same key and body returns the same payment. */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
             };
             path: {
                 /** @description Consumption ID. */
-                id: string;
+                id: components["schemas"]["Name"];
             };
             cookie?: never;
         };
@@ -1705,6 +1846,8 @@ export interface operations {
             /** @description the refunded consumption and the entitlement after the refund */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1718,6 +1861,7 @@ export interface operations {
             /** @description refund-refused: the entitlement is revoked, the consumption is from an earlier quota period, or it was already refunded with another amount; or a request with this Idempotency-Key is in progress (see P409Ledger). */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1735,14 +1879,14 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description Page size, 1–100 (default 100). */
-                limit?: number;
+                limit?: components["parameters"]["Limit"];
                 /** @description The nextCursor of the previous page. */
-                cursor?: string;
+                cursor?: components["parameters"]["Cursor"];
             };
             header?: never;
             path: {
                 /** @description The agent (account) ID. */
-                agentId: string;
+                agentId: components["schemas"]["Name"];
             };
             cookie?: never;
         };
@@ -1751,6 +1895,7 @@ export interface operations {
             /** @description one page */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1764,13 +1909,29 @@ export interface operations {
             503: components["responses"]["P503"];
         };
     };
+    optionsAccountsReceipts: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The agent (account) ID. */
+                agentId: components["schemas"]["Name"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+            400: components["responses"]["P400"];
+        };
+    };
     getEntitlement: {
         parameters: {
             query?: never;
             header?: never;
             path: {
                 /** @description Entitlement ID. */
-                id: string;
+                id: components["schemas"]["Name"];
             };
             cookie?: never;
         };
@@ -1779,6 +1940,7 @@ export interface operations {
             /** @description the entitlement */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1791,6 +1953,22 @@ export interface operations {
             404: components["responses"]["P404"];
             500: components["responses"]["P500"];
             503: components["responses"]["P503"];
+        };
+    };
+    optionsEntitlementsById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Entitlement ID. */
+                id: components["schemas"]["Name"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+            400: components["responses"]["P400"];
         };
     };
     revokeEntitlement: {
@@ -1799,15 +1977,21 @@ export interface operations {
             header?: never;
             path: {
                 /** @description Entitlement ID. */
-                id: string;
+                id: components["schemas"]["Name"];
             };
             cookie?: never;
         };
-        requestBody?: never;
+        /** @description None, or {}. */
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["EmptyRequest"];
+            };
+        };
         responses: {
             /** @description the revoked entitlement */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1818,6 +2002,8 @@ export interface operations {
             401: components["responses"]["P401"];
             403: components["responses"]["P403"];
             404: components["responses"]["P404"];
+            413: components["responses"]["P413"];
+            415: components["responses"]["P415"];
             500: components["responses"]["P500"];
             503: components["responses"]["P503"];
         };
@@ -1826,8 +2012,8 @@ export interface operations {
         parameters: {
             query?: never;
             header: {
-                /** @description 1–255 printable ASCII characters; the same key and body returns the same payment. */
-                "Idempotency-Key": string;
+                /** @description One rule on every route that takes it (docs/idempotency.md): sent once, 1–255 printable ASCII characters without " or \, bare or as a structured-field string ("k-1"), both forms naming the same key. On the ledger's routes the same key and request replays the stored answer with Idempotent-Replayed: true, 409 while the first request is in progress, 422 for a different request; on POST /v1/payments the same key and body returns the same payment. */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
             };
             path?: never;
             cookie?: never;
@@ -1841,6 +2027,7 @@ export interface operations {
             /** @description an earlier request with this key and body created it */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1850,6 +2037,7 @@ export interface operations {
             /** @description created */
             201: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1873,7 +2061,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description Payment ID. */
-                id: string;
+                id: components["schemas"]["Name"];
             };
             cookie?: never;
         };
@@ -1882,6 +2070,7 @@ export interface operations {
             /** @description the payment */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1902,15 +2091,21 @@ export interface operations {
             header?: never;
             path: {
                 /** @description Payment ID. */
-                id: string;
+                id: components["schemas"]["Name"];
             };
             cookie?: never;
         };
-        requestBody?: never;
+        /** @description None, or {}. */
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["EmptyRequest"];
+            };
+        };
         responses: {
             /** @description the payment, its receipt and the granted entitlements */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1934,7 +2129,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description Payment ID. */
-                id: string;
+                id: components["schemas"]["Name"];
             };
             cookie?: never;
         };
@@ -1947,6 +2142,7 @@ export interface operations {
             /** @description the failed payment */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1968,20 +2164,27 @@ export interface operations {
         parameters: {
             query?: never;
             header: {
-                /** @description This route goes through the idempotency ledger (docs/idempotency.md): 1–255 printable ASCII characters, bare or as a quoted string. The same key and request replays the stored answer with `Idempotent-Replayed: true`; 400 without it, 409 while the first request is in progress, 422 for a different request. */
-                "Idempotency-Key": string;
+                /** @description One rule on every route that takes it (docs/idempotency.md): sent once, 1–255 printable ASCII characters without " or \, bare or as a structured-field string ("k-1"), both forms naming the same key. On the ledger's routes the same key and request replays the stored answer with Idempotent-Replayed: true, 409 while the first request is in progress, 422 for a different request; on POST /v1/payments the same key and body returns the same payment. */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
             };
             path: {
                 /** @description Payment ID. */
-                id: string;
+                id: components["schemas"]["Name"];
             };
             cookie?: never;
         };
-        requestBody?: never;
+        /** @description None, or {}. */
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["EmptyRequest"];
+            };
+        };
         responses: {
             /** @description the payment, the refund receipt and the revoked entitlements */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2006,7 +2209,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description Receipt ID. */
-                id: string;
+                id: components["schemas"]["Name"];
             };
             cookie?: never;
         };
@@ -2015,6 +2218,7 @@ export interface operations {
             /** @description the receipt */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2029,6 +2233,22 @@ export interface operations {
             503: components["responses"]["P503"];
         };
     };
+    optionsReceiptsById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Receipt ID. */
+                id: components["schemas"]["Name"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+            400: components["responses"]["P400"];
+        };
+    };
     jwks: {
         parameters: {
             query?: never;
@@ -2041,12 +2261,28 @@ export interface operations {
             /** @description every key that may have signed a receipt, the active one first */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["JWKS"];
                 };
             };
+            400: components["responses"]["P400"];
+            500: components["responses"]["P500"];
+        };
+    };
+    optionsWellKnownJwks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+            400: components["responses"]["P400"];
         };
     };
     healthz: {
@@ -2061,12 +2297,15 @@ export interface operations {
             /** @description ok */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Status"];
                 };
             };
+            400: components["responses"]["P400"];
+            500: components["responses"]["P500"];
         };
     };
     readyz: {
@@ -2081,13 +2320,26 @@ export interface operations {
             /** @description ready */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Status"];
                 };
             };
-            503: components["responses"]["P503"];
+            400: components["responses"]["P400"];
+            500: components["responses"]["P500"];
+            /** @description not ready: the store (or the idempotency ledger) did not answer the bounded probe */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     openapi: {
@@ -2102,12 +2354,15 @@ export interface operations {
             /** @description the OpenAPI document */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": Record<string, never>;
                 };
             };
+            400: components["responses"]["P400"];
+            500: components["responses"]["P500"];
         };
     };
     metrics: {
@@ -2122,21 +2377,24 @@ export interface operations {
             /** @description Prometheus text exposition */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
                     "text/plain": string;
                 };
             };
+            400: components["responses"]["P400"];
+            500: components["responses"]["P500"];
         };
     };
     listWebhookEndpoints: {
         parameters: {
             query?: {
                 /** @description Page size, 1–100 (default 100). */
-                limit?: number;
+                limit?: components["parameters"]["Limit"];
                 /** @description The nextCursor of the previous page. */
-                cursor?: string;
+                cursor?: components["parameters"]["Cursor"];
             };
             header?: never;
             path?: never;
@@ -2147,6 +2405,7 @@ export interface operations {
             /** @description one page */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2164,8 +2423,8 @@ export interface operations {
         parameters: {
             query?: never;
             header: {
-                /** @description This route goes through the idempotency ledger (docs/idempotency.md): 1–255 printable ASCII characters, bare or as a quoted string. The same key and request replays the stored answer with `Idempotent-Replayed: true`; 400 without it, 409 while the first request is in progress, 422 for a different request. */
-                "Idempotency-Key": string;
+                /** @description One rule on every route that takes it (docs/idempotency.md): sent once, 1–255 printable ASCII characters without " or \, bare or as a structured-field string ("k-1"), both forms naming the same key. On the ledger's routes the same key and request replays the stored answer with Idempotent-Replayed: true, 409 while the first request is in progress, 422 for a different request; on POST /v1/payments the same key and body returns the same payment. */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
             };
             path?: never;
             cookie?: never;
@@ -2179,6 +2438,8 @@ export interface operations {
             /** @description the endpoint and its secret */
             201: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2202,7 +2463,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description Webhook endpoint ID. */
-                id: string;
+                id: components["schemas"]["Name"];
             };
             cookie?: never;
         };
@@ -2211,6 +2472,7 @@ export interface operations {
             /** @description the endpoint */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2231,15 +2493,21 @@ export interface operations {
             header?: never;
             path: {
                 /** @description Webhook endpoint ID. */
-                id: string;
+                id: components["schemas"]["Name"];
             };
             cookie?: never;
         };
-        requestBody?: never;
+        /** @description None, or {}. */
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["EmptyRequest"];
+            };
+        };
         responses: {
             /** @description deleted */
             204: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2248,6 +2516,8 @@ export interface operations {
             401: components["responses"]["P401"];
             403: components["responses"]["P403"];
             404: components["responses"]["P404"];
+            413: components["responses"]["P413"];
+            415: components["responses"]["P415"];
             500: components["responses"]["P500"];
             503: components["responses"]["P503"];
         };
@@ -2258,7 +2528,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description Webhook endpoint ID. */
-                id: string;
+                id: components["schemas"]["Name"];
             };
             cookie?: never;
         };
@@ -2271,6 +2541,7 @@ export interface operations {
             /** @description the updated endpoint */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2293,7 +2564,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description Webhook endpoint ID. */
-                id: string;
+                id: components["schemas"]["Name"];
             };
             cookie?: never;
         };
@@ -2306,6 +2577,7 @@ export interface operations {
             /** @description the disabled endpoint */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2326,12 +2598,12 @@ export interface operations {
         parameters: {
             query?: never;
             header: {
-                /** @description This route goes through the idempotency ledger (docs/idempotency.md): 1–255 printable ASCII characters, bare or as a quoted string. The same key and request replays the stored answer with `Idempotent-Replayed: true`; 400 without it, 409 while the first request is in progress, 422 for a different request. */
-                "Idempotency-Key": string;
+                /** @description One rule on every route that takes it (docs/idempotency.md): sent once, 1–255 printable ASCII characters without " or \, bare or as a structured-field string ("k-1"), both forms naming the same key. On the ledger's routes the same key and request replays the stored answer with Idempotent-Replayed: true, 409 while the first request is in progress, 422 for a different request; on POST /v1/payments the same key and body returns the same payment. */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
             };
             path: {
                 /** @description Webhook endpoint ID. */
-                id: string;
+                id: components["schemas"]["Name"];
             };
             cookie?: never;
         };
@@ -2344,6 +2616,8 @@ export interface operations {
             /** @description the endpoint and its new secret */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2368,11 +2642,11 @@ export interface operations {
                 /** @description Only this status. */
                 status?: "pending" | "in_flight" | "succeeded" | "failed" | "dead";
                 /** @description Only this event type. */
-                eventType?: "payment.succeeded" | "payment.failed" | "payment.refunded" | "entitlement.granted" | "entitlement.revoked" | "entitlement.depleted";
+                eventType?: components["schemas"]["EventType"];
                 /** @description Page size, 1–100 (default 100). */
-                limit?: number;
+                limit?: components["parameters"]["Limit"];
                 /** @description The nextCursor of the previous page. */
-                cursor?: string;
+                cursor?: components["parameters"]["Cursor"];
             };
             header?: never;
             path?: never;
@@ -2383,6 +2657,7 @@ export interface operations {
             /** @description one page */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2402,7 +2677,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description Delivery ID. */
-                id: string;
+                id: components["schemas"]["Name"];
             };
             cookie?: never;
         };
@@ -2411,6 +2686,7 @@ export interface operations {
             /** @description the delivery */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2429,20 +2705,27 @@ export interface operations {
         parameters: {
             query?: never;
             header: {
-                /** @description This route goes through the idempotency ledger (docs/idempotency.md): 1–255 printable ASCII characters, bare or as a quoted string. The same key and request replays the stored answer with `Idempotent-Replayed: true`; 400 without it, 409 while the first request is in progress, 422 for a different request. */
-                "Idempotency-Key": string;
+                /** @description One rule on every route that takes it (docs/idempotency.md): sent once, 1–255 printable ASCII characters without " or \, bare or as a structured-field string ("k-1"), both forms naming the same key. On the ledger's routes the same key and request replays the stored answer with Idempotent-Replayed: true, 409 while the first request is in progress, 422 for a different request; on POST /v1/payments the same key and body returns the same payment. */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
             };
             path: {
                 /** @description Delivery ID. */
-                id: string;
+                id: components["schemas"]["Name"];
             };
             cookie?: never;
         };
-        requestBody?: never;
+        /** @description None, or {}. */
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["EmptyRequest"];
+            };
+        };
         responses: {
             /** @description the delivery, pending again */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2479,6 +2762,7 @@ export interface operations {
             /** @description applied, or already applied */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
