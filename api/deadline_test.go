@@ -6,8 +6,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/stipend-mcp/stipend/api"
+	"github.com/stipend-mcp/stipend/entitlement"
 	"github.com/stipend-mcp/stipend/internal/emulator"
+	"github.com/stipend-mcp/stipend/money"
 	"github.com/stipend-mcp/stipend/payment"
 	"github.com/stipend-mcp/stipend/problem"
 	fsstore "github.com/stipend-mcp/stipend/store/firestore"
@@ -26,15 +30,25 @@ func TestStoreDeadline_FirestoreStall(t *testing.T) {
 		margin  = time.Second // scheduling and answering; a stalled store would take the 20 s retry budget
 	)
 	proxy := emulator.NewProxy(t)
+	st := fsstore.New(proxy.Client(t), fsstore.WithCollectionPrefix(emulator.Prefix(t)))
 	e := newEnv(t, func(c *api.Config) {
-		st := fsstore.New(proxy.Client(t), fsstore.WithCollectionPrefix(emulator.Prefix(t)), fsstore.WithClock(c.Now))
 		c.Store, c.Webhooks.Deliveries, c.StoreTimeout = st, st, timeout
 	})
-	id := e.grantCredits(agentA, 1000)
-	e.must(http.StatusOK, req{Method: "POST", Path: "/v1/consume", Key: e.keys.Host, Body: consumeBody(agentA, "before", 10)})
-	var p payment.Payment
-	e.must(http.StatusCreated, req{Method: "POST", Path: "/v1/payments", Key: e.keys.Billing, Body: paymentBody(agentB, 500),
-		Header: map[string]string{"Idempotency-Key": "stalled-pay"}}).decode(t, &p)
+	// The setup goes to the store itself, without the requests' deadline:
+	// a freshly started emulator may take longer than that to answer its
+	// first calls.
+	ent, err := st.CreateEntitlement(t.Context(), entitlement.Entitlement{ID: uuid.NewString(), AgentID: agentA, Type: entitlement.TypeCredits,
+		Scope: entitlement.Scope{Service: "search"}, Credits: entitlement.Credits{Balance: money.Money{Cents: 1000, Currency: "USD"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	created, err := st.CreatePayment(t.Context(), payment.Payment{AgentID: agentB, Amount: money.Money{Cents: 500, Currency: "USD"},
+		Provider: payment.ProviderManual, Grant: payment.Grant{Type: entitlement.TypeCredits, Scope: entitlement.Scope{Service: "search"}},
+		IdempotencyKey: "stalled-pay", Fingerprint: "fp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := created.Payment
 
 	// within sends r and wants a 503 unavailable within the timeout and margin.
 	within := func(t *testing.T, what string, r req) {
@@ -74,18 +88,32 @@ func TestStoreDeadline_FirestoreStall(t *testing.T) {
 	})
 	proxy.Resume()
 
-	// Retries with the same keys: each call is made once, whatever the
-	// stalled attempts did.
+	// Retries with the same keys, as a client makes them (a 503 again, while
+	// the connection recovers, is retried too): each call is made once,
+	// whatever the stalled attempts did.
+	retry := func(r req) response {
+		t.Helper()
+		for range 30 {
+			if res := e.do(r); res.Status != http.StatusServiceUnavailable {
+				return res
+			}
+		}
+		t.Fatalf("%s %s: still 503 after 30 attempts once Firestore answers again", r.Method, r.Path)
+		return response{}
+	}
 	for i := range 9 {
 		key := "stalled-" + string(rune('0'+i))
+		res := retry(req{Method: "POST", Path: "/v1/consume", Key: e.keys.Host, Body: consumeBody(agentA, key, 10)})
 		var out struct{ Result string }
-		e.must(http.StatusOK, req{Method: "POST", Path: "/v1/consume", Key: e.keys.Host, Body: consumeBody(agentA, key, 10)}).decode(t, &out)
-		if out.Result != "consumed" && out.Result != "replay" {
-			t.Errorf("retry of %s after the stall: result %q, want consumed or replay", key, out.Result)
+		res.decode(t, &out)
+		if res.Status != http.StatusOK || (out.Result != "consumed" && out.Result != "replay") {
+			t.Errorf("retry of %s after the stall: status %d body %s, want 200 consumed or replay", key, res.Status, res.Body)
 		}
 	}
-	if got := e.balance(id); got != 1000-10*10 {
-		t.Errorf("balance after the stall and the retries = %d, want %d (ten consumes of 10, each once)", got, 1000-10*10)
+	if got, err := st.GetEntitlement(t.Context(), ent.ID); err != nil || got.Credits.Balance.Cents != 1000-9*10 {
+		t.Errorf("balance after the stall and the retries = %d, %v; want %d (nine consumes of 10, each once)", got.Credits.Balance.Cents, err, 1000-9*10)
 	}
-	e.must(http.StatusOK, req{Method: "POST", Path: "/v1/payments/" + p.ID + "/succeed", Key: e.keys.Billing})
+	if res := retry(req{Method: "POST", Path: "/v1/payments/" + p.ID + "/succeed", Key: e.keys.Billing}); res.Status != http.StatusOK {
+		t.Errorf("retry of the payment's completion after the stall: status %d body %s, want 200", res.Status, res.Body)
+	}
 }
