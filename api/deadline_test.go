@@ -26,8 +26,9 @@ import (
 // same key finds out what happened, and nothing was charged twice.
 func TestStoreDeadline_FirestoreStall(t *testing.T) {
 	const (
-		// Long enough for the set-up calls on a loaded emulator, far below
-		// the 20 s retry budget a stalled store took before.
+		// Long enough for the calls after the stall on a loaded emulator
+		// (seconds each), far below the 20 s retry budget a stalled store
+		// took before.
 		timeout = 5 * time.Second
 		margin  = 2 * time.Second // scheduling and answering
 	)

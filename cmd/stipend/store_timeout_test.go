@@ -11,14 +11,17 @@ import (
 )
 
 // TestMain_StoreTimeout runs the real program on Firestore behind a proxy
-// that stops forwarding (a stalled Firestore): with --store-timeout 1s, a
+// that stops forwarding (a stalled Firestore): with --store-timeout 5s, a
 // consume answers 503 within that and a small margin, not after the store's
 // retry budget; once Firestore answers again, the retry with the same key
 // charges the call once.
 func TestMain_StoreTimeout(t *testing.T) {
 	const (
-		timeout = time.Second
-		margin  = time.Second
+		// Long enough for the calls before and after the stall on a
+		// loaded emulator (seconds each), far below the 20 s retry budget
+		// a stalled store took before.
+		timeout = 5 * time.Second
+		margin  = 2 * time.Second // scheduling and answering
 	)
 	proxy := emulator.NewProxy(t)
 	m := startMainEnv(t, map[string]string{"FIRESTORE_EMULATOR_HOST": proxy.Host()},
