@@ -22,8 +22,8 @@ import (
 // answers again gets its answer, so its commit is never cancelled under it.
 func TestStore_StalledBatchKeepsDeadlines(t *testing.T) {
 	const (
-		short  = time.Second
-		margin = time.Second // scheduling; without the deadlines the batch would hold them for the 20 s retry budget
+		short  = 2 * time.Second
+		margin = 2 * time.Second // scheduling; without the deadlines the batch would hold them for the 20 s retry budget
 	)
 	proxy := emulator.NewProxy(t)
 	s := fsstore.New(proxy.Client(t), fsstore.WithCollectionPrefix(emulator.Prefix(t)), fsstore.WithMaxBatch(2))
@@ -32,9 +32,19 @@ func TestStore_StalledBatchKeepsDeadlines(t *testing.T) {
 	if _, err := s.CreateEntitlement(t.Context(), e); err != nil {
 		t.Fatal(err)
 	}
-	consume := func(ctx context.Context, key string) (store.ConsumeResult, error) {
-		return s.CheckAndConsume(ctx, entitlement.ConsumeRequest{AgentID: e.AgentID, Service: "search", Tool: "web",
-			IdempotencyKey: key, EntitlementID: e.ID, Cost: &money.Money{Cents: 10, Currency: "USD"}})
+	request := func(key string) entitlement.ConsumeRequest {
+		return entitlement.ConsumeRequest{AgentID: e.AgentID, Service: "search", Tool: "web",
+			IdempotencyKey: key, EntitlementID: e.ID, Cost: &money.Money{Cents: 10, Currency: "USD"}}
+	}
+	// queue sends a consume straight to the entitlement's lane (the store's
+	// point read of the key comes first otherwise, and would stall too).
+	queue := func(ctx context.Context, key string) error {
+		req := request(key)
+		if err := req.Normalize(); err != nil {
+			t.Fatal(err)
+		}
+		_, err := s.ConsumeOne(ctx, &req, e.ID)
+		return err
 	}
 
 	// The batch takes the first two calls: "patient" (which waits as long
@@ -48,14 +58,14 @@ func TestStore_StalledBatchKeepsDeadlines(t *testing.T) {
 	answers := make(chan answer, 8)
 	patient := make(chan error, 1)
 	var wg sync.WaitGroup
-	wg.Go(func() { _, err := consume(t.Context(), "patient"); patient <- err })
+	wg.Go(func() { patient <- queue(t.Context(), "patient") })
 	waitQueued(1)
 	for i, key := range []string{"in-batch", "queued-1", "queued-2", "queued-3"} {
 		wg.Go(func() {
 			start := time.Now()
 			ctx, cancel := context.WithTimeout(t.Context(), short)
 			defer cancel()
-			_, err := consume(ctx, key)
+			err := queue(ctx, key)
 			answers <- answer{key, time.Since(start), err}
 		})
 		waitQueued(i + 2)
@@ -80,7 +90,7 @@ func TestStore_StalledBatchKeepsDeadlines(t *testing.T) {
 	// The batch committed both of its calls; the queued ones were never
 	// applied, and their retries apply them now.
 	for key, want := range map[string]store.Outcome{"in-batch": store.Replay, "queued-1": store.Consumed, "queued-2": store.Consumed, "queued-3": store.Consumed} {
-		res, err := consume(t.Context(), key)
+		res, err := s.CheckAndConsume(t.Context(), request(key))
 		if err != nil || res.Outcome != want {
 			t.Errorf("retry of consume %s after the stall = %v, %v; want %s", key, res.Outcome, err, want)
 		}
