@@ -30,9 +30,9 @@ const (
 // operation; one from a commit whose answer was lost is marked Uncertain
 // (store.Error), every other one changed nothing.
 func (s *Store) run(ctx context.Context, what string, fn func(context.Context, *firestore.Transaction) error) error {
-	deadline, limit := time.Now().Add(s.retryBudget), "the retry budget"
+	deadline := time.Now().Add(s.retryBudget)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline, limit = d, "the caller's deadline"
+		deadline = d
 	}
 	wait := retryFirst
 	for {
@@ -54,7 +54,7 @@ func (s *Store) run(ctx context.Context, what string, fn func(context.Context, *
 		// Full jitter over [wait/2, wait): instances that collided spread out.
 		d := wait/2 + rand.N(wait/2+1)
 		if time.Now().Add(d).After(deadline) {
-			return fsfault.Read(err, "%s: contention outlasted %s", what, limit)
+			return fsfault.Read(err, "%s: contention outlasted the retry budget (or the caller's deadline, if sooner)", what)
 		}
 		t := time.NewTimer(d)
 		select {
