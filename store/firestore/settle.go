@@ -151,13 +151,16 @@ func (s *Store) shareCompletion(ctx context.Context, what, id string, ch *store.
 }
 
 // changeKey names a change of payment id: calls with one key are the same
-// call (the same target state, issuer, reason and provider event),
+// call (the same target state, issuer, reason, provider event and fence),
 // and only those share a transaction. ch.Sign is left out: it must be pure,
 // and two signers of one issuer sign equally valid receipts.
-func changeKey(_ context.Context, what, id string, ch *store.PaymentChange) string {
+func changeKey(ctx context.Context, what, id string, ch *store.PaymentChange) string {
 	parts := []string{what, id, ch.Issuer, ch.Reason}
 	if ch.Inbound != nil {
 		parts = append(parts, "inbound", ch.Inbound.Source, ch.Inbound.EventID)
+	}
+	if f := store.FenceOf(ctx); f != nil {
+		parts = append(parts, "fence", f.Claim())
 	}
 	return strings.Join(parts, "\x00")
 }
@@ -250,6 +253,10 @@ func (s *Store) refundPayment(ctx context.Context, id string, ch store.PaymentCh
 	var out store.Completion
 	err := s.run(ctx, "refund payment", func(ctx context.Context, tx *firestore.Transaction) error {
 		now := s.clock()
+		fd, err := s.readFence(ctx, tx)
+		if err != nil {
+			return err
+		}
 		c, err := s.readChange(tx, id, &ch)
 		if err != nil {
 			return err
@@ -298,6 +305,9 @@ func (s *Store) refundPayment(ctx context.Context, id string, ch store.PaymentCh
 			return err
 		}
 		p.Status, p.RefundedAt, p.UpdatedAt, p.RefundReceiptID = payment.StatusRefunded, &now, now, signed.ID
+		if err := fd.mark(tx, now); err != nil {
+			return err
+		}
 		writes = append(writes,
 			func() error { return tx.Create(s.col(colReceipts).Doc(docID(signed.ID)), receiptDoc(&signed)) },
 			func() error { return tx.Set(s.paymentRef(p.ID), paymentDoc(&p)) },
