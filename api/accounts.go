@@ -128,6 +128,9 @@ func (s *Server) grantEntitlement(c echo.Context) error {
 		return err
 	}
 	now := s.now().UTC()
+	if err := b.ahead("", now); err != nil {
+		return err
+	}
 	p := payment.Payment{AgentID: agent}
 	if b.Balance != nil {
 		p.Amount = *b.Balance
@@ -188,6 +191,10 @@ func (s *Server) getEntitlement(c echo.Context) error {
 func (s *Server) revokeEntitlement(c echo.Context) error {
 	id, err := pathParam(c, "id")
 	if err != nil {
+		return err
+	}
+	var b emptyBody
+	if err := s.decodeOptional(c, &b); err != nil {
 		return err
 	}
 	e, err := s.store.RevokeEntitlement(storeCtx(c), id)

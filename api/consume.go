@@ -73,11 +73,10 @@ func (s *Server) consumeWith(c echo.Context, route string, op func(context.Conte
 // answerConsume maps a consume or check result to its HTTP answer: 200
 // consumed, replay or allowed; 402 denied, with every reason; 422 conflict.
 func (s *Server) answerConsume(c echo.Context, route string, res store.ConsumeResult) error {
-	reason := ""
-	if res.Outcome == store.Denied {
-		reason = string(mainReason(res.Denials))
+	if err := s.chargeRefused(route, res.Outcome, res.Denials,
+		"this idempotency key was already used for a call with different parameters; nothing was charged"); err != nil {
+		return err
 	}
-	s.metrics.consumeResults.WithLabelValues(route, string(res.Outcome), reason).Inc()
 	switch res.Outcome {
 	case store.Consumed, store.Replay:
 		if !handEncodes(&res.Consumption) {
@@ -91,15 +90,27 @@ func (s *Server) answerConsume(c echo.Context, route string, res store.ConsumeRe
 		return err
 	case store.Allowed:
 		return c.JSON(http.StatusOK, consumeAnswer{Result: res.Outcome, Entitlement: &res.Entitlement})
+	}
+	return unknownOutcome("consume", res.Outcome)
+}
+
+// chargeRefused counts the outcome of a consume, check or authorize on
+// route and answers its refusals: 422 for a conflict (conflictDetail), 402
+// for a denial, with every reason. It returns nil for any other outcome.
+func (s *Server) chargeRefused(route string, outcome store.Outcome, denials []entitlement.Denial, conflictDetail string) error {
+	reason := ""
+	if outcome == store.Denied {
+		reason = string(mainReason(denials))
+	}
+	s.metrics.consumeResults.WithLabelValues(route, string(outcome), reason).Inc()
+	switch outcome {
 	case store.Conflict:
-		return &Error{Status: http.StatusUnprocessableEntity, Kind: problem.IdempotencyKeyReused,
-			Detail: "this idempotency key was already used for a call with different parameters; nothing was charged"}
+		return &Error{Status: http.StatusUnprocessableEntity, Kind: problem.IdempotencyKeyReused, Detail: conflictDetail}
 	case store.Denied:
 		return &Error{Status: http.StatusPaymentRequired, Kind: problem.PaymentRequired,
-			Detail: "no entitlement of the agent covers this call (" + reason + ")", Reasons: res.Denials}
+			Detail: "no entitlement of the agent covers this call (" + reason + ")", Reasons: denials}
 	}
-	return &Error{Status: http.StatusInternalServerError, Kind: problem.Internal, Detail: "internal error",
-		Err: store.Errorf(store.CodeInternal, "unknown consume outcome %q", res.Outcome)}
+	return nil
 }
 
 // reasonRank orders denial reasons by how much they tell the caller: the

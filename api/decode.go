@@ -3,7 +3,6 @@ package api
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"io"
 	"mime"
 	"net/http"
@@ -17,8 +16,8 @@ import (
 
 var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
-// decode reads the request body into dst strictly: a JSON Content-Type, at
-// most s.bodyLimit bytes, exactly one JSON value of dst's shape (no unknown
+// decode reads the request body into dst strictly: at most s.bodyLimit
+// bytes, application/json in UTF-8 without a content coding (checkContent), exactly one JSON value of dst's shape (no unknown
 // or duplicate members, no wrong types, no trailing data, integers only where
 // integers belong), then validator tags. Every failure is a 4xx *Error
 // naming the field.
@@ -59,10 +58,8 @@ func (s *Server) decodeBody(c echo.Context, dst any, optional bool) error {
 	if optional && n == 0 {
 		return s.check(dst)
 	}
-	if !isJSON(req.Header.Get(echo.HeaderContentType)) {
-		return &Error{Status: http.StatusUnsupportedMediaType, Kind: problem.UnsupportedMediaType,
-			Detail: "the body must be application/json",
-			Errors: []problem.FieldError{{Field: "Content-Type", Detail: "must be application/json"}}}
+	if err := checkContent(c); err != nil {
+		return err
 	}
 	if err := DecodeJSON(buf.Bytes(), dst); err != nil {
 		return err
@@ -70,16 +67,43 @@ func (s *Server) decodeBody(c echo.Context, dst any, optional bool) error {
 	return s.check(dst)
 }
 
+// tooLarge is problem.TooLarge as a handler's error.
 func tooLarge(limit int64) *Error {
-	d := fmt.Sprintf("the body must be at most %d bytes", limit)
-	return &Error{Status: http.StatusRequestEntityTooLarge, Kind: problem.BodyTooLarge, Detail: d,
-		Errors: []problem.FieldError{{Field: "", Detail: d}}}
+	p := problem.TooLarge(limit)
+	return &Error{Status: p.Status, Kind: problem.BodyTooLarge, Detail: p.Detail, Errors: p.Errors}
 }
 
-func isJSON(ct string) bool {
-	if ct == "application/json" {
-		return true
+// checkContent refuses a body Stipend would misread (415, naming the
+// header): one with a content coding (Content-Encoding: gzip…), which is
+// never decoded, so it would be parsed as if it were plain; or one whose
+// media type is not application/json in UTF-8 (a charset other than utf-8,
+// another type, "+json" types such as application/json-patch+json, whose
+// meaning differs).
+func checkContent(c echo.Context) *Error {
+	h := c.Request().Header
+	for _, coding := range h.Values(echo.HeaderContentEncoding) {
+		if !strings.EqualFold(strings.TrimSpace(coding), "identity") {
+			// RFC 7694: a 415 for a content coding says which are accepted.
+			c.Response().Header().Set(echo.HeaderAcceptEncoding, "identity")
+			return unsupported(echo.HeaderContentEncoding, "must be absent or identity: the body must not be compressed or otherwise encoded")
+		}
 	}
-	mt, _, err := mime.ParseMediaType(ct)
-	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
+	ct := h.Get(echo.HeaderContentType)
+	if ct == "application/json" { // what nearly every client sends: no parsing
+		return nil
+	}
+	mt, params, err := mime.ParseMediaType(ct)
+	if err != nil || mt != "application/json" {
+		return unsupported(echo.HeaderContentType, "must be application/json")
+	}
+	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
+		return unsupported(echo.HeaderContentType, "the only charset is utf-8 (JSON is UTF-8)")
+	}
+	return nil
+}
+
+// unsupported is a 415 naming header.
+func unsupported(header, detail string) *Error {
+	return &Error{Status: http.StatusUnsupportedMediaType, Kind: problem.UnsupportedMediaType,
+		Detail: header + ": " + detail, Errors: []problem.FieldError{{Field: header, Detail: detail}}}
 }

@@ -57,6 +57,25 @@ func (g *grantBody) validate(prefix string) error {
 	return nil
 }
 
+// ahead checks that every instant g gives is later than now: an entitlement
+// that would be expired from the start is refused, since it is almost
+// always a mistake (a date in the wrong year, or a zero value such as
+// 0001-01-01T00:00:00Z sent for "none"; leave the member out for that).
+// prefix is as for validate. A payment's grant is checked when the payment
+// is created; if its instant has passed by the time the payment succeeds,
+// the entitlement is granted expired (docs/api.md).
+func (g *grantBody) ahead(prefix string, now time.Time) error {
+	for _, f := range []struct {
+		name string
+		t    *time.Time
+	}{{"validUntil", g.ValidUntil}, {"expiresAt", g.ExpiresAt}} {
+		if f.t != nil && !f.t.After(now) {
+			return Invalid(prefix+f.name, "must be later than now ("+now.Format(time.RFC3339)+"); leave it out for no end")
+		}
+	}
+	return nil
+}
+
 // template returns g as a payment grant, with instants in UTC.
 func (g *grantBody) template() payment.Grant {
 	return payment.Grant{

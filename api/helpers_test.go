@@ -106,11 +106,11 @@ func newEnv(tb testing.TB, opts ...option) *env {
 }
 
 // newEnvWith is newEnv with the given ledger and no automatic keys: every
-// request is sent as the test wrote it. The ledger is fenced, as `stipend
-// serve` sets it (the memory store checks the memory ledger's fences).
+// request is sent as the test wrote it. The ledger is not fenced, so a
+// test may pair any store with any ledger; newEnvLedger sets options.
 func newEnvWith(tb testing.TB, ledger idempotency.Ledger, opts ...option) *env {
 	tb.Helper()
-	return newEnvLedger(tb, ledger, idempotency.Options{Namespace: "api-test", Development: true, Fenced: true}, opts...)
+	return newEnvLedger(tb, ledger, idempotency.Options{Namespace: "api-test", Development: true}, opts...)
 }
 
 // newEnvLedger is newEnvWith with the ledger's options given.
@@ -200,6 +200,8 @@ type req struct {
 	// Body is sent as is when a string or []byte, else JSON-encoded.
 	Body   any
 	Header map[string]string
+	// Values adds header values (several for one name), after Header.
+	Values http.Header
 }
 
 func (e *env) do(r req) response {
@@ -227,6 +229,11 @@ func (e *env) do(r req) response {
 	}
 	for k, v := range r.Header {
 		hr.Header.Set(k, v)
+	}
+	for k, vs := range r.Values {
+		for _, v := range vs {
+			hr.Header.Add(k, v)
+		}
 	}
 	if e.autoKey && hr.Header.Get(idempotency.HeaderKey) == "" && ledgerRoute.MatchString(r.Method+" "+hr.URL.EscapedPath()) {
 		hr.Header.Set(idempotency.HeaderKey, uuid.NewString())

@@ -71,20 +71,13 @@ func (s *Server) authorize(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	reason := ""
-	if res.Outcome == store.Denied {
-		reason = string(mainReason(res.Denials))
+	if err := s.chargeRefused("authorize", res.Outcome, res.Denials,
+		"this idempotency key was already used for a call with different parameters, or for a consume; nothing was reserved"); err != nil {
+		return err
 	}
-	s.metrics.consumeResults.WithLabelValues("authorize", string(res.Outcome), reason).Inc()
 	switch res.Outcome {
 	case store.Held, store.Replay:
 		return c.JSON(http.StatusOK, holdAnswer{Result: res.Outcome, Hold: res.Hold})
-	case store.Conflict:
-		return &Error{Status: http.StatusUnprocessableEntity, Kind: problem.IdempotencyKeyReused,
-			Detail: "this idempotency key was already used for a call with different parameters, or for a consume; nothing was reserved"}
-	case store.Denied:
-		return &Error{Status: http.StatusPaymentRequired, Kind: problem.PaymentRequired,
-			Detail: "no entitlement of the agent covers this call (" + reason + ")", Reasons: res.Denials}
 	}
 	return unknownOutcome("authorize", res.Outcome)
 }

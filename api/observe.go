@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/stipend-mcp/stipend/problem"
+	"github.com/stipend-mcp/stipend/store"
 )
 
 // HeaderRequestID carries the request ID, in requests (kept if well formed)
@@ -95,6 +96,11 @@ func newMetrics(r *prometheus.Registry) (*metrics, error) {
 			Name: "stipend_store_errors_total",
 			Help: "Store errors that reached the HTTP layer, by store error code.",
 		}, []string{"code"}),
+	}
+	// Every code's series exists from the start at 0, so a rate or an alert
+	// on it works before the first error of that code.
+	for _, code := range store.Codes() {
+		m.storeErrors.WithLabelValues(string(code))
 	}
 	for _, c := range []prometheus.Collector{m.latency, m.consumeResults, m.storeErrors} {
 		if err := r.Register(c); err != nil {

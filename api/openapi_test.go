@@ -165,6 +165,16 @@ func TestOpenAPI_Responses(t *testing.T) {
 	e.must(409, req{Method: "POST", Path: "/v1/deliveries/" + f.deliveryID + "/retry", Key: admin})
 	e.must(200, req{Method: "POST", Path: "/v1/webhooks/stripe", Body: f.stripeEvent, Header: map[string]string{"Stripe-Signature": f.stripeSignature}})
 
+	// CORS preflights and plain OPTIONS on the reader routes.
+	for _, path := range []string{"/v1/accounts/" + agentA, "/v1/accounts/" + agentA + "/entitlements", "/v1/accounts/" + agentA + "/consumptions",
+		"/v1/accounts/" + agentA + "/receipts", "/v1/entitlements/x", "/v1/receipts/x", "/.well-known/jwks.json"} {
+		e.must(204, req{Method: "OPTIONS", Path: path})
+		pre := e.must(204, req{Method: "OPTIONS", Path: path, Header: map[string]string{"Origin": "https://ui.example", "Access-Control-Request-Method": "GET"}})
+		if got := pre.Header.Get("Access-Control-Allow-Origin"); got != "https://ui.example" {
+			t.Errorf("preflight of %s: Access-Control-Allow-Origin %q, want the configured origin", path, got)
+		}
+	}
+
 	down := newEnv(t, func(c *api.Config) { c.Store = downStore{c.Store} })
 	down.seen = seen
 	down.must(503, req{Method: "GET", Path: "/readyz"})

@@ -212,9 +212,12 @@ func (unavailableStore) CheckAndConsume(context.Context, entitlement.ConsumeRequ
 
 func TestConsume_StoreUnavailableIs503(t *testing.T) {
 	e := newEnv(t, func(c *api.Config) { c.Store = unavailableStore{c.Store} })
-	p := e.must(http.StatusServiceUnavailable, req{Method: "POST", Path: "/v1/consume", Key: e.keys.Host, Body: consumeBody(agentA, "k", 1)}).problem(t)
-	if p.Type != problem.Unavailable.URI() || !strings.Contains(p.Detail, "same idempotency key") {
+	res := e.must(http.StatusServiceUnavailable, req{Method: "POST", Path: "/v1/consume", Key: e.keys.Host, Body: consumeBody(agentA, "k", 1)})
+	if p := res.problem(t); p.Type != problem.Unavailable.URI() || !strings.Contains(p.Detail, "same idempotency key") {
 		t.Errorf("problem = %+v, want unavailable saying a retry with the same key is safe", p)
+	}
+	if got := res.Header.Get("Retry-After"); got != problem.RetryAfterSeconds {
+		t.Errorf("Retry-After = %q, want %q: a retry can succeed", got, problem.RetryAfterSeconds)
 	}
 }
 

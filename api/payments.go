@@ -5,13 +5,16 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
 	"github.com/stipend-mcp/stipend/apikey"
 	"github.com/stipend-mcp/stipend/entitlement"
+	"github.com/stipend-mcp/stipend/idempotency"
 	"github.com/stipend-mcp/stipend/money"
 	"github.com/stipend-mcp/stipend/payment"
 	"github.com/stipend-mcp/stipend/problem"
@@ -19,8 +22,9 @@ import (
 	"github.com/stipend-mcp/stipend/store"
 )
 
-// HeaderIdempotencyKey carries the key that makes POST /v1/payments idempotent.
-const HeaderIdempotencyKey = "Idempotency-Key"
+// HeaderIdempotencyKey carries the key that makes POST /v1/payments
+// idempotent, read by the same rule as the ledger routes' (idempotency.ParseKey).
+const HeaderIdempotencyKey = idempotency.HeaderKey
 
 func (s *Server) registerPayments(g group) {
 	billing := s.auth(apikey.RoleBilling)
@@ -70,12 +74,9 @@ func (b *paymentBody) fingerprint() (string, error) {
 }
 
 func (s *Server) createPayment(c echo.Context) error {
-	key := c.Request().Header.Get(HeaderIdempotencyKey)
-	if key == "" {
-		return Invalid(HeaderIdempotencyKey, "is required: send a unique key per payment, and the same key when retrying it")
-	}
-	if !entitlement.ValidIdempotencyKey(key) {
-		return Invalid(HeaderIdempotencyKey, "must be 1–255 printable ASCII characters")
+	key, err := idempotency.ParseKey(c.Request().Header)
+	if err != nil {
+		return err
 	}
 	var b paymentBody
 	if err := s.decode(c, &b); err != nil {
@@ -86,6 +87,14 @@ func (s *Server) createPayment(c echo.Context) error {
 		return err
 	}
 	now := s.now().UTC()
+	if err := b.Grant.ahead("grant.", now); err != nil {
+		// A retry of a payment created while its grant's instants were
+		// still ahead answers that payment, as any retry with its key does.
+		if p, ferr := s.store.FindPaymentByIdempotencyKey(storeCtx(c), key); ferr == nil && p.Fingerprint == fingerprint {
+			return c.JSON(http.StatusOK, p)
+		}
+		return err
+	}
 	p := payment.Payment{
 		ID:               uuid.NewString(),
 		AgentID:          b.AgentID,
@@ -152,7 +161,15 @@ type emptyBody struct{}
 
 // failBody is the optional body of POST /v1/payments/{id}/fail.
 type failBody struct {
-	Reason string `json:"reason" validate:"max=500"`
+	Reason string `json:"reason"`
+}
+
+// Validate bounds the reason as payments store it.
+func (b *failBody) Validate() error {
+	if utf8.RuneCountInString(b.Reason) > payment.MaxFailureReasonLen {
+		return Invalid("reason", fmt.Sprintf("must be at most %d characters", payment.MaxFailureReasonLen))
+	}
+	return nil
 }
 
 func (s *Server) change(c echo.Context) (string, store.PaymentChange, error) {
@@ -204,7 +221,7 @@ func (s *Server) failPayment(c echo.Context) error {
 	if err := s.decodeOptional(c, &b); err != nil {
 		return err
 	}
-	p, err := s.store.FailPayment(storeCtx(c), id, store.PaymentChange{Reason: b.Reason})
+	p, err := s.store.FailPayment(storeCtx(c), id, store.PaymentChange{Reason: payment.CleanFailureReason(b.Reason)})
 	if err != nil {
 		return paymentStateError(err, "fail")
 	}

@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -157,6 +158,21 @@ func TestPayments(t *testing.T) {
 			t.Errorf("fail: got %+v", failed)
 		}
 		e.must(http.StatusConflict, req{Method: "POST", Path: "/v1/payments/" + q.ID + "/succeed", Key: e.keys.Billing})
+	})
+	t.Run("FailReasonCleaned", func(t *testing.T) {
+		// Stored as a Stripe cancellation's is (payment.CleanFailureReason):
+		// control characters become spaces; past the limit is a 400.
+		var q payment.Payment
+		e.createPayment("pay-reason", paymentBody(agentB, 10)).decode(t, &q)
+		path := "/v1/payments/" + q.ID + "/fail"
+		wantField(t, e.must(http.StatusBadRequest, req{Method: "POST", Path: path, Key: e.keys.Billing,
+			Body: map[string]string{"reason": strings.Repeat("é", payment.MaxFailureReasonLen+1)}}), "reason")
+		var failed payment.Payment
+		e.must(http.StatusOK, req{Method: "POST", Path: path, Key: e.keys.Billing,
+			Body: map[string]string{"reason": "card\x00declined\n\u202e" + strings.Repeat("é", payment.MaxFailureReasonLen-20)}}).decode(t, &failed)
+		if want := "card declined " + strings.Repeat("é", payment.MaxFailureReasonLen-20); failed.FailureReason != want {
+			t.Errorf("failureReason = %q, want %q", failed.FailureReason, want)
+		}
 	})
 	t.Run("UnknownPaymentIs404", func(t *testing.T) {
 		e.must(http.StatusNotFound, req{Method: "GET", Path: "/v1/payments/nope", Key: e.keys.Billing})

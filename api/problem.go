@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/stipend-mcp/stipend/entitlement"
+	"github.com/stipend-mcp/stipend/idempotency"
 	"github.com/stipend-mcp/stipend/problem"
 	"github.com/stipend-mcp/stipend/store"
 )
@@ -76,6 +77,10 @@ func problemOf(err error) (problem.Problem, bool) {
 		p.Errors, p.Reasons = ae.Errors, ae.Reasons
 		return p, ae.Status >= 500 && ae.Err != nil
 	}
+	var ke *idempotency.KeyError
+	if errors.As(err, &ke) {
+		return ke.Problem(), false
+	}
 	var se *store.Error
 	if errors.As(err, &se) {
 		m, ok := storeStatus[se.Code]
@@ -86,6 +91,9 @@ func problemOf(err error) (problem.Problem, bool) {
 		case store.CodeInternal:
 			return problem.New(m.status, m.kind, "internal error"), true
 		case store.CodeUnavailable:
+			if store.IsUncertain(err) {
+				return problem.New(m.status, m.kind, "the store did not confirm the change in time, so it may have been applied; retry with the same idempotency key to find out (the retry answers the change, made once)"), true
+			}
 			return problem.New(m.status, m.kind, "the store is unavailable; retrying with the same idempotency key is safe"), true
 		}
 		return problem.New(m.status, m.kind, se.Message), false

@@ -23,6 +23,7 @@ import (
 
 	"github.com/stipend-mcp/stipend/apikey"
 	"github.com/stipend-mcp/stipend/idempotency"
+	"github.com/stipend-mcp/stipend/problem"
 	"github.com/stipend-mcp/stipend/receipt"
 	"github.com/stipend-mcp/stipend/store"
 )
@@ -65,6 +66,9 @@ type Config struct {
 	BodyLimit int64
 	// ReadyTimeout bounds the store probe of /readyz; 0 means 2 s.
 	ReadyTimeout time.Duration
+	// StoreTimeout bounds the store calls of each request, counted from
+	// its arrival (see storeDeadline); 0 means DefaultStoreTimeout.
+	StoreTimeout time.Duration
 	// RouteMiddleware, if set, is asked once per authenticated route
 	// (method and path template, e.g. "POST", "/v1/payments/:id/refund"),
 	// on the route's first authenticated request, for middleware to run
@@ -90,6 +94,7 @@ type Server struct {
 	now       func() time.Time
 	bodyLimit int64
 	ready     time.Duration
+	timeout   time.Duration
 	ids       *requestIDs
 	cors      []string
 	routeMW   func(method, path string) []echo.MiddlewareFunc
@@ -107,11 +112,13 @@ func New(cfg Config) (*Server, error) {
 		return nil, errors.New("api: Config.Signer is required outside development")
 	case cfg.BodyLimit < 0:
 		return nil, errors.New("api: Config.BodyLimit must not be negative")
+	case cfg.StoreTimeout < 0:
+		return nil, errors.New("api: Config.StoreTimeout must not be negative")
 	}
 	s := &Server{
 		store: cfg.Store, keys: cfg.Keys, signer: cfg.Signer, issuer: cfg.Issuer,
 		log: cfg.Logger, registry: cfg.Registry, now: cfg.Now, bodyLimit: cfg.BodyLimit,
-		ready: cfg.ReadyTimeout, validate: newValidator(), ids: newRequestIDs(),
+		ready: cfg.ReadyTimeout, timeout: cfg.StoreTimeout, validate: newValidator(), ids: newRequestIDs(),
 		cors: cfg.CORSOrigins, routeMW: cfg.RouteMiddleware,
 	}
 	if s.issuer == "" {
@@ -132,6 +139,9 @@ func New(cfg Config) (*Server, error) {
 	if s.ready == 0 {
 		s.ready = 2 * time.Second
 	}
+	if s.timeout == 0 {
+		s.timeout = DefaultStoreTimeout
+	}
 	m, err := newMetrics(s.registry)
 	if err != nil {
 		return nil, err
@@ -142,7 +152,7 @@ func New(cfg Config) (*Server, error) {
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
 	e.Pre(s.requestID)
-	e.Use(s.observe, recoverPanic)
+	e.Use(s.observe, recoverPanic, checkQuery, s.storeDeadline)
 	if len(s.cors) > 0 {
 		e.Use(s.corsMiddleware())
 	}
@@ -227,6 +237,10 @@ func (s *Server) handleError(err error, c echo.Context) {
 	if errors.As(err, &se) {
 		s.metrics.storeErrors.WithLabelValues(string(se.Code)).Inc()
 	}
+	if p.Status == http.StatusServiceUnavailable && store.CodeOf(err) == store.CodeUnavailable {
+		// The store did not answer: retrying (with the same key) is safe.
+		c.Response().Header().Set(echo.HeaderRetryAfter, problem.RetryAfterSeconds)
+	}
 	if p.Status >= 500 && changedNothing(err) {
 		idempotency.MarkUnchanged(c) // a route behind the ledger releases its key
 	}
@@ -258,5 +272,6 @@ func changedNothing(err error) bool {
 }
 
 // storeCtx is the context of a handler's store calls: the request's, which
-// ends when the client goes away or the server shuts down.
+// ends at the request's store deadline (storeDeadline), or earlier when the
+// client goes away or the server shuts down.
 func storeCtx(c echo.Context) context.Context { return c.Request().Context() }

@@ -165,6 +165,10 @@ func (w *webhookRoutes) deleteEndpoint(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	var b emptyBody
+	if err := w.s.decodeOptional(c, &b); err != nil {
+		return err
+	}
 	if err := w.deliveries.DeleteEndpoint(storeCtx(c), id); err != nil {
 		return err
 	}

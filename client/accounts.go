@@ -102,12 +102,13 @@ type EntitlementGrant struct {
 }
 
 // GrantEntitlement grants an entitlement to an agent directly, without a
-// payment. idempotencyKey is sent as the Idempotency-Key header and makes the
-// call safe to retry; it must be unique per grant. Role: admin.
+// payment. idempotencyKey is sent as the Idempotency-Key header (the route
+// requires one; without it the call is refused unsent) and makes the call
+// safe to retry; it must be unique per grant. Role: admin.
 func (c *Client) GrantEntitlement(ctx context.Context, agentID, idempotencyKey string, g EntitlementGrant) (*entitlement.Entitlement, error) {
 	var out entitlement.Entitlement
 	path := "/v1/accounts/" + seg(agentID) + "/entitlements"
-	_, err := c.do(ctx, call{method: http.MethodPost, path: path, body: g, idemKey: idempotencyKey, retry: idempotencyKey != ""}, &out)
+	_, err := c.do(ctx, call{method: http.MethodPost, path: path, body: g, idemKey: idempotencyKey, keyRequired: true, retry: true}, &out)
 	if err != nil {
 		return nil, err
 	}

@@ -2,7 +2,9 @@ package client_test
 
 import (
 	"errors"
+	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stipend-mcp/stipend/api"
@@ -12,17 +14,20 @@ import (
 	"github.com/stipend-mcp/stipend/entitlement"
 	"github.com/stipend-mcp/stipend/idempotency"
 	"github.com/stipend-mcp/stipend/idempotency/memledger"
-	"github.com/stipend-mcp/stipend/money"
 	"github.com/stipend-mcp/stipend/payment"
 	"github.com/stipend-mcp/stipend/receipt"
 	"github.com/stipend-mcp/stipend/store/memory"
 )
 
 // clients are clients of one real Stipend server, one per role, and the
-// server's clock.
+// server's clock, store, URL and raw keys, and how many requests it got.
 type clients struct {
 	host, billing, admin *client.Client
 	clock                *conformance.Clock
+	store                *memory.Store
+	url                  string
+	keys                 map[apikey.Role]string
+	requests             *atomic.Int64
 }
 
 // startStipend runs the REST service on the memory store on loopback, as
@@ -49,13 +54,19 @@ func startStipend(t *testing.T) clients {
 		t.Fatal(err)
 	}
 	clock := conformance.NewClock()
-	srv, err := api.New(api.Config{Store: memory.New(memory.WithClock(clock.Now)), Keys: keys, Signer: signer,
-		Development: true, Now: clock.Now})
+	st := memory.New(memory.WithClock(clock.Now))
+	srv, err := api.New(api.Config{Store: st, Keys: keys, Signer: signer,
+		Development: true, Now: clock.Now, Webhooks: &api.WebhookConfig{AllowPrivate: true}})
 	if err != nil {
 		t.Fatalf("api.New: %v", err)
 	}
 	srv.UseLedger(memledger.New("client-test"), idempotency.Options{Namespace: "client-test", Development: true})
-	ts := httptest.NewServer(srv.Handler())
+	requests := new(atomic.Int64)
+	h := srv.Handler()
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		h.ServeHTTP(w, r)
+	}))
 	t.Cleanup(ts.Close)
 	mk := func(role apikey.Role) *client.Client {
 		c, err := client.New(ts.URL, raw[role])
@@ -64,7 +75,8 @@ func startStipend(t *testing.T) clients {
 		}
 		return c
 	}
-	return clients{host: mk(apikey.RoleHost), billing: mk(apikey.RoleBilling), admin: mk(apikey.RoleAdmin), clock: clock}
+	return clients{host: mk(apikey.RoleHost), billing: mk(apikey.RoleBilling), admin: mk(apikey.RoleAdmin), clock: clock,
+		store: st, url: ts.URL, keys: raw, requests: requests}
 }
 
 // TestClient_AgainstTheService checks the client's requests and decoding
@@ -73,7 +85,7 @@ func TestClient_AgainstTheService(t *testing.T) {
 	c := startStipend(t)
 	ctx := t.Context()
 	const agent = "agent-1"
-	usd := func(cents int64) *money.Money { return &money.Money{Cents: cents, Currency: "USD"} }
+	usd := client.USD
 
 	acct, err := c.billing.PutAccount(ctx, agent, client.AccountUpdate{DisplayName: "Agent One"})
 	if err != nil || acct.AgentID != agent || acct.DisplayName != "Agent One" {
@@ -115,11 +127,11 @@ func TestClient_AgainstTheService(t *testing.T) {
 			t.Errorf("problem = %+v, want type, request id and reasons %v", p, want)
 		}
 	})
-	t.Run("KeyConflict", func(t *testing.T) {
+	t.Run("KeyReused", func(t *testing.T) {
 		r := req
 		r.Cost = usd(1)
-		if _, err := c.host.Consume(ctx, r); !client.IsConflict(err) {
-			t.Errorf("Consume with a reused key and another cost: %v, want a conflict", err)
+		if _, err := c.host.Consume(ctx, r); !client.IsKeyReused(err) || client.IsConflict(err) {
+			t.Errorf("Consume with a reused key and another cost: %v, want key reused (and not a conflict)", err)
 		}
 	})
 	t.Run("FieldErrors", func(t *testing.T) {
@@ -162,8 +174,8 @@ func TestClient_AgainstTheService(t *testing.T) {
 	}
 	other := pr
 	other.Amount = *usd(301)
-	if _, _, err := c.billing.CreatePayment(ctx, "pay-1", other); !client.IsConflict(err) {
-		t.Errorf("CreatePayment with a reused key and another amount: %v, want a conflict", err)
+	if _, _, err := c.billing.CreatePayment(ctx, "pay-1", other); !client.IsKeyReused(err) || client.IsConflict(err) {
+		t.Errorf("CreatePayment with a reused key and another amount: %v, want key reused (and not a conflict)", err)
 	}
 	done, err := c.billing.SucceedPayment(ctx, p.ID)
 	if err != nil || done.Payment.Status != payment.StatusSucceeded || done.Receipt.JWS == "" || len(done.Entitlements) != 1 {

@@ -7,13 +7,22 @@
 // Idempotency-Key header) are retried on network errors and on 503 with
 // jittered exponential backoff, sending the same body and the same key each
 // time, so a retry is never charged twice. Error answers are *Problem values
-// (RFC 9457 problem+json); classify them with IsPaymentRequired, IsConflict,
-// IsNotFound and IsUnavailable, and the hold and refund refusals with
-// IsHoldExpired, IsHoldConflict and IsRefundRefused.
+// (RFC 9457 problem+json); classify them with IsPaymentRequired, IsInvalid,
+// IsKeyReused, IsConflict, IsNotFound, IsUnauthorized and IsUnavailable, and
+// the hold and refund refusals with IsHoldExpired, IsHoldConflict and
+// IsRefundRefused. A request the server would refuse for its content (an
+// invalid amount, such as a lower-case currency) is refused before it is
+// sent, with the *Problem the server would answer (IsInvalid).
+//
+// Webhook endpoints and deliveries are the store's own types
+// (store.Endpoint, store.Delivery); the JWKS is receipt.JWKS, which
+// receipt.Verify takes. The List methods answer one page; the All methods
+// range over every item of a list (iter.Seq2), page after page.
 //
 // The package stays light: beyond the standard library and Stipend's domain
-// packages it imports github.com/google/uuid and, through package receipt
-// (for signed receipts), github.com/go-jose/go-jose/v4 and
+// packages it imports github.com/google/uuid and, through package money,
+// github.com/go-json-experiment/json, and through package receipt (for
+// signed receipts), github.com/go-jose/go-jose/v4 and
 // github.com/gowebpki/jcs; none of the server's dependencies. go.mod says
 // which of the module's requirements only its tests use.
 package client
@@ -31,6 +40,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/stipend-mcp/stipend/field"
 )
 
 // Defaults for New.
@@ -111,6 +122,8 @@ type call struct {
 	body   any
 	// idemKey is sent as the Idempotency-Key header.
 	idemKey string
+	// keyRequired says the route requires an Idempotency-Key.
+	keyRequired bool
 	// retry says the request may be sent again after a network error or 503.
 	retry bool
 }
@@ -118,10 +131,22 @@ type call struct {
 // do performs c and decodes a 2xx answer into out (if non-nil). It returns
 // the status code of the final answer.
 func (cl *Client) do(ctx context.Context, c call, out any) (int, error) {
+	if c.keyRequired && c.idemKey == "" {
+		return 0, keyMissing()
+	}
+	if b, ok := c.body.(checker); ok {
+		if err := b.check(); err != nil {
+			return 0, invalid(err)
+		}
+	}
 	var body []byte
 	if c.body != nil {
 		var err error
 		if body, err = json.Marshal(c.body); err != nil {
+			var fe *field.Error
+			if errors.As(err, &fe) { // a value a check does not cover
+				return 0, invalid(fe)
+			}
 			return 0, fmt.Errorf("client: encoding %s %s: %w", c.method, c.path, err)
 		}
 	}

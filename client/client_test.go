@@ -176,15 +176,16 @@ func TestClient_Retry(t *testing.T) {
 			t.Errorf("got %d attempts, want 1", got)
 		}
 	})
-	t.Run("GrantWithoutKeyIsNotRetried", func(t *testing.T) {
+	t.Run("GrantWithoutKeyIsNotSent", func(t *testing.T) {
 		rc := &recorder{answers: []func(http.ResponseWriter){unavailable}}
 		c := newClient(t, rc)
 		_, err := c.GrantEntitlement(t.Context(), "a1", "", client.EntitlementGrant{})
-		if !client.IsUnavailable(err) {
-			t.Errorf("GrantEntitlement error = %v, want unavailable", err)
+		var p *client.Problem
+		if !client.IsInvalid(err) || !errors.As(err, &p) || p.Type != problem.IdempotencyKeyMissing.URI() {
+			t.Errorf("GrantEntitlement without a key: error = %v, want a 400 idempotency-key-missing", err)
 		}
-		if got := len(rc.got()); got != 1 {
-			t.Errorf("got %d attempts, want 1", got)
+		if got := len(rc.got()); got != 0 {
+			t.Errorf("got %d attempts, want 0", got)
 		}
 	})
 }
@@ -294,11 +295,19 @@ func TestClient_Problem(t *testing.T) {
 			t.Errorf("IsUnavailable(%v) = false, want true", err)
 		}
 	})
-	t.Run("Conflict", func(t *testing.T) {
-		rc := &recorder{answers: []func(http.ResponseWriter){problemAnswer(422, `{"status":422}`)}}
+	// A key reused for other parameters (422) and a conflict (409) are told apart.
+	t.Run("KeyReused", func(t *testing.T) {
+		rc := &recorder{answers: []func(http.ResponseWriter){problemAnswer(422, `{"type":"`+problem.IdempotencyKeyReused.URI()+`","status":422}`)}}
 		_, err := newClient(t, rc).Consume(t.Context(), consumeRequest())
-		if !client.IsConflict(err) {
-			t.Errorf("IsConflict(%v) = false, want true", err)
+		if !client.IsKeyReused(err) || client.IsConflict(err) {
+			t.Errorf("IsKeyReused(%v), IsConflict = %v, %v; want true, false", err, client.IsKeyReused(err), client.IsConflict(err))
+		}
+	})
+	t.Run("Conflict", func(t *testing.T) {
+		rc := &recorder{answers: []func(http.ResponseWriter){problemAnswer(409, `{"type":"`+problem.IdempotencyKeyInProgress.URI()+`","status":409}`)}}
+		_, err := newClient(t, rc).Consume(t.Context(), consumeRequest())
+		if !client.IsConflict(err) || client.IsKeyReused(err) {
+			t.Errorf("IsConflict(%v), IsKeyReused = %v, %v; want true, false", err, client.IsConflict(err), client.IsKeyReused(err))
 		}
 	})
 }

@@ -40,7 +40,9 @@ type ConsumeResult struct {
 // Consume charges one tool call to the agent's entitlements. It is retried
 // with the same idempotency key on network errors and 503, so it charges at
 // most once. A 402 (IsPaymentRequired) carries the reasons in the *Problem;
-// a 422 (IsConflict) means the key was used before with other parameters.
+// a 422 (IsKeyReused) means the key was used before with other
+// parameters. A request the server would refuse for its content is refused
+// before it is sent (IsInvalid, naming the field).
 // Role: host.
 func (c *Client) Consume(ctx context.Context, r ConsumeRequest) (*ConsumeResult, error) {
 	var out ConsumeResult

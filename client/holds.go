@@ -51,7 +51,7 @@ type HoldResult struct {
 // Authorize reserves the most a tool call may cost. It is retried with the
 // same idempotency key on network errors and 503, so it reserves at most
 // once. A 402 (IsPaymentRequired) carries the reasons in the *Problem, as
-// Consume's; a 422 (IsConflict) means the key was used before with other
+// Consume's; a 422 (IsKeyReused) means the key was used before with other
 // parameters, or by a consume. Role: host.
 func (c *Client) Authorize(ctx context.Context, r AuthorizeRequest) (*HoldResult, error) {
 	var out HoldResult
@@ -100,14 +100,16 @@ func (c *Client) CaptureHold(ctx context.Context, id string, r CaptureRequest) (
 // for a captured hold. Role: host.
 func (c *Client) ReleaseHold(ctx context.Context, id, agentID string) (*HoldResult, error) {
 	var out HoldResult
-	body := struct {
-		AgentID string `json:"agentId"`
-	}{agentID}
 	path := "/v1/holds/" + seg(id) + "/release"
-	if _, err := c.do(ctx, call{method: http.MethodPost, path: path, body: body, retry: true}, &out); err != nil {
+	if _, err := c.do(ctx, call{method: http.MethodPost, path: path, body: releaseRequest{agentID}, retry: true}, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
+}
+
+// releaseRequest is the body of POST /v1/holds/{id}/release.
+type releaseRequest struct {
+	AgentID string `json:"agentId"`
 }
 
 // GetHold returns a hold; one past its expiry shows as expired. Role: host,

@@ -10,7 +10,6 @@ import (
 
 	"github.com/stipend-mcp/stipend/client"
 	"github.com/stipend-mcp/stipend/entitlement"
-	"github.com/stipend-mcp/stipend/money"
 	"github.com/stipend-mcp/stipend/payment"
 )
 
@@ -20,7 +19,7 @@ func TestClient_Holds(t *testing.T) {
 	c := startStipend(t)
 	ctx := t.Context()
 	const agent = "agent-1"
-	usd := func(cents int64) *money.Money { return &money.Money{Cents: cents, Currency: "USD"} }
+	usd := client.USD
 	grant := payment.Grant{Type: entitlement.TypeCredits, Scope: entitlement.Scope{Service: "svc"}}
 	e, err := c.admin.GrantEntitlement(ctx, agent, "grant-1", client.EntitlementGrant{Grant: grant, Balance: usd(100)})
 	if err != nil {

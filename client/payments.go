@@ -2,6 +2,8 @@ package client
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 
 	"github.com/google/uuid"
@@ -24,11 +26,11 @@ type PaymentRequest struct {
 
 // CreatePayment creates a pending payment, idempotently on idempotencyKey
 // (sent as the Idempotency-Key header): the same key and body answer the
-// existing payment with created false; the same key with another body is a
-// conflict (IsConflict). Retried on network errors and 503. Role: billing, admin.
+// existing payment with created false; the same key with another body is
+// refused (IsKeyReused). Retried on network errors and 503. Role: billing, admin.
 func (c *Client) CreatePayment(ctx context.Context, idempotencyKey string, r PaymentRequest) (p *payment.Payment, created bool, err error) {
 	var out payment.Payment
-	status, err := c.do(ctx, call{method: http.MethodPost, path: "/v1/payments", body: r, idemKey: idempotencyKey, retry: true}, &out)
+	status, err := c.do(ctx, call{method: http.MethodPost, path: "/v1/payments", body: r, idemKey: idempotencyKey, keyRequired: true, retry: true}, &out)
 	if err != nil {
 		return nil, false, err
 	}
@@ -111,4 +113,24 @@ func (c *Client) ListReceipts(ctx context.Context, agentID string, p Page) (*Lis
 		return nil, err
 	}
 	return &out, nil
+}
+
+// JWKS returns the public keys that verify Stipend's receipts (GET
+// /.well-known/jwks.json, no key needed), for receipt.Verify:
+//
+//	set, err := c.JWKS(ctx)
+//	r, err := receipt.Verify(signed.JWS, set)
+//
+// Fetch it again when a receipt names a kid the set does not have: the
+// server may have rotated its signing key.
+func (c *Client) JWKS(ctx context.Context) (receipt.JWKS, error) {
+	var raw json.RawMessage
+	if _, err := c.do(ctx, call{method: http.MethodGet, path: "/.well-known/jwks.json", retry: true}, &raw); err != nil {
+		return receipt.JWKS{}, err
+	}
+	set, err := receipt.ParseJWKS(raw)
+	if err != nil {
+		return receipt.JWKS{}, fmt.Errorf("client: decoding the answer to GET /.well-known/jwks.json: %w", err)
+	}
+	return set, nil
 }

@@ -93,19 +93,28 @@ func statusOf(err error) int {
 // call. The *Problem's Reasons say why.
 func IsPaymentRequired(err error) bool { return statusOf(err) == http.StatusPaymentRequired }
 
-// IsConflict reports whether err is a 409 or 422: an idempotency key reused
-// with different parameters, a request still in progress, or a state change
-// the resource does not allow.
-func IsConflict(err error) bool {
-	s := statusOf(err)
-	return s == http.StatusConflict || s == http.StatusUnprocessableEntity
-}
+// IsConflict reports whether err is a 409: a state change the resource
+// does not allow now (IsHoldExpired, IsHoldConflict and IsRefundRefused say
+// which, for holds and refunds), or a request with the same Idempotency-Key
+// still in progress. An idempotency key reused for other parameters is not
+// a conflict but IsKeyReused.
+func IsConflict(err error) bool { return statusOf(err) == http.StatusConflict }
+
+// IsKeyReused reports whether err is a 422 idempotency-key-reused (the only
+// 422 Stipend answers): the idempotency key, in the body of a consume, check
+// or authorize or in the Idempotency-Key header, was used before for a
+// request with other parameters, which was not repeated. Nothing was done;
+// send the request with a new key.
+func IsKeyReused(err error) bool { return statusOf(err) == http.StatusUnprocessableEntity }
 
 // IsNotFound reports whether err is a 404.
 func IsNotFound(err error) bool { return statusOf(err) == http.StatusNotFound }
 
 // IsInvalid reports whether err is a 400: the request itself is wrong
-// (Problem.Errors names the fields).
+// (Problem.Errors names the fields). The client answers one itself, sending
+// nothing and with no RequestID, for a request it can tell the server would
+// refuse: an invalid amount, agent ID or consume parameters, or a missing
+// Idempotency-Key.
 func IsInvalid(err error) bool { return statusOf(err) == http.StatusBadRequest }
 
 // IsUnauthorized reports whether err is a 401 or 403: the key is missing,

@@ -24,17 +24,18 @@ type RefundResult struct {
 
 // RefundConsumption gives (part of) a consumption back to its entitlement;
 // a consumption is refunded at most once. idempotencyKey is sent as the
-// Idempotency-Key header (the route requires one): unique per refund, and
-// the same when repeating one. The call is retried with it on network
-// errors and 503 (not without a key, which the served route refuses). Errors: IsNotFound for an unknown consumption;
-// IsInvalid for more than was charged or another currency; IsRefundRefused
+// Idempotency-Key header (the route requires one; without it the call is
+// refused unsent): unique per refund, and the same when repeating one. The
+// call is retried with it on network errors and 503. Errors: IsNotFound for
+// an unknown consumption; IsInvalid for more than was charged or another
+// currency; IsKeyReused for the key of another refund; IsRefundRefused
 // when the entitlement is revoked, the consumption is from an earlier quota
 // period, or it was already refunded with another amount. Role: billing,
 // admin.
 func (c *Client) RefundConsumption(ctx context.Context, id, idempotencyKey string, r RefundRequest) (*RefundResult, error) {
 	var out RefundResult
 	path := "/v1/consumptions/" + seg(id) + "/refund"
-	if _, err := c.do(ctx, call{method: http.MethodPost, path: path, body: r, idemKey: idempotencyKey, retry: idempotencyKey != ""}, &out); err != nil {
+	if _, err := c.do(ctx, call{method: http.MethodPost, path: path, body: r, idemKey: idempotencyKey, keyRequired: true, retry: true}, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil

@@ -22,12 +22,13 @@ type NewLedger func(t *testing.T, now func() time.Time) idempotency.Ledger
 // RunTests runs the contract of store.EntitlementStore: accounts,
 // entitlements, CheckAndConsume and its denials, Check, consumptions, the
 // event outbox, payments and receipts, holds (Authorize and its denials,
-// capture, release, expiry) and refunds.
+// capture, release, expiry), refunds, and instants kept as given (the zero
+// time is an instant, an absent one stays absent).
 func RunTests(t *testing.T, newStore NewStore) {
 	t.Helper()
 	runTable(t, newStore, accountTests, entitlementTests, consumeTests, denialTests,
 		selectionTests, checkTests, consumptionTests, eventTests, paymentTests,
-		authorizeTests, holdDenialTests, captureTests, releaseTests, expiryTests, refundTests)
+		authorizeTests, holdDenialTests, captureTests, releaseTests, expiryTests, refundTests, instantTests)
 }
 
 // RunConcurrencyTests runs the guarantees of store.EntitlementStore under

@@ -32,7 +32,7 @@ var denialCases = []denialCase{
 	{name: "SubscriptionOver", reason: entitlement.ReasonExpired,
 		setup: func(a string, now time.Time) entitlement.Entitlement {
 			e := subscription(a, now.Add(-48*time.Hour))
-			e.Subscription.ValidUntil = now.Add(-time.Hour)
+			e.Subscription.ValidUntil = ptr(now.Add(-time.Hour))
 			return e
 		}},
 	{name: "SubscriptionNotStarted", reason: entitlement.ReasonExpired,
@@ -70,12 +70,16 @@ var denialCases = []denialCase{
 		edit:  func(r *entitlement.ConsumeRequest) { r.Units = 3 }},
 }
 
-var denialTests = func() []subtest {
+// denialSubtests expands every denial case into two subtests: prefix+name,
+// the store choosing, and prefix+name+"Explicit", the entitlement named.
+// Each creates the case's entitlement e and builds its request; deny makes
+// the call under test with req and checks that it is denied with exactly
+// want and changed nothing of e.
+func denialSubtests(prefix string, deny func(t *testing.T, s store.EntitlementStore, e entitlement.Entitlement, req entitlement.ConsumeRequest, want []entitlement.Denial)) []subtest {
 	var out []subtest
 	for _, dc := range denialCases {
-		// Each case runs twice: the store choosing, and the entitlement named.
 		for _, explicit := range []bool{false, true} {
-			name := "ConsumeDenied" + dc.name
+			name := prefix + dc.name
 			if explicit {
 				name += "Explicit"
 			}
@@ -83,9 +87,7 @@ var denialTests = func() []subtest {
 				agent := newAgent()
 				e := createEntitlement(t, s, dc.setup(agent, clock.Now()))
 				if dc.revoke {
-					if _, err := s.RevokeEntitlement(t.Context(), e.ID); err != nil {
-						t.Fatalf("RevokeEntitlement: %v", err)
-					}
+					revoke(t, s, e.ID)
 				}
 				req := request(agent, "k", 100)
 				if dc.edit != nil {
@@ -98,16 +100,44 @@ var denialTests = func() []subtest {
 				if dc.revoke && !explicit { // a revoked entitlement is not a candidate
 					want = []entitlement.Denial{{Reason: entitlement.ReasonNotFound}}
 				}
-				wantDenied(t, s, req, want...)
-				if d := cmpDiff(e.Credits.Balance, getEntitlement(t, s, e.ID).Credits.Balance); d != "" {
-					t.Errorf("balance changed by a denied call (-want +got):\n%s", d)
-				}
-				if got := listAllConsumptions(t, s, agent, time.Time{}); len(got) != 0 {
-					t.Errorf("a denied call stored consumptions: %+v", got)
-				}
+				deny(t, s, e, req, want)
 			}})
 		}
 	}
+	return out
+}
+
+// everyReason creates three entitlements of agent that refuse a call of 100
+// USD on testService/testTool for three different reasons, and returns their
+// denials.
+func everyReason(t *testing.T, s store.EntitlementStore, agent string, now time.Time) []entitlement.Denial {
+	t.Helper()
+	poor := createEntitlement(t, s, credits(agent, 10, now))
+	used := quota(agent, 1, now)
+	used.Quota.Remaining = 0
+	used = createEntitlement(t, s, used)
+	elsewhere := credits(agent, 1000, now)
+	elsewhere.Scope.Service = "mail"
+	elsewhere = createEntitlement(t, s, elsewhere)
+	return []entitlement.Denial{
+		{EntitlementID: poor.ID, Reason: entitlement.ReasonInsufficientBalance},
+		{EntitlementID: used.ID, Reason: entitlement.ReasonQuotaExhausted},
+		{EntitlementID: elsewhere.ID, Reason: entitlement.ReasonScopeMismatch},
+	}
+}
+
+// denialTests run every denial case through CheckAndConsume: the reason,
+// and neither a charge nor a stored consumption.
+var denialTests = func() []subtest {
+	out := denialSubtests("ConsumeDenied", func(t *testing.T, s store.EntitlementStore, e entitlement.Entitlement, req entitlement.ConsumeRequest, want []entitlement.Denial) {
+		wantDenied(t, s, req, want...)
+		if d := cmpDiff(e.Credits.Balance, getEntitlement(t, s, e.ID).Credits.Balance); d != "" {
+			t.Errorf("balance changed by a denied call (-want +got):\n%s", d)
+		}
+		if got := listAllConsumptions(t, s, req.AgentID, time.Time{}); len(got) != 0 {
+			t.Errorf("a denied call stored consumptions: %+v", got)
+		}
+	})
 	return append(out,
 		subtest{"ConsumeDeniedNoEntitlements", func(t *testing.T, s store.EntitlementStore, _ *Clock) {
 			wantDenied(t, s, request(newAgent(), "k", 1), entitlement.Denial{Reason: entitlement.ReasonNotFound})
@@ -131,19 +161,7 @@ var denialTests = func() []subtest {
 		}},
 		subtest{"ConsumeDeniedEveryReason", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
 			agent := newAgent()
-			now := clock.Now()
-			poor := createEntitlement(t, s, credits(agent, 10, now))
-			used := quota(agent, 1, now)
-			used.Quota.Remaining = 0
-			used = createEntitlement(t, s, used)
-			elsewhere := credits(agent, 1000, now)
-			elsewhere.Scope.Service = "mail"
-			elsewhere = createEntitlement(t, s, elsewhere)
-			wantDenied(t, s, request(agent, "k", 100),
-				entitlement.Denial{EntitlementID: poor.ID, Reason: entitlement.ReasonInsufficientBalance},
-				entitlement.Denial{EntitlementID: used.ID, Reason: entitlement.ReasonQuotaExhausted},
-				entitlement.Denial{EntitlementID: elsewhere.ID, Reason: entitlement.ReasonScopeMismatch},
-			)
+			wantDenied(t, s, request(agent, "k", 100), everyReason(t, s, agent, clock.Now())...)
 		}},
 	)
 }()

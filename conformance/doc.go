@@ -14,8 +14,9 @@
 //	store.DeliveryStore      RunDeliveryStoreTests      RunDeliveryStoreConcurrencyTests
 //	idempotency.Ledger       RunLedgerTests             RunLedgerConcurrencyTests
 //
-// None calls another. Every backend (store/memory and store/firestore for
-// the stores, idempotency/memledger and idempotency/fsledger for the ledger)
+// None calls another. Every backend (store/memory, store/firestore and
+// store/postgres for the stores; idempotency/memledger, idempotency/fsledger
+// and idempotency/pgledger for the ledger)
 // passes every entry point of the contracts it implements, each called from
 // one short test of its own, named alike in every backend:
 //
@@ -39,7 +40,9 @@
 // moves only when the subtest moves it. The memory backends simply return a
 // new value. The Firestore backends share one emulator client and give each
 // subtest a collection prefix of its own (internal/emulator.Prefix) instead
-// of clearing the emulator, because subtests run in parallel.
+// of clearing the emulator, because subtests run in parallel; the PostgreSQL
+// backends give each subtest a schema of its own on the server scripts/test
+// starts (internal/pgtest).
 //
 // Subtests run in parallel with their siblings (the property rounds run one
 // after another, each with many concurrent callers), so a constructor must

@@ -109,10 +109,7 @@ var entitlementTests = []subtest{
 	{"EntitlementRevoke", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
 		e := createEntitlement(t, s, credits(newAgent(), 100, clock.Now()))
 		at := clock.Advance(time.Minute)
-		got, err := s.RevokeEntitlement(t.Context(), e.ID)
-		if err != nil {
-			t.Fatalf("RevokeEntitlement: %v", err)
-		}
+		got := revoke(t, s, e.ID)
 		want := e
 		want.Status, want.RevokedAt = entitlement.StatusRevoked, &at
 		if d := cmpDiff(want, got); d != "" {
@@ -150,10 +147,7 @@ func testListEntitlementFilters(t *testing.T, s store.EntitlementStore, clock *C
 	clock.Advance(time.Second)
 	sub := createEntitlement(t, s, subscription(agent, clock.Now()))
 	createEntitlement(t, s, credits(newAgent(), 100, clock.Now())) // another agent's
-	revoked, err := s.RevokeEntitlement(t.Context(), sub.ID)
-	if err != nil {
-		t.Fatalf("RevokeEntitlement: %v", err)
-	}
+	revoked := revoke(t, s, sub.ID)
 	tests := []struct {
 		name   string
 		filter store.EntitlementFilter

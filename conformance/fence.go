@@ -18,8 +18,8 @@ import (
 )
 
 // Fenced is a store and an idempotency ledger that live in one database,
-// so the store checks the ledger's fences (see store.Fence). Stores holds
-// the entitlement and delivery contracts of the one store.
+// so the store checks the ledger's fences (see store.Fence). Store is the
+// one store, as both its entitlement and its delivery contract.
 type Fenced struct {
 	Store interface {
 		store.EntitlementStore

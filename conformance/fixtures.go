@@ -71,7 +71,7 @@ func subscription(agentID string, now time.Time) entitlement.Entitlement {
 	return entitlement.Entitlement{
 		ID: uuid.NewString(), AgentID: agentID, Type: entitlement.TypeSubscription,
 		Scope: entitlement.Scope{Service: testService}, Status: entitlement.StatusActive, CreatedAt: now,
-		Subscription: entitlement.Subscription{ValidFrom: now, ValidUntil: now.Add(30 * 24 * time.Hour)},
+		Subscription: entitlement.Subscription{ValidFrom: now, ValidUntil: ptr(now.Add(30 * 24 * time.Hour))},
 	}
 }
 
@@ -98,6 +98,27 @@ func getEntitlement(t *testing.T, s store.EntitlementStore, id string) entitleme
 		t.Fatalf("GetEntitlement(%s): %v", id, err)
 	}
 	return got
+}
+
+// revoke revokes entitlement id and fails the test on an error.
+func revoke(t *testing.T, s store.EntitlementStore, id string) entitlement.Entitlement {
+	t.Helper()
+	got, err := s.RevokeEntitlement(t.Context(), id)
+	if err != nil {
+		t.Fatalf("RevokeEntitlement(%s): %v", id, err)
+	}
+	return got
+}
+
+// oneOfEach creates a credits entitlement, a quota of one unit and a
+// subscription for agent, in that order (so age alone would pick the
+// credits).
+func oneOfEach(t *testing.T, s store.EntitlementStore, agent string, now time.Time) (c, q, sub entitlement.Entitlement) {
+	t.Helper()
+	c = createEntitlement(t, s, credits(agent, 1000, now.Add(-2*time.Hour)))
+	q = createEntitlement(t, s, quota(agent, 1, now.Add(-time.Hour)))
+	sub = createEntitlement(t, s, subscription(agent, now))
+	return c, q, sub
 }
 
 func checkAndConsume(t *testing.T, s store.EntitlementStore, req entitlement.ConsumeRequest) store.ConsumeResult {

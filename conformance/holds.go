@@ -87,16 +87,11 @@ var authorizeTests = []subtest{
 	}},
 	{"HoldSelectsAsConsume", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
 		agent := newAgent()
-		now := clock.Now()
-		c := createEntitlement(t, s, credits(agent, 1000, now.Add(-2*time.Hour)))
-		q := createEntitlement(t, s, quota(agent, 1, now.Add(-time.Hour)))
-		sub := createEntitlement(t, s, subscription(agent, now))
+		c, q, sub := oneOfEach(t, s, agent, clock.Now())
 		if got := mustAuthorize(t, s, holdRequest(agent, "1", 10)).Hold.EntitlementID; got != sub.ID {
 			t.Errorf("first hold on %s, want the subscription %s", got, sub.ID)
 		}
-		if _, err := s.RevokeEntitlement(t.Context(), sub.ID); err != nil {
-			t.Fatalf("RevokeEntitlement: %v", err)
-		}
+		revoke(t, s, sub.ID)
 		onQuota := mustAuthorize(t, s, holdRequest(agent, "2", 10)).Hold
 		if onQuota.EntitlementID != q.ID {
 			t.Errorf("hold without the subscription on %s, want the quota %s", onQuota.EntitlementID, q.ID)
@@ -240,15 +235,27 @@ var authorizeTests = []subtest{
 	{"HoldTooMany", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
 		agent := newAgent()
 		sub := createEntitlement(t, s, subscription(agent, clock.Now()))
-		var first entitlement.Hold
-		for i := range entitlement.MaxOpenHolds {
+		// The holds are asked for at once, so a store that coalesces calls
+		// on one entitlement takes them in a few transactions.
+		const n = entitlement.MaxOpenHolds
+		results := make([]store.HoldResult, n)
+		errs := make([]error, n)
+		hold := func(i int) {
 			req := holdRequest(agent, fmt.Sprint("h-", i), 1)
 			req.TTL = time.Minute
-			h := mustAuthorize(t, s, req).Hold
-			if i == 0 {
-				first = h
+			results[i], errs[i] = s.Authorize(t.Context(), req)
+		}
+		together(n, hold)
+		retryUnavailable(t, "Authorize", errs, hold)
+		for i, res := range results {
+			if errs[i] == nil && (res.Outcome != store.Held || res.Hold.ID == "") {
+				t.Fatalf("Authorize #%d of %d on an entitlement with room = %s %+v, want held", i, n, res.Outcome, res.Denials)
 			}
 		}
+		if t.Failed() {
+			return
+		}
+		first := results[0].Hold
 		wantHoldDenied(t, s, holdRequest(agent, "over", 1), entitlement.Denial{EntitlementID: sub.ID, Reason: entitlement.ReasonTooManyHolds})
 		mustRelease(t, s, first, store.Released)
 		mustAuthorize(t, s, holdRequest(agent, "after-release", 1))

@@ -90,16 +90,13 @@ var expiryTests = []subtest{
 		due := shortHold(t, s, agent, "due", 100, time.Minute)
 		open := shortHold(t, s, agent, "open", 200, time.Hour)
 		now := clock.Advance(time.Minute)
-		revoked, err := s.RevokeEntitlement(t.Context(), e.ID)
-		if err != nil {
-			t.Fatalf("RevokeEntitlement: %v", err)
-		}
+		revoked := revoke(t, s, e.ID)
 		if revoked.Status != entitlement.StatusRevoked || heldOf(revoked) != 0 || revoked.Credits.Balance != usd(1000) {
 			t.Errorf("RevokeEntitlement = status %s, held %d, balance %v; want revoked, nothing held, 1000 USD", revoked.Status, heldOf(revoked), revoked.Credits.Balance)
 		}
 		wantHoldStatus(t, s, due.ID, entitlement.HoldExpired, due.ExpiresAt)
 		wantHoldStatus(t, s, open.ID, entitlement.HoldReleased, now)
-		_, err = s.CaptureHold(t.Context(), open.ID, agent, entitlement.Amount{})
+		_, err := s.CaptureHold(t.Context(), open.ID, agent, entitlement.Amount{})
 		wantCode(t, "CaptureHold(released by the revoke)", err, store.CodeConflict)
 		expireHolds(t, s, 10, 0)
 	}},

@@ -116,9 +116,7 @@ var refundTests = []subtest{
 		agent := newAgent()
 		e := createEntitlement(t, s, credits(agent, 1000, clock.Now()))
 		c := mustConsume(t, s, request(agent, "c", 250)).Consumption
-		if _, err := s.RevokeEntitlement(t.Context(), e.ID); err != nil {
-			t.Fatalf("RevokeEntitlement: %v", err)
-		}
+		revoke(t, s, e.ID)
 		_, err := s.RefundConsumption(t.Context(), c.ID, entitlement.Amount{})
 		wantConflictOf(t, "RefundConsumption(revoked entitlement)", err, entitlement.ErrRefundRefused)
 		wantHeld(t, s, e.ID, 0, 750)

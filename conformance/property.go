@@ -83,7 +83,7 @@ func (p *property) populate(s store.EntitlementStore, now time.Time) {
 				e = subscription(agent, created)
 				e.Scope.Tools = []string{"free"}
 				if rng.IntN(2) == 0 {
-					e.Subscription.ValidUntil = now.Add(-time.Minute)
+					e.Subscription.ValidUntil = ptr(now.Add(-time.Minute))
 				}
 			}
 			if rng.IntN(5) == 0 {

@@ -11,17 +11,11 @@ import (
 var selectionTests = []subtest{
 	{"SelectSubscriptionQuotaCredits", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
 		agent := newAgent()
-		now := clock.Now()
-		// Created credits first, so age alone would pick them.
-		c := createEntitlement(t, s, credits(agent, 1000, now.Add(-2*time.Hour)))
-		q := createEntitlement(t, s, quota(agent, 1, now.Add(-time.Hour)))
-		sub := createEntitlement(t, s, subscription(agent, now))
+		c, q, sub := oneOfEach(t, s, agent, clock.Now())
 		if got := mustConsume(t, s, request(agent, "1", 10)).Consumption.EntitlementID; got != sub.ID {
 			t.Errorf("first pick = %s, want the subscription %s", got, sub.ID)
 		}
-		if _, err := s.RevokeEntitlement(t.Context(), sub.ID); err != nil {
-			t.Fatalf("RevokeEntitlement: %v", err)
-		}
+		revoke(t, s, sub.ID)
 		if got := mustConsume(t, s, request(agent, "2", 10)).Consumption.EntitlementID; got != q.ID {
 			t.Errorf("pick without the subscription = %s, want the quota %s", got, q.ID)
 		}

@@ -61,6 +61,7 @@ func TestScope_Covers(t *testing.T) {
 
 func TestEntitlement_Consume(t *testing.T) {
 	past, future := now.Add(-time.Minute), now.Add(time.Minute)
+	var zero time.Time // 0001-01-01T00:00:00Z: an instant like any other, long past
 	tests := []struct {
 		name       string
 		e          entitlement.Entitlement
@@ -85,6 +86,7 @@ func TestEntitlement_Consume(t *testing.T) {
 		{name: "Revoked", e: func() entitlement.Entitlement { e := credits(500); e.Status = entitlement.StatusRevoked; return e }(), r: req(usd(1), 0), wantReason: entitlement.ReasonRevoked},
 		{name: "ExpiredExactlyNow", e: func() entitlement.Entitlement { e := credits(500); e.ExpiresAt = &now; return e }(), r: req(usd(1), 0), wantReason: entitlement.ReasonExpired},
 		{name: "NotYetExpired", e: func() entitlement.Entitlement { e := credits(500); e.ExpiresAt = &future; return e }(), r: req(usd(1), 0)},
+		{name: "ExpiresAtZeroInstant", e: func() entitlement.Entitlement { e := credits(500); e.ExpiresAt = &zero; return e }(), r: req(usd(1), 0), wantReason: entitlement.ReasonExpired},
 		{name: "ScopeMismatch", e: func() entitlement.Entitlement { e := credits(500); e.Scope.Service = "maps"; return e }(), r: req(usd(1), 0), wantReason: entitlement.ReasonScopeMismatch},
 		{name: "QuotaLastUnit", e: quota(10, 1, future), r: req(nil, 1), check: func(t *testing.T, e entitlement.Entitlement, c entitlement.Consumption) {
 			if e.Quota.Remaining != 0 || c.RemainingAfter == nil || *c.RemainingAfter != 0 {
@@ -105,11 +107,15 @@ func TestEntitlement_Consume(t *testing.T) {
 		}},
 		{name: "QuotaUnitsExceedLimit", e: quota(3, 0, past), r: req(nil, 4), wantReason: entitlement.ReasonQuotaExhausted},
 		{name: "SubscriptionInside", e: entitlement.Entitlement{ID: "s", Type: entitlement.TypeSubscription, Status: entitlement.StatusActive,
-			Scope: entitlement.Scope{Service: "search"}, Subscription: entitlement.Subscription{ValidFrom: past, ValidUntil: future}}, r: req(nil, 0)},
+			Scope: entitlement.Scope{Service: "search"}, Subscription: entitlement.Subscription{ValidFrom: past, ValidUntil: &future}}, r: req(nil, 0)},
+		{name: "SubscriptionWithoutEnd", e: entitlement.Entitlement{ID: "s", Type: entitlement.TypeSubscription, Status: entitlement.StatusActive,
+			Scope: entitlement.Scope{Service: "search"}, Subscription: entitlement.Subscription{ValidFrom: past}}, r: req(nil, 0)},
+		{name: "SubscriptionUntilZeroInstant", e: entitlement.Entitlement{ID: "s", Type: entitlement.TypeSubscription, Status: entitlement.StatusActive,
+			Scope: entitlement.Scope{Service: "search"}, Subscription: entitlement.Subscription{ValidFrom: zero, ValidUntil: &zero}}, r: req(nil, 0), wantReason: entitlement.ReasonExpired},
 		{name: "SubscriptionEndedExactlyNow", e: entitlement.Entitlement{ID: "s", Type: entitlement.TypeSubscription, Status: entitlement.StatusActive,
-			Scope: entitlement.Scope{Service: "search"}, Subscription: entitlement.Subscription{ValidFrom: past, ValidUntil: now}}, r: req(nil, 0), wantReason: entitlement.ReasonExpired},
+			Scope: entitlement.Scope{Service: "search"}, Subscription: entitlement.Subscription{ValidFrom: past, ValidUntil: &now}}, r: req(nil, 0), wantReason: entitlement.ReasonExpired},
 		{name: "SubscriptionNotStarted", e: entitlement.Entitlement{ID: "s", Type: entitlement.TypeSubscription, Status: entitlement.StatusActive,
-			Scope: entitlement.Scope{Service: "search"}, Subscription: entitlement.Subscription{ValidFrom: future, ValidUntil: future.Add(time.Hour)}}, r: req(nil, 0), wantReason: entitlement.ReasonExpired},
+			Scope: entitlement.Scope{Service: "search"}, Subscription: entitlement.Subscription{ValidFrom: future, ValidUntil: new(future.Add(time.Hour))}}, r: req(nil, 0), wantReason: entitlement.ReasonExpired},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -218,15 +224,17 @@ func TestSortCandidates(t *testing.T) {
 		{ID: "quota-b", Type: entitlement.TypeQuota, CreatedAt: now},
 		{ID: "quota-a", Type: entitlement.TypeQuota, CreatedAt: now},
 		{ID: "quota-older", Type: entitlement.TypeQuota, CreatedAt: now.Add(-time.Hour)},
-		{ID: "sub-late", Type: entitlement.TypeSubscription, Subscription: entitlement.Subscription{ValidUntil: t2}},
-		{ID: "sub-early", Type: entitlement.TypeSubscription, Subscription: entitlement.Subscription{ValidUntil: t1}},
+		{ID: "sub-forever", Type: entitlement.TypeSubscription},
+		{ID: "sub-late", Type: entitlement.TypeSubscription, Subscription: entitlement.Subscription{ValidUntil: &t2}},
+		{ID: "sub-early", Type: entitlement.TypeSubscription, Subscription: entitlement.Subscription{ValidUntil: &t1}},
+		{ID: "sub-zero", Type: entitlement.TypeSubscription, Subscription: entitlement.Subscription{ValidUntil: new(time.Time)}},
 	}
 	entitlement.SortCandidates(es)
 	var got []string
 	for _, e := range es {
 		got = append(got, e.ID)
 	}
-	want := []string{"sub-early", "sub-late", "quota-older", "quota-a", "quota-b", "credits-expiring", "credits-old"}
+	want := []string{"sub-zero", "sub-early", "sub-late", "sub-forever", "quota-older", "quota-a", "quota-b", "credits-expiring", "credits-old"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("SortCandidates order (-want +got):\n%s", diff)
 	}

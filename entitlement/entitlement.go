@@ -116,31 +116,32 @@ type Quota struct {
 	Held int64 `json:"held"`
 }
 
-// Subscription allows unlimited calls in [ValidFrom, ValidUntil).
+// Subscription allows unlimited calls from ValidFrom until ValidUntil
+// (excluded); a nil ValidUntil is a window with no end. Every instant given
+// is honoured as given: there is no zero-time sentinel.
 type Subscription struct {
-	ValidFrom  time.Time `json:"validFrom"`
-	ValidUntil time.Time `json:"validUntil"`
+	ValidFrom  time.Time  `json:"validFrom"`
+	ValidUntil *time.Time `json:"validUntil,omitempty"`
 }
 
-// EffectiveExpiry is the instant after which e can no longer be used: the
-// earlier of ExpiresAt and, for a subscription, ValidUntil. The zero time means never.
-func (e *Entitlement) EffectiveExpiry() time.Time {
-	var t time.Time
+// EffectiveExpiry is the instant from which e can no longer be used: the
+// earlier of ExpiresAt and, for a subscription, ValidUntil. ok is false when
+// e has neither, and never expires. Any instant set counts, the zero time
+// (0001-01-01T00:00:00Z) included.
+func (e *Entitlement) EffectiveExpiry() (t time.Time, ok bool) {
 	if e.ExpiresAt != nil {
-		t = *e.ExpiresAt
+		t, ok = *e.ExpiresAt, true
 	}
-	if e.Type == TypeSubscription && !e.Subscription.ValidUntil.IsZero() {
-		if t.IsZero() || e.Subscription.ValidUntil.Before(t) {
-			t = e.Subscription.ValidUntil
-		}
+	if u := e.Subscription.ValidUntil; e.Type == TypeSubscription && u != nil && (!ok || u.Before(t)) {
+		t, ok = *u, true
 	}
-	return t
+	return t, ok
 }
 
 // Expired reports whether e is past its expiry (or, for a subscription,
 // outside its window) at now. An expiry exactly at now counts as expired.
 func (e *Entitlement) Expired(now time.Time) bool {
-	if exp := e.EffectiveExpiry(); !exp.IsZero() && !now.Before(exp) {
+	if exp, ok := e.EffectiveExpiry(); ok && !now.Before(exp) {
 		return true
 	}
 	return e.Type == TypeSubscription && now.Before(e.Subscription.ValidFrom)
@@ -158,6 +159,10 @@ func (e *Entitlement) Clone() Entitlement {
 	if e.RevokedAt != nil {
 		t := *e.RevokedAt
 		c.RevokedAt = &t
+	}
+	if e.Subscription.ValidUntil != nil {
+		t := *e.Subscription.ValidUntil
+		c.Subscription.ValidUntil = &t
 	}
 	c.Holds = slices.Clone(e.Holds)
 	return c

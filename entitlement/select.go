@@ -24,11 +24,12 @@ func compareCandidates(a, b *Entitlement) int {
 	if c := cmp.Compare(typeRank(a.Type), typeRank(b.Type)); c != 0 {
 		return c
 	}
-	ae, be := a.EffectiveExpiry(), b.EffectiveExpiry()
+	ae, aok := a.EffectiveExpiry()
+	be, bok := b.EffectiveExpiry()
 	switch {
-	case ae.IsZero() && !be.IsZero():
+	case !aok && bok:
 		return 1
-	case !ae.IsZero() && be.IsZero():
+	case aok && !bok:
 		return -1
 	}
 	if c := ae.Compare(be); c != 0 {

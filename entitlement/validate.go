@@ -76,10 +76,7 @@ func (e *Entitlement) Validate() error {
 	for _, f := range []struct {
 		name string
 		t    *time.Time
-	}{{"expiresAt", e.ExpiresAt}, {"subscription.validFrom", &e.Subscription.ValidFrom}, {"subscription.validUntil", &e.Subscription.ValidUntil}} {
-		if f.t == nil || f.t.IsZero() {
-			continue
-		}
+	}{{"expiresAt", e.ExpiresAt}, {"subscription.validFrom", &e.Subscription.ValidFrom}, {"subscription.validUntil", e.Subscription.ValidUntil}} {
 		if err := instantField(f.name, f.t); err != nil {
 			return err
 		}

@@ -185,8 +185,9 @@ func (r Record) Reclaimable(now time.Time, after time.Duration) bool {
 	return r.State == StateInProgress && r.Fenced && r.WrittenAt.IsZero() && !now.Before(r.UpdateTime.Add(after))
 }
 
-// Ledger is the idempotency ledger contract. Both backends (memledger and
-// fsledger) pass conformance.RunLedgerTests and RunLedgerConcurrencyTests.
+// Ledger is the idempotency ledger contract. Every backend (memledger,
+// fsledger, pgledger) passes conformance.RunLedgerTests and
+// RunLedgerConcurrencyTests.
 //
 // Errors are *store.Error values (classify them with errors.Is and the store
 // sentinels): store.ErrConflict when a precondition failed, store.ErrNotFound

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -35,11 +34,15 @@ const DefaultMaxBodyBytes = 1 << 20
 // leave a finished request in progress.
 const completionTimeout = 10 * time.Second
 
-// handlerTimeout bounds a handler that holds a reservation. The handler runs
-// on a context detached from the client's: a client that hangs up mid-way
-// must not abort the change half-known, which would leave the key in
-// progress until an operator looks; the change finishes and the client's
-// retry gets the recorded answer.
+// handlerTimeout bounds a handler that holds a reservation when the
+// request's context has no deadline of its own. The handler runs on a
+// context detached from the client's hang-up: a client that hangs up
+// mid-way must not abort the change half-known, which would leave the key
+// in progress until an operator looks; the change finishes and the
+// client's retry gets the recorded answer. The request's deadline, which
+// the server sets to bound its store calls, is kept: a stalled store then
+// fails the handler in time (nothing changed, and the key is released,
+// unless a commit was in flight).
 const handlerTimeout = 30 * time.Second
 
 // DefaultReclaimAfter is how old an unwritten fenced reservation must be
@@ -150,10 +153,10 @@ func (o *Options) defaults() {
 // Middleware makes a route require an Idempotency-Key and coordinates it
 // through ledger, following the IETF Idempotency-Key draft:
 //
-//   - no key: 400; a key that is empty, over MaxKeyLen bytes or not printable
-//     ASCII: 400;
+//   - no key, or one ParseKey refuses: 400 naming the header;
+//   - a body over MaxBodyBytes: 413, as the API's own;
 //   - a request holding the key is in progress (or crashed): 409 with the
-//     sanitized reference and the holder's operation id;
+//     sanitized reference, the holder's operation id and Retry-After;
 //   - the key was used with a different fingerprint: 422;
 //   - the key completed and has not expired: the stored response, with
 //     Idempotent-Replayed: true, and the handler does not run;
@@ -168,7 +171,7 @@ func (o *Options) defaults() {
 //     unwritten is reclaimed by the next request with it once
 //     Options.ReclaimAfter has passed; that request then runs.
 //
-// Ledger failures are 503 (unavailable) or 500; outside development a ledger
+// Ledger failures are 503 (unavailable, with Retry-After) or 500; outside development a ledger
 // that is not durable is a 503 and the handler never runs.
 func Middleware(ledger Ledger, opts Options) echo.MiddlewareFunc {
 	opts.defaults()
@@ -184,9 +187,10 @@ func serve(c echo.Context, next echo.HandlerFunc, ledger Ledger, opts *Options) 
 		return writeProblem(c, problem.New(http.StatusServiceUnavailable, problem.IdempotencyLedgerNotDurable,
 			"this route requires a durable idempotency ledger outside development"))
 	}
-	key, p, ok := keyOf(c.Request())
-	if !ok {
-		return writeProblem(c, p)
+	key, err := ParseKey(c.Request().Header)
+	var ke *KeyError
+	if errors.As(err, &ke) {
+		return writeProblem(c, ke.Problem())
 	}
 	body, p, ok := readBody(c.Request(), opts.MaxBodyBytes)
 	if !ok {
@@ -223,6 +227,7 @@ func serve(c echo.Context, next echo.HandlerFunc, ledger Ledger, opts *Options) 
 		p := problem.New(http.StatusConflict, problem.IdempotencyKeyInProgress,
 			"a request with this Idempotency-Key is in progress or its outcome is unknown: retry later; if it persists, an operator must reconcile the reference")
 		p.Reference, p.OperationID, p.TraceID = ledger.Reference(res.Record.ID), res.Record.OperationID, res.Record.TraceID
+		c.Response().Header().Set(echo.HeaderRetryAfter, problem.RetryAfterSeconds)
 		return writeProblem(c, p)
 	default: // Mismatch
 		return writeProblem(c, problem.New(http.StatusUnprocessableEntity, problem.IdempotencyKeyReused,
@@ -237,7 +242,11 @@ func runHeld(c echo.Context, next echo.HandlerFunc, ledger Ledger, opts *Options
 	w := &capture{ResponseWriter: c.Response().Writer, limit: MaxResponseBytes}
 	c.Response().Writer = w
 	req := c.Request()
-	hctx, hcancel := context.WithTimeout(context.WithoutCancel(req.Context()), handlerTimeout)
+	deadline, ok := req.Context().Deadline()
+	if !ok {
+		deadline = time.Now().Add(handlerTimeout)
+	}
+	hctx, hcancel := context.WithDeadline(context.WithoutCancel(req.Context()), deadline)
 	defer hcancel()
 	if opts.Fenced {
 		hctx = fence.With(hctx, ledger.Fence(res.Reservation()))
@@ -319,43 +328,13 @@ func replay(c echo.Context, resp Response) error {
 func ledgerFailure(c echo.Context, opts *Options, err error, op, ref string) error {
 	if fault.CodeOf(err) == fault.CodeUnavailable {
 		opts.Logger.Warn("idempotency: ledger unavailable", slog.String("op", op), slog.String("reference", ref), slog.String("error", err.Error()))
+		c.Response().Header().Set(echo.HeaderRetryAfter, problem.RetryAfterSeconds)
 		return writeProblem(c, problem.New(http.StatusServiceUnavailable, problem.Unavailable,
 			"the idempotency ledger is unavailable; the request was not run; retry with the same Idempotency-Key"))
 	}
 	opts.Logger.Error("idempotency: ledger failed", slog.String("op", op), slog.String("reference", ref), slog.String("error", err.Error()))
 	return writeProblem(c, problem.New(http.StatusInternalServerError, problem.Internal,
 		"internal error in the idempotency ledger; the request was not run"))
-}
-
-// keyOf reads the Idempotency-Key header. The draft makes it a structured
-// field string ("…"); a bare token is accepted too.
-func keyOf(r *http.Request) (string, problem.Problem, bool) {
-	values := r.Header.Values(HeaderKey)
-	if len(values) == 0 {
-		return "", problem.New(http.StatusBadRequest, problem.IdempotencyKeyMissing,
-			"this route requires an Idempotency-Key header"), false
-	}
-	key := strings.TrimSpace(values[0])
-	if len(key) >= 2 && key[0] == '"' && key[len(key)-1] == '"' {
-		key = key[1 : len(key)-1]
-	}
-	invalid := func(detail string) (string, problem.Problem, bool) {
-		return "", problem.New(http.StatusBadRequest, problem.IdempotencyKeyInvalid, HeaderKey+": "+detail), false
-	}
-	switch {
-	case len(values) > 1:
-		return invalid("sent more than once")
-	case key == "":
-		return invalid("empty")
-	case len(key) > MaxKeyLen:
-		return invalid(fmt.Sprintf("longer than %d bytes", MaxKeyLen))
-	}
-	for i := 0; i < len(key); i++ {
-		if key[i] < 0x20 || key[i] > 0x7e || key[i] == '"' || key[i] == '\\' {
-			return invalid("only printable ASCII without quotes or backslashes")
-		}
-	}
-	return key, problem.Problem{}, true
 }
 
 // readBody reads the whole request body (bounded) and puts it back for the
@@ -369,8 +348,7 @@ func readBody(r *http.Request, limit int64) ([]byte, problem.Problem, bool) {
 		return nil, problem.New(http.StatusBadRequest, problem.InvalidRequest, "reading the request body failed"), false
 	}
 	if int64(len(body)) > limit {
-		return nil, problem.New(http.StatusRequestEntityTooLarge, problem.BodyTooLarge,
-			"the request body exceeds the limit"), false
+		return nil, problem.TooLarge(limit), false
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	return body, problem.Problem{}, true

@@ -30,8 +30,13 @@ func TestMiddleware_InvalidKey(t *testing.T) {
 		"too long":     strings.Repeat("k", idempotency.MaxKeyLen+1),
 		"control char": "k\x01",
 		"non-ASCII":    "clé",
+		"quote":        `k"1`,
+		"backslash":    `k\1`,
 	} {
-		wantProblem(t, "POST with key "+name, f.do(t, "/things/a", key, `{}`), http.StatusBadRequest, problem.IdempotencyKeyInvalid)
+		p := wantProblem(t, "POST with key "+name, f.do(t, "/things/a", key, `{}`), http.StatusBadRequest, problem.IdempotencyKeyInvalid)
+		if len(p.Errors) != 1 || p.Errors[0].Field != idempotency.HeaderKey {
+			t.Errorf("POST with key %s: errors %+v, want one naming %s", name, p.Errors, idempotency.HeaderKey)
+		}
 	}
 	rec := f.do(t, "/things/a", "k1", `{}`, idempotency.HeaderKey, "k2")
 	wantProblem(t, "POST with two keys", rec, http.StatusBadRequest, problem.IdempotencyKeyInvalid)
@@ -127,6 +132,9 @@ func TestMiddleware_ConcurrentRequestIs409WithSanitizedReference(t *testing.T) {
 	}
 	if p.OperationID != "op-first" {
 		t.Errorf("409 operationId = %q, want the holder's op-first", p.OperationID)
+	}
+	if got := rec.Header().Get("Retry-After"); got != problem.RetryAfterSeconds {
+		t.Errorf("409 Retry-After = %q, want %q", got, problem.RetryAfterSeconds)
 	}
 	if strings.Contains(rec.Body.String(), "secret-key-1") {
 		t.Errorf("409 body %s contains the raw key", rec.Body)
@@ -228,6 +236,31 @@ func TestMiddleware_ClientHangUpDoesNotCancelHandler(t *testing.T) {
 	f.wantCalls(t, 1)
 }
 
+// TestMiddleware_HandlerKeepsRequestDeadline: the handler's context drops
+// the client's hang-up but keeps the request's deadline (the server's bound
+// on store calls), so a stalled store fails the handler in time.
+func TestMiddleware_HandlerKeepsRequestDeadline(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	deadline := time.Now().Add(time.Hour)
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	var got time.Time
+	var had bool
+	f.handler = func(c echo.Context, n int64) error {
+		got, had = c.Request().Context().Deadline()
+		return created(c, n)
+	}
+	req := httptest.NewRequest(http.MethodPost, "/things/a", strings.NewReader(`{}`)).WithContext(ctx)
+	req.Header.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
+	req.Header.Set(idempotency.HeaderKey, "k1")
+	rec := httptest.NewRecorder()
+	f.e.ServeHTTP(rec, req)
+	wantStatus(t, "POST with a deadline", rec, http.StatusCreated)
+	if !had || !got.Equal(deadline) {
+		t.Errorf("handler's context: deadline %v (set %v), want the request's %v", got, had, deadline)
+	}
+}
+
 func TestMiddleware_OperatorCompletionIsReplayed(t *testing.T) {
 	f := newFixture(t, nil, nil)
 	f.handler = func(c echo.Context, n int64) error { return c.String(http.StatusBadGateway, "upstream lost") }
@@ -307,13 +340,21 @@ func TestMiddleware_UnreachableLedgerAnswersInTime(t *testing.T) {
 		o.Development, o.ReserveTimeout = false, 50*time.Millisecond
 	})
 	// Without the bound this request would never be answered.
-	wantProblem(t, "POST with the ledger not answering", f.do(t, "/things/a", "k1", `{}`), http.StatusServiceUnavailable, problem.Unavailable)
+	rec := f.do(t, "/things/a", "k1", `{}`)
+	wantProblem(t, "POST with the ledger not answering", rec, http.StatusServiceUnavailable, problem.Unavailable)
+	if got := rec.Header().Get("Retry-After"); got != problem.RetryAfterSeconds {
+		t.Errorf("503 Retry-After = %q, want %q", got, problem.RetryAfterSeconds)
+	}
 	f.wantCalls(t, 0)
 }
 
 func TestMiddleware_BodyTooLarge(t *testing.T) {
 	f := newFixture(t, nil, func(o *idempotency.Options) { o.MaxBodyBytes = 10 })
-	wantProblem(t, "POST with an 11-byte body", f.do(t, "/things/a", "k1", `{"x":"abc"}`), http.StatusRequestEntityTooLarge, problem.BodyTooLarge)
+	p := wantProblem(t, "POST with an 11-byte body", f.do(t, "/things/a", "k1", `{"x":"abc"}`), http.StatusRequestEntityTooLarge, problem.BodyTooLarge)
+	// The same 413 as every other route's, naming the limit.
+	if want := problem.TooLarge(10); p.Detail != want.Detail || len(p.Errors) != 1 || p.Errors[0] != want.Errors[0] {
+		t.Errorf("413 problem %+v, want detail %q and errors %+v", p, want.Detail, want.Errors)
+	}
 	f.wantCalls(t, 0)
 }
 

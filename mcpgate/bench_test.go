@@ -8,54 +8,22 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/stipend-mcp/stipend/client"
-	"github.com/stipend-mcp/stipend/entitlement"
+	"github.com/stipend-mcp/stipend/internal/gatebench"
 	"github.com/stipend-mcp/stipend/mcpgate"
 	"github.com/stipend-mcp/stipend/money"
 )
-
-// instant answers every call at once, in process.
-type instant struct{}
-
-func (instant) Consume(_ context.Context, r client.ConsumeRequest) (*client.ConsumeResult, error) {
-	return &client.ConsumeResult{Result: client.ResultConsumed, Consumption: entitlement.Consumption{
-		ID: "c1", EntitlementID: "e1", Cost: *r.Cost, Units: 1, BalanceAfter: money.Money{Cents: 1, Currency: "USD"},
-	}}, nil
-}
-
-func (instant) Authorize(_ context.Context, r client.AuthorizeRequest) (*client.HoldResult, error) {
-	return &client.HoldResult{Result: client.ResultHeld, Hold: entitlement.Hold{ID: "h1", EntitlementID: "e1",
-		EntitlementType: entitlement.TypeCredits, Status: entitlement.HoldOpen, MaxCost: *r.MaxCost, MaxUnits: 1}}, nil
-}
-
-func (instant) CaptureHold(_ context.Context, id string, _ client.CaptureRequest) (*client.CaptureResult, error) {
-	return &client.CaptureResult{Result: client.ResultCaptured, Consumption: entitlement.Consumption{
-		ID: "c1", EntitlementID: "e1", HoldID: id, Cost: money.Money{Cents: 5, Currency: "USD"}, Units: 1,
-		BalanceAfter: money.Money{Cents: 1, Currency: "USD"},
-	}}, nil
-}
-
-func (instant) ReleaseHold(_ context.Context, id, _ string) (*client.HoldResult, error) {
-	return &client.HoldResult{Result: client.ResultReleased, Hold: entitlement.Hold{ID: id, Status: entitlement.HoldReleased}}, nil
-}
-
-func (instant) GetHold(_ context.Context, id string) (*entitlement.Hold, error) {
-	return &entitlement.Hold{ID: id, Status: entitlement.HoldOpen}, nil
-}
 
 // BenchmarkMiddleware measures the gate's own work on one priced call
 // (price lookup, agent, key derivation, the Stipend calls against an
 // in-process stand-in, the result's _meta) against calling the tool handler
 // directly: Before is one consume, OnSuccess an authorize and a capture.
 func BenchmarkMiddleware(b *testing.B) {
-	g, err := mcpgate.New(mcpgate.Config{Stipend: instant{}, Service: "weather", Prices: prices})
+	g, err := mcpgate.New(mcpgate.Config{Stipend: gatebench.Instant{}, Service: "weather", Prices: prices})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -110,44 +78,15 @@ func BenchmarkGate(b *testing.B) {
 		b.Fatal(err)
 	}
 	var ran atomic.Int32
-	type setup struct {
-		name string
-		cs   *mcp.ClientSession
-		tool string
-		lat  []time.Duration
+	call := func(tool string) *mcp.CallToolParams {
+		return &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"city": "Oslo"}, Meta: mcp.Meta{mcpgate.MetaAgentID: "agent-1"}}
 	}
-	setups := []*setup{
-		{name: "ungated", cs: connect(b, toolServer(nil, &ran, false)), tool: "forecast"},
-		{name: "before", cs: connect(b, toolServer(g, &ran, false)), tool: "alert"},
-		{name: "on_success", cs: connect(b, toolServer(g, &ran, false)), tool: "forecast"},
-	}
-	meta := mcp.Meta{mcpgate.MetaAgentID: "agent-1"}
-	i := 0
-	for b.Loop() {
-		for j := range setups {
-			st := setups[(i+j)%len(setups)]
-			start := time.Now()
-			res, err := st.cs.CallTool(b.Context(), &mcp.CallToolParams{Name: st.tool, Arguments: map[string]any{"city": "Oslo"}, Meta: meta})
-			st.lat = append(st.lat, time.Since(start))
-			if err != nil || res.IsError {
-				b.Fatalf("%s: CallTool(%s): %v %v", st.name, st.tool, err, res)
-			}
-		}
-		i++
-	}
-	median := map[string]time.Duration{}
-	for _, st := range setups {
-		slices.Sort(st.lat)
-		median[st.name] = st.lat[len(st.lat)/2]
-		b.ReportMetric(us(median[st.name]), st.name+"-p50-us")
-		b.ReportMetric(us(st.lat[len(st.lat)*9/10]), st.name+"-p90-us")
-	}
-	for _, name := range []string{"before", "on_success"} {
-		b.ReportMetric(us(median[name]-median["ungated"]), name+"-overhead-p50-us")
-	}
+	gatebench.Rotate(b, "ungated", []*gatebench.Setup{
+		{Name: "ungated", Session: connect(b, toolServer(nil, &ran, false)), Call: call("forecast")},
+		{Name: "before", Session: connect(b, toolServer(g, &ran, false)), Call: call("alert")},
+		{Name: "on_success", Session: connect(b, toolServer(g, &ran, false)), Call: call("forecast")},
+	})
 }
-
-func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
 
 // BenchmarkHandler measures what mcpgate.Handler adds to a posted tools/call:
 // reading the body and stamping the request id into its _meta.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stipend-mcp/stipend/client"
 	"github.com/stipend-mcp/stipend/entitlement"
+	"github.com/stipend-mcp/stipend/internal/syncbuf"
 	"github.com/stipend-mcp/stipend/mcpgate"
 )
 
@@ -88,11 +89,11 @@ func lifecycleServer(g *mcpgate.Gate, ran *atomic.Int32) *mcp.Server {
 	return s
 }
 
-func lifecycleGate(t *testing.T, biller mcpgate.Biller, log *logBuffer) *mcpgate.Gate {
+func lifecycleGate(t *testing.T, biller mcpgate.Biller, log *syncbuf.Buffer) *mcpgate.Gate {
 	t.Helper()
 	c := mcpgate.Config{Stipend: biller, Service: "weather", Prices: lifecyclePrices}
 	if log != nil {
-		c.Logger = log.logger()
+		c.Logger = textLogger(log)
 	}
 	return newGate(t, c)
 }
@@ -204,7 +205,7 @@ func TestOnSuccess_FailingToolIsNotCharged(t *testing.T) {
 
 func TestOnSuccess_VariableCost(t *testing.T) {
 	s := startStipend(t)
-	var log logBuffer
+	var log syncbuf.Buffer
 	var ran atomic.Int32
 	cs := connect(t, lifecycleServer(lifecycleGate(t, s.host, &log), &ran))
 	i64 := func(n int64) *int64 { return &n }
@@ -352,7 +353,7 @@ func (*dyingBiller) ReleaseHold(context.Context, string, string) (*client.HoldRe
 
 func TestOnSuccess_ServerDiesBeforeCapture(t *testing.T) {
 	s := startStipend(t)
-	var log logBuffer
+	var log syncbuf.Buffer
 	dying := &dyingBiller{Client: s.host}
 	var ran atomic.Int32
 	dead := connect(t, lifecycleServer(lifecycleGate(t, dying, &log), &ran))
@@ -418,8 +419,8 @@ func TestOnSuccess_ServerDiesBeforeCapture(t *testing.T) {
 
 func TestOnSuccess_ToolOutlivesItsHold(t *testing.T) {
 	s := startStipend(t)
-	var log logBuffer
-	g := newGate(t, mcpgate.Config{Stipend: s.host, Service: "weather", Prices: lifecyclePrices, Logger: log.logger(), HoldTTL: 10 * time.Second})
+	var log syncbuf.Buffer
+	g := newGate(t, mcpgate.Config{Stipend: s.host, Service: "weather", Prices: lifecyclePrices, Logger: textLogger(&log), HoldTTL: 10 * time.Second})
 	e := s.grantCredits(t, "agent-slow", 100)
 	h := g.Middleware(func(context.Context, string, mcp.Request) (mcp.Result, error) {
 		s.clock.Advance(11 * time.Second)

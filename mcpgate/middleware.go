@@ -105,7 +105,7 @@ func (c *gatedCall) deny(ctx context.Context, err error) *Refusal {
 			r.Reasons = p.Reasons
 		}
 		return r
-	case client.IsConflict(err):
+	case client.IsKeyReused(err):
 		return &Refusal{Error: RefusalKeyConflict, Service: g.service, Tool: c.tool,
 			Message: "the idempotency key of this call was already used for a different call; send a new key"}
 	case ctx.Err() != nil:

@@ -1,7 +1,6 @@
 package mcpgate_test
 
 import (
-	"bytes"
 	"log/slog"
 	"net/http/httptest"
 	"sync"
@@ -12,6 +11,7 @@ import (
 	"github.com/stipend-mcp/stipend/apikey"
 	"github.com/stipend-mcp/stipend/client"
 	"github.com/stipend-mcp/stipend/entitlement"
+	"github.com/stipend-mcp/stipend/internal/syncbuf"
 	"github.com/stipend-mcp/stipend/money"
 	"github.com/stipend-mcp/stipend/payment"
 	"github.com/stipend-mcp/stipend/receipt"
@@ -128,22 +128,5 @@ func (s *stipend) wantCredits(tb testing.TB, id string, balance, held int64) {
 	}
 }
 
-// logBuffer is a slog.Logger writing text lines into a buffer, safe for concurrent use.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
-func (l *logBuffer) logger() *slog.Logger { return slog.New(slog.NewTextHandler(l, nil)) }
+// textLogger is a slog.Logger writing text lines into log.
+func textLogger(log *syncbuf.Buffer) *slog.Logger { return slog.New(slog.NewTextHandler(log, nil)) }

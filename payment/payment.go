@@ -107,6 +107,9 @@ type Grant struct {
 }
 
 // Entitlement builds the entitlement g grants for payment p at now, with id.
+// Its instants are g's as given: one already past at now makes an
+// entitlement that is expired from the start (a payment whose grant expired
+// before it succeeded still records what was paid for).
 func (g Grant) Entitlement(id string, p *Payment, now time.Time) entitlement.Entitlement {
 	e := entitlement.Entitlement{
 		ID:        id,
@@ -115,7 +118,7 @@ func (g Grant) Entitlement(id string, p *Payment, now time.Time) entitlement.Ent
 		Scope:     g.Scope,
 		Status:    entitlement.StatusActive,
 		CreatedAt: now,
-		ExpiresAt: g.ExpiresAt,
+		ExpiresAt: copyTime(g.ExpiresAt),
 		PaymentID: p.ID,
 	}
 	switch g.Type {
@@ -127,11 +130,17 @@ func (g Grant) Entitlement(id string, p *Payment, now time.Time) entitlement.Ent
 			Anchor: now, ResetAt: g.Period.NextBoundary(now, now),
 		}
 	case entitlement.TypeSubscription:
-		var until time.Time
-		if g.ValidUntil != nil {
-			until = *g.ValidUntil
-		}
-		e.Subscription = entitlement.Subscription{ValidFrom: now, ValidUntil: until}
+		e.Subscription = entitlement.Subscription{ValidFrom: now, ValidUntil: copyTime(g.ValidUntil)}
 	}
 	return e
+}
+
+// copyTime returns a copy of *t, or nil, so an entitlement shares no
+// pointer with its template.
+func copyTime(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	c := *t
+	return &c
 }

@@ -7,6 +7,7 @@ package problem
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 
 	"github.com/stipend-mcp/stipend/entitlement"
@@ -18,6 +19,12 @@ const TypeBase = "https://stipend-mcp.github.io/stipend/problems/"
 
 // ContentType is the media type of a problem document.
 const ContentType = "application/problem+json"
+
+// RetryAfterSeconds is the Retry-After header (in seconds) of the answers
+// that a retry of the same request can change: a 503 when the store or the
+// idempotency ledger did not answer, and a 409 while a request with the same
+// Idempotency-Key is in progress.
+const RetryAfterSeconds = "1"
 
 // Kind names one problem type; its URI is TypeBase + Kind.
 type Kind string
@@ -109,6 +116,15 @@ type FieldError struct {
 // New returns the problem of kind k, answered with status.
 func New(status int, k Kind, detail string) Problem {
 	return Problem{Type: k.URI(), Title: k.Title(), Status: status, Detail: detail}
+}
+
+// TooLarge returns the 413 answer to a request body over limit bytes, the
+// same from every route and layer that reads a body.
+func TooLarge(limit int64) Problem {
+	d := fmt.Sprintf("the body must be at most %d bytes", limit)
+	p := New(http.StatusRequestEntityTooLarge, BodyTooLarge, d)
+	p.Errors = []FieldError{{Field: "", Detail: d}}
+	return p
 }
 
 // Write answers p on w as application/problem+json; the answer to a HEAD

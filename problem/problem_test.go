@@ -103,3 +103,12 @@ func TestWrite(t *testing.T) {
 		}
 	})
 }
+
+func TestTooLarge(t *testing.T) {
+	p := problem.TooLarge(65536)
+	want := problem.Problem{Type: problem.BodyTooLarge.URI(), Title: problem.BodyTooLarge.Title(), Status: http.StatusRequestEntityTooLarge,
+		Detail: "the body must be at most 65536 bytes", Errors: []problem.FieldError{{Field: "", Detail: "the body must be at most 65536 bytes"}}}
+	if diff := cmp.Diff(want, p); diff != "" {
+		t.Errorf("TooLarge(65536) (-want +got):\n%s", diff)
+	}
+}

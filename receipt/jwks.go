@@ -55,12 +55,20 @@ func (k JWK) publicKey() (ed25519.PublicKey, error) {
 	if k.Algorithm != "" && k.Algorithm != Algorithm {
 		return nil, fmt.Errorf("%w: key %q is for alg %q, want %s", ErrWrongAlgorithm, k.KeyID, k.Algorithm, Algorithm)
 	}
-	x, err := base64.RawURLEncoding.DecodeString(k.X)
+	x, err := base64url.DecodeString(k.X)
 	if err != nil || len(x) != ed25519.PublicKeySize {
 		return nil, fmt.Errorf("%w key %q: x must be %d base64url bytes", ErrMalformed, k.KeyID, ed25519.PublicKeySize)
 	}
 	return ed25519.PublicKey(x), nil
 }
+
+// base64url is the receipt package's one base64url decoding (RFC 7515 §2:
+// unpadded, and strict). The last character of a segment whose length is not
+// a multiple of 4 carries bits past the last byte; a lenient decoder ignores
+// them, so each such character has siblings that decode to the same bytes
+// (a receipt's 64-byte signature has 16 spellings). Strict refuses any but
+// the one with those bits zero, so one receipt has one JWS, and one key one x.
+var base64url = base64.RawURLEncoding.Strict()
 
 // find returns the key named kid.
 func (s JWKS) find(kid string) (JWK, bool) {

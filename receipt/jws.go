@@ -2,7 +2,6 @@ package receipt
 
 import (
 	"bytes"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -44,7 +43,8 @@ func (k *Keyring) Sign(r Receipt) (string, error) {
 
 // Verify checks a compact JWS receipt against set and returns the receipt it
 // carries. It refuses, with an error naming the reason: a malformed JWS
-// (ErrMalformed), an alg other than EdDSA (ErrWrongAlgorithm), a typ other
+// (ErrMalformed; a segment that is not canonical base64url included, so
+// one receipt has one JWS that verifies), an alg other than EdDSA (ErrWrongAlgorithm), a typ other
 // than Type (ErrWrongType), a kid not in set (ErrUnknownKey), a signature that
 // does not verify (ErrBadSignature), and a payload that is not exactly the
 // canonical JSON of a valid receipt (ErrMalformed, ErrInvalid).
@@ -89,13 +89,9 @@ type Header struct {
 func ParseHeader(jws string) (Header, error) { return parseHeader(jws) }
 
 func parseHeader(jws string) (Header, error) {
-	parts := strings.Split(strings.TrimSpace(jws), ".")
-	if len(parts) != 3 {
-		return Header{}, fmt.Errorf("%w JWS: want 3 dot-separated parts (compact serialization), got %d", ErrMalformed, len(parts))
-	}
-	raw, err := base64.RawURLEncoding.DecodeString(parts[0])
+	raw, err := headerOf(jws)
 	if err != nil {
-		return Header{}, fmt.Errorf("%w JWS header: %v", ErrMalformed, err)
+		return Header{}, err
 	}
 	var h struct {
 		Header
@@ -115,6 +111,35 @@ func parseHeader(jws string) (Header, error) {
 		return Header{}, fmt.Errorf("%w JWS header: unsupported crit %q", ErrMalformed, h.Crit)
 	}
 	return h.Header, nil
+}
+
+// segmentNames names the three segments of a compact JWS, in order.
+var segmentNames = [3]string{"header", "payload", "signature"}
+
+// headerOf returns the decoded protected header of a compact JWS, after
+// checking that it has three segments and that each is canonical base64url
+// (see base64url): go-jose decodes leniently, so this is where a JWS that
+// differs from the signed one only in unused bits is refused.
+func headerOf(jws string) ([]byte, error) {
+	parts := strings.Split(strings.TrimSpace(jws), ".")
+	if len(parts) != 3 {
+		return nil, fmt.Errorf("%w JWS: want 3 dot-separated parts (compact serialization), got %d", ErrMalformed, len(parts))
+	}
+	var header []byte
+	for i, part := range parts {
+		// The decoder skips line breaks, Strict or not; they are spellings too.
+		if j := strings.IndexAny(part, "\r\n"); j >= 0 {
+			return nil, fmt.Errorf("%w JWS %s: not canonical unpadded base64url (a line break at byte %d)", ErrMalformed, segmentNames[i], j)
+		}
+		b, err := base64url.DecodeString(part)
+		if err != nil {
+			return nil, fmt.Errorf("%w JWS %s: not canonical unpadded base64url (%v)", ErrMalformed, segmentNames[i], err)
+		}
+		if i == 0 {
+			header = b
+		}
+	}
+	return header, nil
 }
 
 // decodePayload decodes a verified payload strictly: no unknown, duplicate

@@ -1,6 +1,7 @@
 package receipt_test
 
 import (
+	"bytes"
 	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/json"
@@ -103,6 +104,13 @@ func TestVerify_Refusals(t *testing.T) {
 		{"UnknownPayloadField", compact(t, header, []byte(`{"extra":1,`+string(payload[1:])), owner), k.JWKS(), receipt.ErrMalformed, "extra"},
 		{"MiscasedPayloadField", compact(t, header, []byte(strings.Replace(string(payload), `"agentId"`, `"agentID"`, 1)), owner), k.JWKS(), receipt.ErrMalformed, "round-trip"},
 		{"PayloadOverCeiling", compact(t, header, []byte(strings.Replace(string(payload), `"cents":1500,`, `"cents":9007199254740993,`, 1)), owner), k.JWKS(), money.ErrOutOfRange, "cents"},
+		// Each segment's last character has unused low bits (127, 586 and 86
+		// characters: 2, 4 and 4 bits); a lenient decoder ignores them.
+		{"HeaderPaddingBits", setUnusedBit(t, parts[0]) + "." + parts[1] + "." + parts[2], k.JWKS(), receipt.ErrMalformed, "JWS header: not canonical"},
+		{"PayloadPaddingBits", parts[0] + "." + setUnusedBit(t, parts[1]) + "." + parts[2], k.JWKS(), receipt.ErrMalformed, "JWS payload: not canonical"},
+		{"SignaturePaddingBits", parts[0] + "." + parts[1] + "." + setUnusedBit(t, parts[2]), k.JWKS(), receipt.ErrMalformed, "JWS signature: not canonical"},
+		{"LineBreakInSignature", parts[0] + "." + parts[1] + "." + parts[2][:40] + "\n" + parts[2][40:], k.JWKS(), receipt.ErrMalformed, "line break"},
+		{"KeyWithPaddingBits", good, receipt.JWKS{Keys: []receipt.JWK{withUnusedBit(t, k.JWKS().Keys[0])}}, receipt.ErrMalformed, "x must be"},
 		{"KeyOfWrongType", good, receipt.JWKS{Keys: []receipt.JWK{{KeyType: "EC", Curve: "P-256", X: "AAAA", KeyID: k.KeyID()}}}, receipt.ErrWrongAlgorithm, "P-256"},
 	}
 	for _, tt := range tests {
@@ -188,6 +196,34 @@ func without(m map[string]any, key string) map[string]any {
 		}
 	}
 	return out
+}
+
+// setUnusedBit returns seg with the lowest bit of its last character set: a
+// bit past the segment's last byte, which a lenient base64url decoder
+// ignores, so the result decodes to the same bytes there.
+func setUnusedBit(tb testing.TB, seg string) string {
+	tb.Helper()
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	if len(seg)%4 == 0 {
+		tb.Fatalf("segment of %d characters has no unused bits", len(seg))
+	}
+	last := strings.IndexByte(alphabet, seg[len(seg)-1])
+	if last&1 != 0 {
+		tb.Fatalf("segment %q already ends in a set unused bit", seg)
+	}
+	out := seg[:len(seg)-1] + string(alphabet[last|1])
+	if a, b := decodeSegment(tb, seg), decodeSegment(tb, out); !bytes.Equal(a, b) {
+		tb.Fatalf("setUnusedBit(%q) = %q decodes to other bytes", seg, out)
+	}
+	return out
+}
+
+// withUnusedBit is k with an unused bit of x set: the same public key,
+// spelled another way.
+func withUnusedBit(tb testing.TB, k receipt.JWK) receipt.JWK {
+	tb.Helper()
+	k.X = setUnusedBit(tb, k.X)
+	return k
 }
 
 func flipFirst(seg string) string {

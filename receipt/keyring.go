@@ -135,7 +135,7 @@ func decodeKeyFile(data []byte) (ed25519.PublicKey, ed25519.PrivateKey, error) {
 	if f.D == "" {
 		return pub, nil, nil
 	}
-	seed, err := base64.RawURLEncoding.DecodeString(f.D)
+	seed, err := base64url.DecodeString(f.D)
 	if err != nil || len(seed) != ed25519.SeedSize {
 		return nil, nil, fmt.Errorf("%w key file: d must be a %d-byte base64url Ed25519 seed", ErrMalformed, ed25519.SeedSize)
 	}

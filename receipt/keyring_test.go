@@ -99,6 +99,8 @@ func TestLoadKeyring_Errors(t *testing.T) {
 		{"KidIsNotThumbprint", [][]byte{[]byte(`{"kty":"OKP","crv":"Ed25519","kid":"mine","x":"` + rfc8037X + `","d":"` + rfc8037D + `"}`)}, receipt.ErrMalformed, "thumbprint"},
 		{"XIsNotPublicKeyOfD", [][]byte{swapX(t, good, other)}, receipt.ErrMalformed, "x is not the public key of d"},
 		{"ShortSeed", [][]byte{[]byte(`{"kty":"OKP","crv":"Ed25519","x":"` + rfc8037X + `","d":"AAAA"}`)}, receipt.ErrMalformed, "seed"},
+		{"SeedPaddingBits", [][]byte{[]byte(`{"kty":"OKP","crv":"Ed25519","x":"` + rfc8037X + `","d":"` + setUnusedBit(t, rfc8037D) + `"}`)}, receipt.ErrMalformed, "seed"},
+		{"XPaddingBits", [][]byte{[]byte(`{"kty":"OKP","crv":"Ed25519","x":"` + setUnusedBit(t, rfc8037X) + `","d":"` + rfc8037D + `"}`)}, receipt.ErrMalformed, "x must be"},
 		{"UnknownMember", [][]byte{[]byte(`{"kty":"OKP","crv":"Ed25519","x":"` + rfc8037X + `","d":"` + rfc8037D + `","extra":1}`)}, receipt.ErrMalformed, "extra"},
 		{"SameKeyTwice", [][]byte{good, public}, nil, "given twice"},
 		{"SecondFileBad", [][]byte{good, []byte("{}")}, nil, "key 2"},

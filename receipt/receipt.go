@@ -59,8 +59,8 @@ func GrantOf(e *entitlement.Entitlement) Grant {
 	case entitlement.TypeQuota:
 		g.Limit, g.Period = e.Quota.Limit, e.Quota.Period
 	case entitlement.TypeSubscription:
-		if !e.Subscription.ValidUntil.IsZero() {
-			t := e.Subscription.ValidUntil
+		if e.Subscription.ValidUntil != nil {
+			t := *e.Subscription.ValidUntil
 			g.ValidUntil = &t
 		}
 	}

@@ -26,6 +26,9 @@ const (
 	CodeInternal = fault.CodeInternal
 )
 
+// Codes returns every code, for callers that list them (a metric's series).
+func Codes() []Code { return fault.Codes() }
+
 // Error is the one error type stores return. A failed method changed
 // nothing, unless Error.Uncertain is set.
 type Error = fault.Error

@@ -27,13 +27,14 @@ import (
 // later finds its reservation gone and is refused. Age only decides when a
 // reclaim is tried, never whether it is safe.
 //
-// The methods that honour a fence are the ones those routes call:
+// The methods that must honour a fence are the ones those routes call:
 // CreateEntitlement, RefundConsumption and RefundPayment of
 // EntitlementStore, and CreateEndpoint, RotateEndpointSecret and
-// RetryDelivery of DeliveryStore. A call that changes nothing (a replay, a
-// refusal, an error) neither checks nor marks the fence. Other methods
-// ignore fences, so a ledger route must make its change through one of
-// those. A store fails a call (Internal) whose context carries a fence it
+// RetryDelivery of DeliveryStore (conformance.RunFenceTests checks them; a
+// store may honour fences in more, such as the other endpoint and delivery
+// updates). A call that changes nothing (a replay, a refusal, an error)
+// neither checks nor marks the fence. Other methods may ignore fences, so
+// a ledger route must make its change through one of those six. A store fails a call (Internal) whose context carries a fence it
 // cannot check: a ledger row marked fenced must never be reclaimed on the
 // word of a store that did not check it.
 //
@@ -48,13 +49,16 @@ import (
 //     database) with its other reads, and writes the mark with its other
 //     writes; Firestore's serializable transactions order it against the
 //     reclaim's conditional delete.
-//   - A PostgreSQL store and ledger follow the same shape: the change's
-//     transaction runs SELECT … FROM <ledger table> WHERE id = $1 FOR
-//     UPDATE, refuses unless the row is in progress with the fence's
-//     attempt, and UPDATEs its written mark before COMMIT; the reclaim is
-//     an UPDATE or DELETE … WHERE id = $1 AND updated = $2 AND written IS
-//     NULL. The fence type is the ledger's; the store type-asserts the
-//     method it needs, as the two stores above do.
+//   - store/postgres, idempotency/pgledger's fences (a ledger on the
+//     store's own pool): the change's transaction runs the fence's Mark, an
+//     UPDATE of the ledger row guarded by its token and state, which sets
+//     written_at and locks the row until the transaction ends; the
+//     reclaim's DELETE, guarded by the update time and written_at IS NULL,
+//     waits for that lock and then finds the row changed.
+//
+// The fence type is the ledger's; each store type-asserts the method it
+// needs, so no store imports a ledger. A new backend pair follows the same
+// shape.
 
 // Fence is a request's claim on its idempotency reservation. Ledger
 // backends make them; see the fencing notes above.

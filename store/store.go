@@ -1,8 +1,8 @@
 // Package store defines the storage contract every Stipend backend fulfils:
 // EntitlementStore (accounts, entitlements, consumption, payments, receipts
 // and the event outbox) and DeliveryStore (webhook endpoints and deliveries,
-// inbound provider events). The memory and Firestore adapters both pass the
-// suites in package conformance.
+// inbound provider events). The memory, Firestore and PostgreSQL adapters
+// all pass the suites in package conformance.
 //
 // Rules that hold for every method:
 //   - Errors are *Error values; classify them with errors.Is(err, ErrNotFound)

@@ -48,13 +48,7 @@ func TestDispatcher_SendsVerifiableRequests(t *testing.T) {
 }
 
 func TestDispatcher_RetriesOnScheduleWithSameID(t *testing.T) {
-	rc := newReceiver(t, func(n int, w http.ResponseWriter, _ *http.Request) {
-		if n == 0 {
-			w.WriteHeader(http.StatusInternalServerError)
-			return
-		}
-		w.WriteHeader(http.StatusNoContent)
-	})
+	rc := newReceiver(t, firstThen(http.StatusInternalServerError, http.StatusNoContent))
 	e := newEnv(t, rc.srv.URL)
 	d := e.enqueue(t)
 	disp := e.dispatcher(webhook.Config{Schedule: []time.Duration{10 * time.Second}, Jitter: 0.2})

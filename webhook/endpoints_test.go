@@ -87,13 +87,7 @@ func TestDispatcher_DeletedEndpoint(t *testing.T) {
 // enabling it again (UpdateEndpoint) lets new deliveries through, and the
 // one that failed can be retried by hand.
 func TestDispatcher_ReenabledEndpoint(t *testing.T) {
-	rc := newReceiver(t, func(n int, w http.ResponseWriter, _ *http.Request) {
-		if n == 0 {
-			w.WriteHeader(http.StatusGone)
-			return
-		}
-		w.WriteHeader(http.StatusNoContent)
-	})
+	rc := newReceiver(t, firstThen(http.StatusGone, http.StatusNoContent))
 	e := newEnv(t, rc.srv.URL)
 	gone := e.enqueue(t)
 	disp := e.dispatcher(webhook.Config{})

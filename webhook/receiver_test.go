@@ -60,6 +60,18 @@ func newReceiver(t *testing.T, respond func(n int, w http.ResponseWriter, r *htt
 	return rc
 }
 
+// firstThen answers the first request with status first and every later one
+// with then.
+func firstThen(first, then int) func(n int, w http.ResponseWriter, r *http.Request) {
+	return func(n int, w http.ResponseWriter, _ *http.Request) {
+		if n == 0 {
+			w.WriteHeader(first)
+			return
+		}
+		w.WriteHeader(then)
+	}
+}
+
 func (rc *receiver) requests() []request {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -58,7 +59,8 @@ type Stripe struct {
 	// Issuer and Sign make the receipts of completed and refunded payments.
 	Issuer string
 	Sign   receipt.SignFunc
-	// Tolerance is the largest accepted age of a signature (default 5 min).
+	// Tolerance is how far a signature's timestamp may be from the clock,
+	// behind or ahead (default 5 min).
 	Tolerance time.Duration
 	// Logger receives one line per ignored or refused event (default slog.Default()).
 	Logger *slog.Logger
@@ -98,7 +100,9 @@ func (o *stripeObject) checkAmount(want money.Money) error {
 	return nil
 }
 
-// failureReason says why an intent was canceled, for Payment.FailureReason.
+// failureReason says why an intent was canceled, for Payment.FailureReason:
+// cleaned and capped as every failure reason is (payment.CleanFailureReason),
+// since the event's text is the payer's bank's or Stripe's, of any length.
 func (o *stripeObject) failureReason() string {
 	r := "stripe: payment canceled"
 	if o.CancellationReason != "" {
@@ -107,7 +111,26 @@ func (o *stripeObject) failureReason() string {
 	if o.LastPaymentError != nil && o.LastPaymentError.Message != "" {
 		r += "; last attempt: " + o.LastPaymentError.Message
 	}
-	return r
+	return payment.CleanFailureReason(r)
+}
+
+// signedAt returns the timestamp (t=) of a Stripe-Signature header that
+// stripewebhook has verified, read as the library reads it (the last t=).
+// The library refuses a timestamp older than the tolerance but not one
+// ahead of the clock; Handle refuses those with it.
+func signedAt(header string) (time.Time, bool) {
+	var at time.Time
+	ok := false
+	for _, pair := range strings.Split(header, ",") {
+		if v, found := strings.CutPrefix(pair, "t="); found {
+			sec, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return time.Time{}, false
+			}
+			at, ok = time.Unix(sec, 0), true
+		}
+	}
+	return at, ok
 }
 
 // Handle verifies the Stripe-Signature header sig over payload and applies
@@ -120,8 +143,9 @@ func (o *stripeObject) failureReason() string {
 //     linked to (billing integrations create the payment before confirming
 //     the intent), or a stale cancellation of a payment that already
 //     succeeded.
-//   - 400: the signature is missing, wrong or older than the tolerance, or
-//     the payload is malformed.
+//   - 400: the signature is missing or wrong, its timestamp is more than the
+//     tolerance away from the clock (older or ahead), or the payload is
+//     malformed.
 //   - 409: the payment is not in a state the event can change (a success for
 //     a failed payment, a refund before the success arrived): Stripe retries,
 //     which resolves events that arrived out of order. Also a success whose
@@ -144,6 +168,9 @@ func (h *Stripe) Handle(ctx context.Context, payload []byte, sig string) (int, e
 	})
 	if err != nil {
 		return http.StatusBadRequest, fmt.Errorf("stripe event: %w", err)
+	}
+	if at, ok := signedAt(sig); !ok || time.Until(at) > tol {
+		return http.StatusBadRequest, fmt.Errorf("stripe event: signature timestamp is more than %s ahead of the clock", tol)
 	}
 	if ev.ID == "" || ev.Data == nil {
 		return http.StatusBadRequest, errors.New("stripe event: no id or data")

@@ -265,3 +265,47 @@ func TestStripe_Refused(t *testing.T) {
 		t.Errorf("event signed 4 minutes ago = %d (%v), want 200", got, err)
 	}
 }
+
+// TestStripe_FutureTimestamp: the tolerance applies ahead of the clock too,
+// so a signature made for later (a replay prepared in advance, or a clock
+// far off) is refused.
+func TestStripe_FutureTimestamp(t *testing.T) {
+	e := newStripeEnv(t)
+	p := e.payment(t, "pi_future")
+	ev := stripeEvent("evt_future", webhook.StripePaymentSucceeded, `{"id":"pi_future"}`)
+	for _, ahead := range []time.Duration{6 * time.Minute, 24 * time.Hour, 10 * 365 * 24 * time.Hour} {
+		if got, err := e.deliver(t, ev, time.Now().Add(ahead)); got != http.StatusBadRequest || err == nil {
+			t.Errorf("event signed %s ahead: Handle = %d, %v; want 400 with an error", ahead, got, err)
+		}
+	}
+	if got := e.status(t, p.ID); got.Status != payment.StatusPending {
+		t.Fatalf("payment after future-signed events: %s, want pending", got.Status)
+	}
+	if got, err := e.deliver(t, ev, time.Now().Add(4*time.Minute)); got != http.StatusOK {
+		t.Errorf("event signed 4 minutes ahead (within the tolerance) = %d (%v), want 200", got, err)
+	}
+}
+
+// TestStripe_CanceledReasonCleaned: a cancellation's reason is stored as
+// POST /v1/payments/{id}/fail stores one: no control characters, at most
+// payment.MaxFailureReasonLen characters.
+func TestStripe_CanceledReasonCleaned(t *testing.T) {
+	e := newStripeEnv(t)
+	p := e.payment(t, "pi_long")
+	msg := strings.Repeat("declined\\u0000\\u001b[2J ", 500) // JSON escapes: NUL and ESC in the decoded text
+	e.mustDeliver(t, stripeEvent("evt_long", webhook.StripePaymentCanceled,
+		`{"id":"pi_long","cancellation_reason":"abandoned","last_payment_error":{"message":"`+msg+`"}}`), http.StatusOK)
+	got := e.status(t, p.ID)
+	if got.Status != payment.StatusFailed {
+		t.Fatalf("after payment_intent.canceled: %s, want failed", got.Status)
+	}
+	if n := len([]rune(got.FailureReason)); n > payment.MaxFailureReasonLen {
+		t.Errorf("failureReason: %d characters, want at most %d", n, payment.MaxFailureReasonLen)
+	}
+	if strings.ContainsAny(got.FailureReason, "\x00\x1b") {
+		t.Errorf("failureReason %q holds control characters", got.FailureReason)
+	}
+	if !strings.HasPrefix(got.FailureReason, "stripe: payment canceled (abandoned); last attempt: declined [2J declined") {
+		t.Errorf("failureReason = %q, want the cancellation reason and the cleaned message", got.FailureReason)
+	}
+}

@@ -21,11 +21,13 @@ const (
 const (
 	StoreMemory    = "memory"
 	StoreFirestore = "firestore"
+	StorePostgres  = "postgres"
 )
 
 // Config is everything `stipend serve` can be told, from flags and STIPEND_*
-// environment variables (a flag wins over its variable), and the emulator
-// address from FIRESTORE_EMULATOR_HOST.
+// environment variables (a flag wins over its variable), the emulator
+// address from FIRESTORE_EMULATOR_HOST and the PostgreSQL password from
+// STIPEND_POSTGRES_PASSWORD.
 type Config struct {
 	Addr                  string
 	Env                   string
@@ -34,6 +36,11 @@ type Config struct {
 	FirestoreDatabase     string
 	FirestoreEmulatorHost string // FIRESTORE_EMULATOR_HOST (no flag): host:port of an emulator; "" = Firestore itself
 	CollectionPrefix      string
+	PostgresURL           string // connection URL or keyword/value string; the password is better kept out of it
+	PostgresPasswordFile  string
+	PostgresPassword      string // STIPEND_POSTGRES_PASSWORD (no flag, so never in a process listing); never logged
+	PostgresMaxConns      int
+	PostgresMigrate       bool // apply the embedded migrations at start
 	APIKeysFile           string
 	SigningKeyFiles       []string // the first signs; all verify
 	StripeWebhookSecret   string
@@ -43,6 +50,7 @@ type Config struct {
 	CORSOrigins           []string
 	Issuer                string
 	ShutdownTimeout       time.Duration
+	StoreTimeout          time.Duration // bounds each request's store calls
 	LedgerRetention       time.Duration // how long completed Idempotency-Key results replay
 	LogLevel              slog.Level
 	DevKeysOut            string
@@ -64,10 +72,14 @@ type setting struct {
 var settings = []setting{
 	{"addr", "STIPEND_ADDR", "127.0.0.1:8080", "listen address (host:port); when neither this nor the variable is set, PORT (as on Cloud Run) gives \":$PORT\"", stringVar(func(c *Config) *string { return &c.Addr })},
 	{"env", "STIPEND_ENV", EnvDevelopment, "development or production (production refuses the memory store and needs key files)", stringVar(func(c *Config) *string { return &c.Env })},
-	{"store", "STIPEND_STORE", StoreMemory, "memory or firestore", stringVar(func(c *Config) *string { return &c.Store })},
+	{"store", "STIPEND_STORE", StoreMemory, "memory, firestore or postgres", stringVar(func(c *Config) *string { return &c.Store })},
 	{"firestore-project", "STIPEND_FIRESTORE_PROJECT", "", "Google Cloud project of the Firestore database (empty: detected)", stringVar(func(c *Config) *string { return &c.FirestoreProject })},
 	{"firestore-database", "STIPEND_FIRESTORE_DATABASE", "(default)", "Firestore database ID", stringVar(func(c *Config) *string { return &c.FirestoreDatabase })},
 	{"collection-prefix", "STIPEND_COLLECTION_PREFIX", "", "prefix of every Firestore collection name", stringVar(func(c *Config) *string { return &c.CollectionPrefix })},
+	{"postgres-url", "STIPEND_POSTGRES_URL", "", "PostgreSQL connection URL (postgres://USER@HOST:5432/DB?sslmode=verify-full; search_path=SCHEMA picks the schema); keep the password out of it", stringVar(func(c *Config) *string { return &c.PostgresURL })},
+	{"postgres-password-file", "STIPEND_POSTGRES_PASSWORD_FILE", "", "file holding the PostgreSQL password (its first line); or set STIPEND_POSTGRES_PASSWORD", stringVar(func(c *Config) *string { return &c.PostgresPasswordFile })},
+	{"postgres-max-conns", "STIPEND_POSTGRES_MAX_CONNS", "10", "connections this instance opens to PostgreSQL at most (1–1000)", intVar(func(c *Config) *int { return &c.PostgresMaxConns })},
+	{"postgres-migrate", "STIPEND_POSTGRES_MIGRATE", "true", "apply the embedded schema migrations at start; false refuses to start on a schema that lacks one (run `stipend migrate`)", boolVar(func(c *Config) *bool { return &c.PostgresMigrate })},
 	{"api-keys-file", "STIPEND_API_KEYS_FILE", "", "JSON file of hashed API keys (see `stipend keys api`)", stringVar(func(c *Config) *string { return &c.APIKeysFile })},
 	{"signing-key-file", "STIPEND_SIGNING_KEY_FILE", "", "receipt signing key file; repeat the flag (or comma-separate the variable): the first signs, all verify", listVar(func(c *Config) *[]string { return &c.SigningKeyFiles })},
 	{"stripe-webhook-secret", "STIPEND_STRIPE_WEBHOOK_SECRET", "", "Stripe webhook signing secret (whsec_…); without it the Stripe route refuses every event", stringVar(func(c *Config) *string { return &c.StripeWebhookSecret })},
@@ -76,6 +88,7 @@ var settings = []setting{
 	{"hold-sweep-interval", "STIPEND_HOLD_SWEEP_INTERVAL", "30s", "how often this instance ends expired holds of idle entitlements; 0 sweeps none (another instance must)", durationVar(func(c *Config) *time.Duration { return &c.HoldSweepInterval })},
 	{"cors-origins", "STIPEND_CORS_ORIGINS", "", "comma-separated origins allowed to call the reader routes from a browser", listVar(func(c *Config) *[]string { return &c.CORSOrigins })},
 	{"issuer", "STIPEND_ISSUER", "stipend", "issuer written into every receipt", stringVar(func(c *Config) *string { return &c.Issuer })},
+	{"store-timeout", "STIPEND_STORE_TIMEOUT", "2s", "how long a request waits for the store before it answers 503 (unavailable; retry with the same key); keep it well under your callers' timeouts (the MCP gate's is 5s) so they can retry", durationVar(func(c *Config) *time.Duration { return &c.StoreTimeout })},
 	{"shutdown-timeout", "STIPEND_SHUTDOWN_TIMEOUT", "8s", "how long SIGTERM waits for in-flight requests", durationVar(func(c *Config) *time.Duration { return &c.ShutdownTimeout })},
 	{"ledger-retention", "STIPEND_LEDGER_RETENTION", "24h", "how long a completed Idempotency-Key request is replayed; pair it with the ledger's Firestore TTL policy (docs/idempotency.md)", durationVar(func(c *Config) *time.Duration { return &c.LedgerRetention })},
 	{"log-level", "STIPEND_LOG_LEVEL", "info", "debug, info, warn or error", levelVar(func(c *Config) *slog.Level { return &c.LogLevel })},
@@ -86,17 +99,20 @@ var settings = []setting{
 // environment variables). Defaults come first, then env, then flags. It is a
 // pure function: it touches no file and reads no process state.
 func ParseConfig(args []string, env map[string]string) (Config, error) {
-	c, err := readSettings(args, env)
+	c, fs, err := readSettings(args, env)
 	if err != nil {
 		return Config{}, err
 	}
-	return c, c.Validate()
+	if err := c.Validate(); err != nil {
+		return Config{}, nameSource(err, fs, env)
+	}
+	return c, nil
 }
 
 // readSettings reads serve's settings from args and env without checking
 // them together: the operator commands (`stipend ledger …`) share the
 // settings but not serve's production requirements.
-func readSettings(args []string, env map[string]string) (Config, error) {
+func readSettings(args []string, env map[string]string) (Config, *flag.FlagSet, error) {
 	var c Config
 	fs := newServeFlagSet(io.Discard)
 	for _, s := range settings {
@@ -106,25 +122,27 @@ func readSettings(args []string, env map[string]string) (Config, error) {
 		}
 		if err := s.bind(fs, &c, s.flag, def, s.help); err != nil {
 			if _, ok := env[s.env]; ok {
-				return Config{}, fmt.Errorf("%s=%q: %w", s.env, def, err)
+				return Config{}, nil, fmt.Errorf("%s=%q: %w", s.env, def, err)
 			}
-			return Config{}, err
+			return Config{}, nil, err
 		}
 	}
 	if err := fs.Parse(args); err != nil {
-		return Config{}, &UsageError{Err: err}
+		return Config{}, nil, &UsageError{Err: err}
 	}
 	if fs.NArg() > 0 {
-		return Config{}, &UsageError{Err: fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+		return Config{}, nil, &UsageError{Err: fmt.Errorf("unexpected argument %q", fs.Arg(0))}
 	}
 	// The variable the Firestore tools and client libraries share; it has
 	// no flag.
 	c.FirestoreEmulatorHost = env["FIRESTORE_EMULATOR_HOST"]
+	// A secret: no flag, so it never shows in a process listing.
+	c.PostgresPassword = env["STIPEND_POSTGRES_PASSWORD"]
 	// Cloud Run (and other platforms) say which port to listen on in PORT.
 	if _, set := env["STIPEND_ADDR"]; !set && !flagSet(fs, "addr") && env["PORT"] != "" {
 		c.Addr = ":" + env["PORT"]
 	}
-	return c, nil
+	return c, fs, nil
 }
 
 // UsageError is a command line that cannot be parsed (an unknown flag, a
@@ -133,6 +151,34 @@ type UsageError struct{ Err error }
 
 func (e *UsageError) Error() string { return e.Err.Error() }
 func (e *UsageError) Unwrap() error { return e.Err }
+
+// settingError is a bad value of one setting, named by its flag; ParseConfig
+// adds the value and names the environment variable instead when the value
+// came from there.
+type settingError struct {
+	flag string // the setting's flag, without dashes
+	msg  string
+}
+
+func (e *settingError) Error() string { return "--" + e.flag + ": " + e.msg }
+
+// bad returns the settingError of the setting whose flag is flag.
+func bad(flag, msg string) error { return &settingError{flag: flag, msg: msg} }
+
+// nameSource returns err naming its setting as the operator gave it, with
+// the value: STIPEND_STORE="postgres" when the value came from the
+// environment and not from the command line, --store="postgres" otherwise.
+func nameSource(err error, fs *flag.FlagSet, env map[string]string) error {
+	se, ok := errors.AsType[*settingError](err)
+	if !ok {
+		return err
+	}
+	s := settingNamed(se.flag)
+	if v, set := env[s.env]; set && !flagSet(fs, se.flag) {
+		return fmt.Errorf("%s=%q: %s", s.env, v, se.msg)
+	}
+	return fmt.Errorf("--%s=%q: %s", se.flag, fs.Lookup(se.flag).Value.String(), se.msg)
+}
 
 // flagSet reports whether the flag called name was given on the command line.
 func flagSet(fs *flag.FlagSet, name string) bool {
@@ -145,37 +191,46 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 func (c Config) Validate() error {
 	switch {
 	case c.Env != EnvDevelopment && c.Env != EnvProduction:
-		return fmt.Errorf("--env: %q is not development or production", c.Env)
-	case c.Store != StoreMemory && c.Store != StoreFirestore:
-		return fmt.Errorf("--store: %q is not memory or firestore", c.Store)
+		return bad("env", "not development or production")
+	case c.Store != StoreMemory && c.Store != StoreFirestore && c.Store != StorePostgres:
+		return bad("store", "not memory, firestore or postgres")
+	case c.Store == StorePostgres && c.PostgresURL == "":
+		return bad("postgres-url", "is required with --store postgres")
+	case c.PostgresPasswordFile != "" && c.PostgresPassword != "":
+		return errors.New("--postgres-password-file and STIPEND_POSTGRES_PASSWORD: give the password one way")
+	case c.PostgresMaxConns < 1 || c.PostgresMaxConns > 1000:
+		return bad("postgres-max-conns", "must be between 1 and 1000")
 	case c.Addr == "":
-		return errors.New("--addr: is required")
+		return bad("addr", "is required")
 	case c.FirestoreDatabase == "":
-		return errors.New("--firestore-database: is required (the default database is \"(default)\")")
+		return bad("firestore-database", "is required (the default database is \"(default)\")")
 	case c.ShutdownTimeout <= 0:
-		return errors.New("--shutdown-timeout: must be positive")
+		return bad("shutdown-timeout", "must be positive")
+	case c.StoreTimeout <= 0:
+		return bad("store-timeout", "must be positive")
 	case c.LedgerRetention <= 0:
-		return errors.New("--ledger-retention: must be positive")
+		return bad("ledger-retention", "must be positive")
 	case c.WebhookConcurrency < 0 || c.WebhookConcurrency > 256:
-		return errors.New("--webhook-concurrency: must be between 0 and 256")
+		return bad("webhook-concurrency", "must be between 0 and 256")
 	case c.HoldSweepInterval < 0:
-		return errors.New("--hold-sweep-interval: must not be negative")
+		return bad("hold-sweep-interval", "must not be negative")
 	case c.Issuer == "":
-		return errors.New("--issuer: is required")
-	case c.DevKeysOut != "" && c.APIKeysFile != "":
-		return errors.New("--dev-keys-out: development keys are made only without --api-keys-file; with a key file there are none to write")
+		return bad("issuer", "is required")
 	}
 	if c.Env == EnvProduction {
 		switch {
+		case c.DevKeysOut != "":
+			return bad("dev-keys-out", "development keys are never made in production")
 		case c.Store == StoreMemory:
-			return errors.New("production refuses the memory store: nothing in it is durable or shared between instances; use --store firestore (STIPEND_STORE=firestore)")
+			return errors.New("production refuses the memory store: nothing in it is durable or shared between instances; use --store firestore or --store postgres (STIPEND_STORE)")
 		case c.APIKeysFile == "":
 			return errors.New("production needs an API key file: set --api-keys-file (STIPEND_API_KEYS_FILE); make keys with `stipend keys api --role ROLE`")
 		case len(c.SigningKeyFiles) == 0:
 			return errors.New("production needs a receipt signing key: set --signing-key-file (STIPEND_SIGNING_KEY_FILE); make one with `stipend keys signing --out FILE`")
-		case c.DevKeysOut != "":
-			return errors.New("--dev-keys-out: development keys are never made in production")
 		}
+	}
+	if c.DevKeysOut != "" && c.APIKeysFile != "" {
+		return bad("dev-keys-out", "development keys are made only without an API key file (--api-keys-file); with one there are none to write")
 	}
 	return nil
 }
@@ -280,4 +335,15 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// settingNamed returns the serve setting whose flag is name; it panics on
+// a name no setting has, a mistake in this package.
+func settingNamed(name string) setting {
+	for _, s := range settings {
+		if s.flag == name {
+			return s
+		}
+	}
+	panic("no setting --" + name)
 }

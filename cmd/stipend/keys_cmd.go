@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -25,40 +24,41 @@ func keysCmd(args []string, stdout, stderr io.Writer) int {
 			return keysSigningCmd(args[1:], stdout, stderr)
 		}
 	}
-	fmt.Fprintln(stderr, "stipend keys: want `stipend keys api --role ROLE` or `stipend keys signing --out FILE`")
-	return 2
+	return groupUsage("keys", keysCommands, args, stdout, stderr)
 }
 
-// keysAPICmd is `stipend keys api --role ROLE [--agents a,b] [--id ID]`: it
-// prints a new raw API key (shown once, never stored) and the entry to add to
-// the API key file.
+// apiKeyJSON is what `stipend keys api --json` prints: the raw key and the
+// entry to add to the API key file.
+type apiKeyJSON struct {
+	RawKey string     `json:"rawKey"`
+	Entry  apikey.Key `json:"entry"`
+}
+
+// keysAPICmd is `stipend keys api --role ROLE [--agents a,b] [--id ID]
+// [--json]`: it prints a new raw API key (shown once, never stored) and the
+// entry to add to the API key file, as text or, with --json, as one JSON
+// object for scripts.
 func keysAPICmd(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("stipend keys api", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet(cmdKeysAPI)
 	role := fs.String("role", "", "host, billing, admin or reader (required)")
 	agents := fs.String("agents", "", "reader keys: comma-separated agent IDs the key may read (required for reader)")
 	id := fs.String("id", "", "key ID in the key file (default: ROLE-<random>)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: stipend keys api --role ROLE [--agents a,b] [--id ID]")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "stipend keys api: unexpected argument %q\n", fs.Arg(0))
-		fs.Usage()
-		return 2
-	}
-	if *role == "" {
-		fmt.Fprintln(stderr, "stipend keys api: --role is required")
-		fs.Usage()
-		return 2
+	asJSON := fs.Bool("json", false, `print {"rawKey": …, "entry": {…}} as JSON instead of text`)
+	positional, code, ok := parseCommand(cmdKeysAPI, fs, args, stdout, stderr)
+	switch {
+	case !ok:
+		return code
+	case len(positional) > 0:
+		return usageError(cmdKeysAPI, fs, stderr, fmt.Errorf("unexpected argument %q", positional[0]))
+	case *role == "":
+		return usageError(cmdKeysAPI, fs, stderr, errors.New("--role is required"))
 	}
 	raw, key, err := apikey.Generate(*id, apikey.Role(*role), splitList(*agents))
 	if err != nil {
-		fmt.Fprintf(stderr, "stipend keys api: %v\n", err)
-		return 2
+		return usageError(cmdKeysAPI, fs, stderr, err)
+	}
+	if *asJSON {
+		return writeJSON(stdout, stderr, cmdKeysAPI, apiKeyJSON{RawKey: raw, Entry: key})
 	}
 	entry, err := json.MarshalIndent(key, "", "  ")
 	if err != nil {
@@ -76,25 +76,30 @@ Add this entry to the "keys" array of the API key file (it holds only the key's 
 	return 0
 }
 
+// writeJSON prints v as indented JSON for command c and returns its exit code.
+func writeJSON(stdout, stderr io.Writer, c command, v any) int {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		fmt.Fprintf(stderr, "stipend %s: %v\n", c.name, err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "%s\n", b)
+	return 0
+}
+
 // keysSigningCmd is `stipend keys signing [--out FILE]`: it writes a new
 // Ed25519 signing key file (a private OKP JWK, mode 0600, never over an
 // existing file) and prints its kid. --out - writes the key to stdout and the
 // kid to stderr, for piping into a secret manager.
 func keysSigningCmd(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("stipend keys signing", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet(cmdKeysSigning)
 	out := fs.String("out", defaultSigningKeyFile, "file to write the new key to (refuses to overwrite); - for stdout")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: stipend keys signing [--out FILE]")
-		fs.PrintDefaults()
+	positional, code, ok := parseCommand(cmdKeysSigning, fs, args, stdout, stderr)
+	if !ok {
+		return code
 	}
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "stipend keys signing: unexpected argument %q\n", fs.Arg(0))
-		fs.Usage()
-		return 2
+	if len(positional) > 0 {
+		return usageError(cmdKeysSigning, fs, stderr, fmt.Errorf("unexpected argument %q", positional[0]))
 	}
 	file, err := receipt.GenerateKey()
 	if err != nil {

@@ -48,6 +48,37 @@ func TestRunCommand_KeysAPI(t *testing.T) {
 	}
 }
 
+// TestRunCommand_KeysAPIJSON: --json prints one JSON object, the raw key and
+// the key file entry that accepts it, for scripts.
+func TestRunCommand_KeysAPIJSON(t *testing.T) {
+	code, stdout, stderr := runCommand(t, nil, "keys", "api", "--role", "host", "--id", "mcp-1", "--json")
+	if code != 0 {
+		t.Fatalf("keys api --json: exit %d, stderr %s", code, stderr)
+	}
+	var got struct {
+		RawKey string     `json:"rawKey"`
+		Entry  apikey.Key `json:"entry"`
+	}
+	dec := json.NewDecoder(strings.NewReader(stdout))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&got); err != nil {
+		t.Fatalf("keys api --json: stdout is not {rawKey, entry}: %v\n%s", err, stdout)
+	}
+	if dec.More() {
+		t.Errorf("keys api --json: more than one JSON value on stdout:\n%s", stdout)
+	}
+	if got.Entry.ID != "mcp-1" || got.Entry.Role != apikey.RoleHost || !strings.HasPrefix(got.RawKey, apikey.KeyPrefix) {
+		t.Errorf("keys api --json = %+v, want a host key with ID mcp-1", got)
+	}
+	set, err := apikey.NewSet([]apikey.Key{got.Entry})
+	if err != nil {
+		t.Fatalf("the printed entry is not a valid key file entry: %v", err)
+	}
+	if _, ok := set.Lookup(got.RawKey); !ok {
+		t.Errorf("the printed raw key does not match its entry")
+	}
+}
+
 // keysSigning runs `stipend keys signing args…` in process.
 func keysSigning(t *testing.T, args []string, stdout, stderr *bytes.Buffer) int {
 	t.Helper()

@@ -13,57 +13,45 @@ import (
 
 	"github.com/stipend-mcp/stipend/idempotency"
 	"github.com/stipend-mcp/stipend/idempotency/fsledger"
+	"github.com/stipend-mcp/stipend/idempotency/pgledger"
 	"github.com/stipend-mcp/stipend/store"
 )
-
-const ledgerUsage = `Usage:
-  stipend ledger collection [--collection-prefix P]
-      print the ledger's Firestore collection (for the TTL policy)
-  stipend ledger inspect REF [store flags]
-      print the row named by REF (from a 409's "reference") as JSON
-  stipend ledger resolve REF --update-time T (--delete | --complete-with FILE) [--retention D] [store flags]
-      compare-and-set reconciliation: refused unless the row's update time is still T
-      --delete             the write did not happen: delete the row, the next request runs
-      --complete-with FILE the write happened: store FILE's answer, the next request replays it;
-                           FILE is JSON {"status": 201, "header": {"Content-Type": ["application/json"]}, "body": <JSON>}
-Store flags (defaults from STIPEND_* as for serve): --firestore-project, --firestore-database, --collection-prefix
-`
 
 // ledgerCmd runs `stipend ledger collection|inspect|resolve`: the operator's
 // view of the idempotency ledger (docs/idempotency.md, Reconciliation).
 func ledgerCmd(ctx context.Context, args []string, env map[string]string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, ledgerUsage)
-		return 2
+	var c command
+	if len(args) > 0 {
+		for _, lc := range ledgerCommands {
+			if lc.name == "ledger "+args[0] {
+				c = lc
+			}
+		}
 	}
-	sub, rest := args[0], args[1:]
-	f, err := parseLedgerFlags(sub, rest, env)
-	if err != nil {
-		fmt.Fprintf(stderr, "stipend ledger %s: %v\n\n%s", sub, err, ledgerUsage)
-		return 2
+	if c.name == "" {
+		return groupUsage("ledger", ledgerCommands, args, stdout, stderr)
 	}
-	switch sub {
-	case "collection":
+	f, code, ok := parseLedgerFlags(c, args[1:], env, stdout, stderr)
+	if !ok {
+		return code
+	}
+	if c == cmdLedgerCollection {
 		fmt.Fprintln(stdout, idempotency.CollectionName(LedgerNamespace(f.cfg.CollectionPrefix)))
 		return 0
-	case "inspect", "resolve":
-	default:
-		fmt.Fprintf(stderr, "stipend ledger: unknown command %q\n\n%s", sub, ledgerUsage)
-		return 2
 	}
 	ledger, closeLedger, err := openLedgerFor(ctx, f)
 	if err != nil {
-		fmt.Fprintf(stderr, "stipend ledger %s: %v\n", sub, err)
+		fmt.Fprintf(stderr, "stipend %s: %v\n", c.name, err)
 		return 1
 	}
 	defer closeLedger()
-	if sub == "inspect" {
+	if c == cmdLedgerInspect {
 		err = inspectRow(ctx, ledger, f.ref, stdout)
 	} else {
 		err = resolveRow(ctx, ledger, f, stdout)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "stipend ledger %s: %v\n", sub, err)
+		fmt.Fprintf(stderr, "stipend %s: %v\n", c.name, err)
 		if errors.Is(err, store.ErrConflict) {
 			fmt.Fprintln(stderr, "the row changed since it was inspected (or is not in progress): inspect it again before resolving")
 		}
@@ -83,80 +71,110 @@ type ledgerFlags struct {
 }
 
 // parseLedgerFlags reads REF (before or after the flags) and the flags of
-// sub. The Firestore settings come from serve's environment, but serve's
-// production requirements (key files and so on) do not apply: an operator
-// runs these with the service's settings during an incident.
-func parseLedgerFlags(sub string, args []string, env map[string]string) (ledgerFlags, error) {
-	base, err := readSettings(nil, env)
-	if err != nil {
-		return ledgerFlags{}, err
+// the ledger command c; when ok is false, the command stops with code. The
+// store settings default to serve's environment, but serve's production
+// requirements (key files and so on) do not apply: an operator runs these
+// with the service's settings during an incident.
+func parseLedgerFlags(c command, args []string, env map[string]string, stdout, stderr io.Writer) (f ledgerFlags, code int, ok bool) {
+	base, _, envErr := readSettings(nil, env)
+	f.cfg = base
+	fs := newFlagSet(c)
+	storeFlag := func(p *string, name string) {
+		s := settingNamed(name)
+		fs.StringVar(p, name, *p, s.help+" ("+s.env+")")
 	}
-	f := ledgerFlags{cfg: base}
-	fs := flag.NewFlagSet("stipend ledger "+sub, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.StringVar(&f.cfg.FirestoreProject, "firestore-project", base.FirestoreProject, "")
-	fs.StringVar(&f.cfg.FirestoreDatabase, "firestore-database", base.FirestoreDatabase, "")
-	fs.StringVar(&f.cfg.CollectionPrefix, "collection-prefix", base.CollectionPrefix, "")
-	updateTime := fs.String("update-time", "", "")
-	fs.BoolVar(&f.del, "delete", false, "")
-	fs.StringVar(&f.completeWith, "complete-with", "", "")
-	fs.DurationVar(&f.retention, "retention", base.LedgerRetention, "") // the service's --ledger-retention
-	var positional []string
-	for len(args) > 0 {
-		if err := fs.Parse(args); err != nil {
-			return ledgerFlags{}, err
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		positional = append(positional, fs.Arg(0))
-		args = fs.Args()[1:]
+	var updateTime string
+	if c == cmdLedgerCollection {
+		storeFlag(&f.cfg.CollectionPrefix, "collection-prefix")
+	} else { // REF names the collection; these name the database
+		storeFlag(&f.cfg.FirestoreProject, "firestore-project")
+		storeFlag(&f.cfg.FirestoreDatabase, "firestore-database")
+		storeFlag(&f.cfg.PostgresURL, "postgres-url")
+		storeFlag(&f.cfg.PostgresPasswordFile, "postgres-password-file")
 	}
-	switch sub {
-	case "collection":
-		if len(positional) != 0 {
-			return ledgerFlags{}, fmt.Errorf("unexpected argument %q", positional[0])
-		}
-		return f, nil
-	case "inspect", "resolve":
-		if len(positional) != 1 {
-			return ledgerFlags{}, errors.New("want exactly one REF (firestore/<collection>/<hashed-id>)")
-		}
-		f.ref = positional[0]
+	if c == cmdLedgerResolve {
+		fs.StringVar(&updateTime, "update-time", "", "the row's updateTime as inspect printed it (required): the resolve is refused if the row changed since")
+		fs.BoolVar(&f.del, "delete", false, "the write did not happen: delete the row, and the next request with its key runs")
+		fs.StringVar(&f.completeWith, "complete-with", "", "the write happened: store FILE's answer, which the next requests with its key replay;\n"+
+			`FILE is JSON {"status": 201, "header": {"Content-Type": ["application/json"]}, "body": <JSON>}`)
+		fs.DurationVar(&f.retention, "retention", base.LedgerRetention, "how long the completed answer replays (STIPEND_LEDGER_RETENTION, as the service's --ledger-retention)")
 	}
-	if sub != "resolve" {
-		return f, nil
+	positional, code, ok := parseCommand(c, fs, args, stdout, stderr)
+	if !ok {
+		return ledgerFlags{}, code, false
 	}
-	if f.del == (f.completeWith != "") {
-		return ledgerFlags{}, errors.New("give exactly one of --delete and --complete-with FILE")
+	if err := checkLedgerFlags(c, fs, env, &f, positional, updateTime, envErr); err != nil {
+		return ledgerFlags{}, usageError(c, fs, stderr, err), false
 	}
-	if *updateTime == "" {
-		return ledgerFlags{}, errors.New("--update-time is required (the updateTime that inspect printed)")
-	}
-	if f.updateTime, err = time.Parse(time.RFC3339Nano, *updateTime); err != nil {
-		return ledgerFlags{}, fmt.Errorf("--update-time: %v", err)
-	}
-	if f.retention <= 0 {
-		return ledgerFlags{}, errors.New("--retention must be positive")
-	}
-	return f, nil
+	return f, 0, true
 }
 
-// openLedgerFor opens the Firestore ledger holding f.ref's collection. The
-// memory ledger lives inside the serving process and has nothing to inspect.
+// checkLedgerFlags checks a parsed ledger command line and sets f.ref and
+// f.updateTime.
+func checkLedgerFlags(c command, fs *flag.FlagSet, env map[string]string, f *ledgerFlags, positional []string, updateTime string, envErr error) error {
+	switch {
+	case envErr != nil:
+		return envErr
+	case c == cmdLedgerCollection && len(positional) != 0:
+		return fmt.Errorf("unexpected argument %q", positional[0])
+	case c == cmdLedgerCollection:
+		return nil
+	case len(positional) != 1:
+		return errors.New("want exactly one REF (firestore/<collection>/<hashed-id> or postgres/<collection>/<hashed-id>)")
+	}
+	f.ref = positional[0]
+	if c != cmdLedgerResolve {
+		return nil
+	}
+	if f.del == (f.completeWith != "") {
+		return errors.New("give exactly one of --delete and --complete-with FILE")
+	}
+	if updateTime == "" {
+		return errors.New("--update-time is required (the updateTime that inspect printed)")
+	}
+	var err error
+	if f.updateTime, err = time.Parse(time.RFC3339Nano, updateTime); err != nil {
+		return fmt.Errorf("--update-time: %v", err)
+	}
+	if f.retention <= 0 {
+		// The default comes from the service's variable: name it when it
+		// gave the value.
+		if v, set := env["STIPEND_LEDGER_RETENTION"]; set && !flagSet(fs, "retention") {
+			return fmt.Errorf("STIPEND_LEDGER_RETENTION=%q: must be positive (it is the default of --retention)", v)
+		}
+		return errors.New("--retention: must be positive")
+	}
+	return nil
+}
+
+// openLedgerFor opens the ledger holding f.ref's collection: on Firestore
+// or on PostgreSQL, as the reference says. The memory ledger lives inside
+// the serving process and has nothing to inspect.
 func openLedgerFor(ctx context.Context, f ledgerFlags) (idempotency.Ledger, func(), error) {
 	backend, collection, _, err := idempotency.ParseReference(f.ref)
 	if err != nil {
 		return nil, nil, err
 	}
-	if backend != fsledger.Backend {
-		return nil, nil, fmt.Errorf("reference %q: only firestore rows can be reconciled (the memory ledger lives and dies with its server)", f.ref)
+	switch backend {
+	case fsledger.Backend:
+		client, err := openFirestore(ctx, f.cfg)
+		if err != nil {
+			return nil, nil, err
+		}
+		return fsledger.New(client, collection), func() { _ = client.Close() }, nil
+	case pgledger.Backend:
+		if f.cfg.PostgresURL == "" {
+			return nil, nil, errors.New("a postgres reference needs --postgres-url (or STIPEND_POSTGRES_URL)")
+		}
+		c := f.cfg
+		c.PostgresMaxConns = 2
+		pool, err := openPostgres(ctx, c)
+		if err != nil {
+			return nil, nil, err
+		}
+		return pgledger.New(pool, collection), pool.Close, nil
 	}
-	client, err := openFirestore(ctx, f.cfg)
-	if err != nil {
-		return nil, nil, err
-	}
-	return fsledger.New(client, collection), func() { _ = client.Close() }, nil
+	return nil, nil, fmt.Errorf("reference %q: only firestore and postgres rows can be reconciled (the memory ledger lives and dies with its server)", f.ref)
 }
 
 // rowView is how inspect prints a row: every stored field except the

@@ -82,11 +82,11 @@ func TestLedgerCmd_RetentionDefaultsToTheService(t *testing.T) {
 	if code, _, stderr := runLedger(env, "resolve", ref, "--delete", "--update-time", "2026-01-01T00:00:00Z"); code != 2 || !strings.Contains(stderr, "STIPEND_LEDGER_RETENTION") {
 		t.Errorf("resolve with a bad STIPEND_LEDGER_RETENTION: exit %d, stderr %s; want 2 naming the variable", code, stderr)
 	}
-	// ... and a zero one is refused too, whereas the flag's own default was
-	// 24h whatever the service said.
+	// ... and a zero one is refused too, naming the variable, whereas the
+	// flag's own default was 24h whatever the service said.
 	env["STIPEND_LEDGER_RETENTION"] = "0s"
-	if code, _, stderr := runLedger(env, "resolve", ref, "--delete", "--update-time", "2026-01-01T00:00:00Z"); code != 2 || !strings.Contains(stderr, "--retention must be positive") {
-		t.Errorf("resolve with STIPEND_LEDGER_RETENTION=0s: exit %d, stderr %s; want 2, --retention must be positive", code, stderr)
+	if code, _, stderr := runLedger(env, "resolve", ref, "--delete", "--update-time", "2026-01-01T00:00:00Z"); code != 2 || !strings.Contains(stderr, `STIPEND_LEDGER_RETENTION="0s": must be positive`) {
+		t.Errorf("resolve with STIPEND_LEDGER_RETENTION=0s: exit %d, stderr %s; want 2, the variable named: must be positive", code, stderr)
 	}
 }
 

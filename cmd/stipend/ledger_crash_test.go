@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,33 +18,16 @@ import (
 	main "github.com/stipend-mcp/stipend/cmd/stipend"
 	"github.com/stipend-mcp/stipend/idempotency"
 	"github.com/stipend-mcp/stipend/internal/emulator"
+	"github.com/stipend-mcp/stipend/internal/syncbuf"
 	"github.com/stipend-mcp/stipend/problem"
 )
-
-// crashLog collects a child's stderr for failure messages.
-type crashLog struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *crashLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *crashLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // crashServer is one `stipend serve` process of the crash test.
 type crashServer struct {
 	cmd    *exec.Cmd
 	url    string
 	keys   main.DevKeys
-	stderr *crashLog
+	stderr *syncbuf.Buffer
 	done   chan struct{}
 }
 
@@ -65,7 +47,7 @@ func crashEnv(prefix string, extra ...string) []string {
 func startCrashServer(t *testing.T, bin, prefix string, extra ...string) *crashServer {
 	t.Helper()
 	keysFile := filepath.Join(t.TempDir(), "dev-keys.json")
-	s := &crashServer{stderr: &crashLog{}, done: make(chan struct{})}
+	s := &crashServer{stderr: &syncbuf.Buffer{}, done: make(chan struct{})}
 	s.cmd = exec.Command(bin, "serve")
 	s.cmd.Env = crashEnv(prefix, append(extra, "STIPEND_DEV_KEYS_OUT="+keysFile)...)
 	s.cmd.Stdout = io.Discard

@@ -1,13 +1,7 @@
-// Command stipend is the Stipend service and its operator tools:
-//
-//	stipend [serve] [flags]            run the service (the default)
-//	stipend keys api --role ROLE       make an API key and its key file entry
-//	stipend keys signing --out FILE    make a receipt signing key file
-//	stipend receipt verify FILE --jwks FILE|URL
-//	stipend ledger inspect|resolve REF  reconcile the idempotency ledger
-//	stipend version
-//
-// Run `stipend help` for every flag and its STIPEND_* environment variable.
+// Command stipend is the Stipend service and its operator tools: serve (the
+// default), keys, receipt verify, ledger, migrate and version. Run `stipend help` for
+// every command, flag and STIPEND_* environment variable, and `stipend
+// COMMAND --help` for one command's flags.
 package main
 
 import (
@@ -16,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 )
@@ -39,7 +34,11 @@ func main() {
 // SIGINT), then drains in-flight requests and returns 0.
 func RunCommand(ctx context.Context, args []string, env map[string]string, stdout, stderr io.Writer) int {
 	cmd, rest := "serve", args
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+	switch {
+	case len(args) == 0:
+	case args[0] == "--version" || args[0] == "-version":
+		cmd, rest = "version", args[1:]
+	case !strings.HasPrefix(args[0], "-"):
 		cmd, rest = args[0], args[1:]
 	}
 	switch cmd {
@@ -51,14 +50,18 @@ func RunCommand(ctx context.Context, args []string, env map[string]string, stdou
 		if len(rest) > 0 && rest[0] == "verify" {
 			return receiptVerifyCmd(ctx, rest[1:], stdout, stderr)
 		}
-		fmt.Fprintln(stderr, "stipend receipt: want `stipend receipt verify RECEIPT --jwks FILE|URL`")
-		return 2
+		return groupUsage("receipt", receiptCommands, rest, stdout, stderr)
 	case "ledger":
 		return ledgerCmd(ctx, rest, env, stdout, stderr)
+	case "migrate":
+		return migrateCmd(ctx, rest, env, stdout, stderr)
 	case "version":
-		fmt.Fprintln(stdout, "stipend", version())
-		return 0
+		return versionCmd(rest, stdout, stderr)
 	case "help":
+		if len(rest) > 0 && !isHelp(rest[0]) {
+			// `stipend help keys api` is `stipend keys api --help`.
+			return RunCommand(ctx, append(slices.Clip(rest), "--help"), env, stdout, stderr)
+		}
 		printUsage(stdout)
 		return 0
 	default:
@@ -66,6 +69,20 @@ func RunCommand(ctx context.Context, args []string, env map[string]string, stdou
 		printUsage(stderr)
 		return 2
 	}
+}
+
+// versionCmd is `stipend version` (and `stipend --version`).
+func versionCmd(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet(cmdVersion)
+	positional, code, ok := parseCommand(cmdVersion, fs, args, stdout, stderr)
+	if !ok {
+		return code
+	}
+	if len(positional) > 0 {
+		return usageError(cmdVersion, fs, stderr, fmt.Errorf("unexpected argument %q", positional[0]))
+	}
+	fmt.Fprintln(stdout, "stipend", version())
+	return 0
 }
 
 // Environ turns os.Environ-style "K=V" pairs into a map.
@@ -81,20 +98,9 @@ func Environ(pairs []string) map[string]string {
 
 // printUsage writes the command overview and every serve setting to w.
 func printUsage(w io.Writer) {
-	fmt.Fprint(w, `Usage:
-  stipend [serve] [flags]                     run the service (default)
-  stipend keys api --role ROLE [--agents a,b] [--id ID]
-                                              make an API key; prints the raw key once and its key file entry
-  stipend keys signing --out FILE             make a receipt signing key file
-  stipend receipt verify RECEIPT --jwks FILE|URL
-                                              verify a receipt offline
-  stipend ledger collection|inspect REF|resolve REF ...
-                                              reconcile the idempotency ledger (stipend ledger for help)
-  stipend version                             print the version
-  stipend help                                print this help
-
-Serve flags (each also read from its environment variable; a flag wins):
-`)
+	fmt.Fprintln(w, "Usage:")
+	printCommands(w, commands)
+	fmt.Fprint(w, "\nServe flags (each also read from its environment variable; a flag wins):\n")
 	for _, s := range settings {
 		def := ""
 		if s.def != "" {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -33,28 +32,18 @@ const maxReceiptFile = 1 << 20
 // and prints a summary for a valid receipt, 1 with the reason for an invalid
 // one (tampered field, unknown kid, wrong key…), 2 on a usage error.
 func receiptVerifyCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("stipend receipt verify", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet(cmdReceiptVerify)
 	jwksSource := fs.String("jwks", "", "JWKS file, or http(s) URL such as https://HOST/.well-known/jwks.json (required)")
 	timeout := fs.Duration("timeout", 10*time.Second, "time limit for fetching a JWKS URL")
 	asJSON := fs.Bool("json", false, "print the verified receipt as JSON instead of a summary")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: stipend receipt verify RECEIPT --jwks FILE|URL [--timeout 10s] [--json]")
-		fs.PrintDefaults()
-	}
-	positional, err := parseInterspersed(fs, args)
-	if err != nil {
-		return 2
-	}
+	positional, code, ok := parseCommand(cmdReceiptVerify, fs, args, stdout, stderr)
 	switch {
+	case !ok:
+		return code
 	case len(positional) != 1:
-		fmt.Fprintf(stderr, "stipend receipt verify: want one RECEIPT file, got %d arguments\n", len(positional))
-		fs.Usage()
-		return 2
+		return usageError(cmdReceiptVerify, fs, stderr, fmt.Errorf("want one RECEIPT file, got %d arguments", len(positional)))
 	case *jwksSource == "":
-		fmt.Fprintln(stderr, "stipend receipt verify: --jwks is required")
-		fs.Usage()
-		return 2
+		return usageError(cmdReceiptVerify, fs, stderr, errors.New("--jwks is required"))
 	}
 
 	set, err := loadJWKS(ctx, *jwksSource, *timeout)
@@ -73,36 +62,10 @@ func receiptVerifyCmd(ctx context.Context, args []string, stdout, stderr io.Writ
 		return 1
 	}
 	if *asJSON {
-		b, err := json.MarshalIndent(r, "", "  ")
-		if err != nil {
-			fmt.Fprintf(stderr, "stipend receipt verify: %v\n", err)
-			return 1
-		}
-		fmt.Fprintf(stdout, "%s\n", b)
-		return 0
+		return writeJSON(stdout, stderr, cmdReceiptVerify, r)
 	}
 	printReceiptSummary(stdout, r, kid)
 	return 0
-}
-
-// parseInterspersed parses flags that may come before or after positional
-// arguments, as in `verify RECEIPT --jwks FILE`.
-func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
-	var positional []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			return positional, nil
-		}
-		if args[0] == "--" {
-			return append(positional, args[1:]...), nil
-		}
-		positional = append(positional, args[0])
-		args = args[1:]
-	}
 }
 
 // verifyReceiptFile verifies a compact JWS or an API receipt object and

@@ -53,6 +53,17 @@ func TestReceiptVerifyCmd(t *testing.T) {
 	_, forgerKey, _ := ed25519.GenerateKey(nil)
 	forged := parts[0] + "." + parts[1] + "." + base64.RawURLEncoding.EncodeToString(ed25519.Sign(forgerKey, []byte(parts[0]+"."+parts[1])))
 
+	// The same signature spelled another way: the lowest bit of its last
+	// character lies past the signature's 64th byte.
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	sig := parts[2]
+	respelled := parts[0] + "." + parts[1] + "." + sig[:len(sig)-1] + string(alphabet[strings.IndexByte(alphabet, sig[len(sig)-1])^1])
+	if a, b := decodeLenient(t, sig), decodeLenient(t, strings.Split(respelled, ".")[2]); !bytes.Equal(a, b) {
+		t.Fatalf("respelled signature decodes to other bytes")
+	}
+	respelledObject := signed
+	respelledObject.JWS = respelled
+
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/.well-known/jwks.json" {
 			http.NotFound(w, r)
@@ -80,6 +91,8 @@ func TestReceiptVerifyCmd(t *testing.T) {
 		{"TamperedPayload", []string{writeReceiptFile(t, dir, "tampered.jws", tamperedJWS), "--jwks", jwksPath}, 1, "", "bad signature"},
 		{"UnknownKid", []string{writeReceiptFile(t, dir, "r5.jws", jws), "--jwks", otherJWKS}, 1, "", "unknown kid"},
 		{"WrongKey", []string{writeReceiptFile(t, dir, "forged.jws", forged), "--jwks", jwksPath}, 1, "", "bad signature"},
+		{"SignatureRespelled", []string{writeReceiptFile(t, dir, "respelled.jws", respelled), "--jwks", jwksPath}, 1, "", "JWS signature: not canonical"},
+		{"SignatureRespelledInObject", []string{writeReceiptJSON(t, dir, "respelled.json", respelledObject), "--jwks", jwksPath}, 1, "", "JWS signature: not canonical"},
 		{"NotAReceipt", []string{writeReceiptFile(t, dir, "junk.txt", "hello"), "--jwks", jwksPath}, 1, "", "malformed"},
 		{"ObjectWithoutJWS", []string{writeReceiptFile(t, dir, "nojws.json", `{"id":"rcpt-1"}`), "--jwks", jwksPath}, 1, "", `no "jws"`},
 		{"JWKSNotFound", []string{writeReceiptFile(t, dir, "r6.jws", jws), "--jwks", srv.URL + "/missing"}, 1, "", "404"},
@@ -103,6 +116,15 @@ func TestReceiptVerifyCmd(t *testing.T) {
 			}
 		})
 	}
+}
+
+func decodeLenient(tb testing.TB, seg string) []byte {
+	tb.Helper()
+	b, err := base64.RawURLEncoding.DecodeString(seg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
 }
 
 // TestReceiptVerifyCmd_Timeout: a JWKS URL that never answers fails within

@@ -11,7 +11,6 @@ import (
 	"os"
 	"time"
 
-	"cloud.google.com/go/firestore"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
@@ -49,6 +48,10 @@ type Main struct {
 	stopSweep      context.CancelFunc
 }
 
+// MaxHeaderBytes bounds the request line and headers `stipend serve`
+// reads (net/http allows 4 KiB more before it answers 431).
+const MaxHeaderBytes = 64 << 10
+
 // NewMain returns a Main writing to the process's stdout and stderr.
 func NewMain() *Main {
 	return &Main{
@@ -56,8 +59,12 @@ func NewMain() *Main {
 		Stderr: os.Stderr,
 		HTTPServer: &http.Server{
 			ReadHeaderTimeout: 10 * time.Second,
-			// Bodies are small (64 KiB); store calls are bounded by the
-			// retry budget (20 s) and the ledger's handler limit (30 s).
+			// Stipend's own headers are small (a key, an Idempotency-Key of
+			// at most 255 bytes, trace ids); net/http answers a request whose
+			// headers are larger with its own 431 (docs/api.md).
+			MaxHeaderBytes: MaxHeaderBytes,
+			// Bodies are small (64 KiB); a request's store calls are
+			// bounded by --store-timeout.
 			ReadTimeout:  30 * time.Second,
 			WriteTimeout: time.Minute,
 			IdleTimeout:  2 * time.Minute,
@@ -84,17 +91,14 @@ func (m *Main) Run(ctx context.Context) error {
 	m.Logger = newLogger(m.Stderr, c.LogLevel)
 	m.serveErr = make(chan error, 1)
 
-	// One Firestore client serves the store and the ledger; Close closes
-	// it after the HTTP server has drained.
-	var client *firestore.Client
-	if c.Store == StoreFirestore {
-		var err error
-		if client, err = openFirestore(ctx, c); err != nil {
-			return err
-		}
-		m.closers = append(m.closers, client.Close)
+	// One database connection serves the store and the ledger (a Firestore
+	// client or a PostgreSQL pool); Close closes it after the HTTP server
+	// has drained.
+	db, err := m.openDatabase(ctx)
+	if err != nil {
+		return err
 	}
-	st := m.openStore(ctx, client)
+	st := m.openStore(ctx, db)
 	keys, err := m.apiKeys()
 	if err != nil {
 		return err
@@ -107,27 +111,32 @@ func (m *Main) Run(ctx context.Context) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	srv, err := api.New(api.Config{
-		Store:       st,
-		Keys:        keys,
-		Signer:      signer,
-		Issuer:      c.Issuer,
-		Logger:      m.Logger,
-		Registry:    reg,
-		CORSOrigins: c.CORSOrigins,
-		Development: c.Development(),
-		Now:         time.Now,
-		Webhooks:    &api.WebhookConfig{StripeSecret: c.StripeWebhookSecret, AllowPrivate: c.WebhookAllowPrivate},
+		Store:        st,
+		Keys:         keys,
+		Signer:       signer,
+		Issuer:       c.Issuer,
+		Logger:       m.Logger,
+		Registry:     reg,
+		CORSOrigins:  c.CORSOrigins,
+		Development:  c.Development(),
+		Now:          time.Now,
+		StoreTimeout: c.StoreTimeout,
+		Webhooks:     &api.WebhookConfig{StripeSecret: c.StripeWebhookSecret, AllowPrivate: c.WebhookAllowPrivate},
 	})
 	if err != nil {
 		return fmt.Errorf("api: %w", err)
 	}
-	m.useLedger(srv, client)
+	m.useLedger(srv, db)
 	m.HTTPServer.Handler = srv.Handler()
 	m.HTTPServer.ErrorLog = slog.NewLogLogger(m.Logger.Handler(), slog.LevelWarn)
 
 	ln, err := net.Listen("tcp", c.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", c.Addr, err)
+	}
+	if err := m.writeDevKeys(); err != nil {
+		ln.Close()
+		return err
 	}
 	m.ln = ln
 	m.Logger.Info("listening", "addr", m.Addr(), "env", c.Env, "store", c.Store, "version", version())

@@ -9,7 +9,7 @@ import (
 )
 
 // apiKeys loads the API key file, or in development without one makes a key
-// per role (and writes them to Config.DevKeysOut when set).
+// per role (kept in m.DevKeys; writeDevKeys saves them once the listener is up).
 func (m *Main) apiKeys() (*apikey.Set, error) {
 	c := m.Config
 	if c.APIKeysFile != "" {
@@ -31,12 +31,20 @@ func (m *Main) apiKeys() (*apikey.Set, error) {
 		return nil, fmt.Errorf("development keys: %w", err)
 	}
 	m.DevKeys = dev
-	if c.DevKeysOut != "" {
-		if err := dev.WriteFile(c.DevKeysOut); err != nil {
-			return nil, fmt.Errorf("--dev-keys-out: %w", err)
-		}
-	}
 	return set, nil
+}
+
+// writeDevKeys writes the development keys to Config.DevKeysOut, when set.
+// Run calls it only once the listener is open: a second server that cannot
+// bind its port must not replace the keys the first one accepts.
+func (m *Main) writeDevKeys() error {
+	if m.DevKeys == nil || m.Config.DevKeysOut == "" {
+		return nil
+	}
+	if err := m.DevKeys.WriteFile(m.Config.DevKeysOut); err != nil {
+		return fmt.Errorf("--dev-keys-out: %w", err)
+	}
+	return nil
 }
 
 // signer loads the receipt signing keys, or in development without any

@@ -5,31 +5,72 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/stipend-mcp/stipend/store"
 	fsstore "github.com/stipend-mcp/stipend/store/firestore"
 	"github.com/stipend-mcp/stipend/store/memory"
+	pgstore "github.com/stipend-mcp/stipend/store/postgres"
 )
 
-// backend is what both stores are: the entitlement store and the webhook
+// backend is what every store is: the entitlement store and the webhook
 // delivery store, on one database.
 type backend interface {
 	store.EntitlementStore
 	store.DeliveryStore
 }
 
-// openStore returns the configured store: memory, or Firestore on client
-// (nil on the memory store).
-func (m *Main) openStore(ctx context.Context, client *firestore.Client) backend {
+// database is the connection the store and the ledger share: a Firestore
+// client, a PostgreSQL pool, or neither (the memory store).
+type database struct {
+	firestore *firestore.Client
+	postgres  *pgxpool.Pool
+}
+
+// openDatabase opens the configured store's connection and registers its
+// closing with Close. On PostgreSQL it also brings the schema up to date
+// (or checks it, with --postgres-migrate=false).
+func (m *Main) openDatabase(ctx context.Context) (database, error) {
 	c := m.Config
-	if c.Store == StoreMemory {
-		return memory.New()
+	switch c.Store {
+	case StoreFirestore:
+		client, err := openFirestore(ctx, c)
+		if err != nil {
+			return database{}, err
+		}
+		m.closers = append(m.closers, client.Close)
+		return database{firestore: client}, nil
+	case StorePostgres:
+		pool, err := openPostgres(ctx, c)
+		if err != nil {
+			return database{}, err
+		}
+		m.closers = append(m.closers, func() error { pool.Close(); return nil })
+		if err := prepareSchema(ctx, c, pool, m.Logger); err != nil {
+			return database{}, err
+		}
+		return database{postgres: pool}, nil
 	}
-	st := fsstore.New(client, fsstore.WithCollectionPrefix(c.CollectionPrefix))
-	m.Logger.Info("firestore store",
-		"database", c.FirestoreDatabase, "collectionPrefix", c.CollectionPrefix, "emulator", c.FirestoreEmulatorHost)
-	if c.FirestoreEmulatorHost != "" && !c.Development() {
-		m.Logger.Warn("production mode on the Firestore emulator (FIRESTORE_EMULATOR_HOST is set): the emulator keeps nothing durable")
+	return database{}, nil
+}
+
+// openStore returns the configured store on db.
+func (m *Main) openStore(ctx context.Context, db database) backend {
+	c := m.Config
+	var st backend
+	switch c.Store {
+	case StoreMemory:
+		return memory.New()
+	case StorePostgres:
+		st = pgstore.New(db.postgres)
+		m.Logger.Info("postgres store", postgresAttrs(db.postgres)...)
+	default:
+		st = fsstore.New(db.firestore, fsstore.WithCollectionPrefix(c.CollectionPrefix))
+		m.Logger.Info("firestore store",
+			"database", c.FirestoreDatabase, "collectionPrefix", c.CollectionPrefix, "emulator", c.FirestoreEmulatorHost)
+		if c.FirestoreEmulatorHost != "" && !c.Development() {
+			m.Logger.Warn("production mode on the Firestore emulator (FIRESTORE_EMULATOR_HOST is set): the emulator keeps nothing durable")
+		}
 	}
 
 	// A failed probe is logged, not fatal: /readyz keeps reporting it, and
@@ -37,7 +78,7 @@ func (m *Main) openStore(ctx context.Context, client *firestore.Client) backend 
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := st.Ping(pctx); err != nil {
-		m.Logger.Warn("firestore is not answering yet", "err", err)
+		m.Logger.Warn("the store is not answering yet", "store", c.Store, "err", err)
 	}
 	return st
 }

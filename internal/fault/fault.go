@@ -37,6 +37,11 @@ const (
 	CodeInternal Code = "internal"
 )
 
+// Codes returns every code, in the order above.
+func Codes() []Code {
+	return []Code{CodeNotFound, CodeConflict, CodeInvalid, CodeUnavailable, CodeInternal}
+}
+
 // Error is the one error type stores return. A failed method changed
 // nothing, unless Uncertain is set.
 type Error struct {

@@ -100,7 +100,7 @@ func (s *Store) applyBatch(tx *firestore.Transaction, entitlementID string, call
 // is most of its cost); only a hold that has ended meanwhile is read, in a
 // second read of the transaction.
 func (s *Store) readBatch(tx *firestore.Transaction, entitlementID string, calls []*call) (*batch, error) {
-	b := &batch{s: s, tx: tx, now: s.clock(), entRef: s.entitlementRef(entitlementID), keys: make(map[string]*batchKey, len(calls))}
+	b := &batch{s: s, tx: tx, entRef: s.entitlementRef(entitlementID), keys: make(map[string]*batchKey, len(calls))}
 	refs := []*firestore.DocumentRef{b.entRef}
 	for _, c := range calls {
 		if c.key != "" && c.pre == nil && b.keys[c.key] == nil {
@@ -145,6 +145,7 @@ func (s *Store) readBatch(tx *firestore.Transaction, entitlementID string, calls
 	if err := b.confirm(known); err != nil {
 		return nil, err
 	}
+	b.now = s.clock() // after the reads: see instantAfterReads
 	if !b.found {
 		return b, nil
 	}

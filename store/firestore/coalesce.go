@@ -62,7 +62,20 @@ type call struct {
 	// if the call changes something (fence.go).
 	fence txFence
 	done  chan outcome // buffered: the drainer never blocks on a caller
+	// state says whether a batch took the call on (callTaken) or its
+	// caller left before any did (callLeft): only then is a caller who
+	// leaves sure that nothing was done.
+	state atomic.Int32
 }
+
+// The states of a call: queued, then taken on by a batch, or left by its
+// caller (past its deadline, or gone) before a batch took it on; a batch
+// that does not take on a call it read puts it back, queued.
+const (
+	callQueued int32 = iota
+	callTaken
+	callLeft
+)
 
 // outcome is a call's answer: the field of its op, or err (which fails
 // this call only; a batch that does not commit fails all its calls).
@@ -170,9 +183,17 @@ func (s *Store) queue(entitlementID string, c *call) outcome {
 	case o := <-c.done:
 		return o
 	case <-c.ctx.Done():
-		return outcome{err: &store.Error{Code: store.CodeUnavailable, Err: c.ctx.Err(), Uncertain: true,
-			Message: c.op.what() + ": gave up waiting; the call may have been applied, retry it"}}
 	}
+	select {
+	case o := <-c.done: // answered as the caller left
+		return o
+	default:
+	}
+	if c.state.CompareAndSwap(callQueued, callLeft) || c.state.Load() == callLeft {
+		return outcome{err: store.Wrap(store.CodeUnavailable, c.ctx.Err(), "%s: not attempted: the caller left while it queued", c.op.what())}
+	}
+	return outcome{err: &store.Error{Code: store.CodeUnavailable, Err: c.ctx.Err(), Uncertain: true,
+		Message: c.op.what() + ": gave up waiting for its batch; the call may have been applied, retry it"}}
 }
 
 // drain applies the lane's queued calls, batch after batch, until it is empty.
@@ -186,15 +207,19 @@ func (s *Store) drain(entitlementID string) {
 		last = len(batch)
 		live := batch[:0]
 		for _, c := range batch {
-			if err := c.ctx.Err(); err != nil {
-				// The caller left before its batch: nothing was done.
-				c.done <- outcome{err: store.Wrap(store.CodeUnavailable, err, "%s: not attempted", c.op.what())}
+			if c.ctx.Err() == nil && c.state.CompareAndSwap(callQueued, callTaken) {
+				live = append(live, c)
 				continue
 			}
-			live = append(live, c)
+			// The caller left before its batch: nothing was done.
+			c.state.Store(callLeft)
+			c.done <- outcome{err: store.Wrap(store.CodeUnavailable, c.ctx.Err(), "%s: not attempted", c.op.what())}
 		}
 		if len(live) > 0 {
 			if n := s.runBatch(entitlementID, live); n < len(live) {
+				for _, c := range live[n:] {
+					c.state.Store(callQueued)
+				}
 				s.lanes.putBack(entitlementID, live[n:])
 			}
 		}
@@ -208,20 +233,14 @@ func (s *Store) drain(entitlementID string) {
 // unless the commit's answer was lost (the error is Uncertain): a retry of
 // a keyed call replays or applies it, either way once.
 func (s *Store) runBatch(entitlementID string, calls []*call) int {
-	// The batch serves all its callers, so it runs on its own context,
-	// bounded by the retry budget and cancelled once every caller has left.
-	ctx, cancel := context.WithTimeout(context.Background(), s.retryBudget)
-	defer cancel()
-	var waiting atomic.Int64
-	waiting.Store(int64(len(calls)))
-	for _, c := range calls {
-		stop := context.AfterFunc(c.ctx, func() {
-			if waiting.Add(-1) == 0 {
-				cancel()
-			}
-		})
-		defer stop()
+	// The batch serves all its callers: it runs until the last of them
+	// leaves, within the latest of their deadlines and the retry budget.
+	ctxs := make([]context.Context, len(calls))
+	for i, c := range calls {
+		ctxs[i] = c.ctx
 	}
+	ctx, stop := sharedContext(ctxs, s.retryBudget)
+	defer stop()
 	var results []outcome
 	err := s.run(ctx, "batch on entitlement", func(ctx context.Context, tx *firestore.Transaction) error {
 		var err error

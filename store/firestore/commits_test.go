@@ -70,16 +70,6 @@ func checkCommits(t *testing.T, commits [][]string) {
 	}
 }
 
-// ownerCreds sends the emulator's admin credentials, as the client's own
-// emulator connection does.
-type ownerCreds struct{}
-
-func (ownerCreds) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
-	return map[string]string{"authorization": "Bearer owner"}, nil
-}
-
-func (ownerCreds) RequireTransportSecurity() bool { return false }
-
 // fixture is a store on the emulator whose commits are recorded, with a
 // clock the test moves, and a plain client to read raw documents.
 type fixture struct {
@@ -96,7 +86,7 @@ func newFixture(t *testing.T, opts ...fsstore.Option) *fixture {
 	log := &commitLog{}
 	conn, err := grpc.NewClient(host,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithPerRPCCredentials(ownerCreds{}),
+		grpc.WithPerRPCCredentials(emulator.OwnerCredentials{}),
 		grpc.WithUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, o ...grpc.CallOption) error {
 			err := invoker(ctx, method, req, reply, cc, o...)
 			if c, ok := req.(*firestorepb.CommitRequest); ok && err == nil {

@@ -128,14 +128,6 @@ func (f *fields) optInstant(field string) *time.Time {
 	return &t
 }
 
-// zeroInstant reads an optional timestamp as a zero time when absent.
-func (f *fields) zeroInstant(field string) time.Time {
-	if !f.has(field) {
-		return time.Time{}
-	}
-	return f.instant(field)
-}
-
 // amount reads a required amount {cents, currency}: cents must be a stored
 // integer within ±money.MaxCents and currency an ISO 4217-shaped code.
 func (f *fields) amount(field string) money.Money {

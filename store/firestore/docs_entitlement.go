@@ -89,9 +89,7 @@ func entitlementDoc(e *entitlement.Entitlement) map[string]any {
 		}
 	case entitlement.TypeSubscription:
 		sub := map[string]any{"validFrom": stamp(e.Subscription.ValidFrom)}
-		if !e.Subscription.ValidUntil.IsZero() {
-			sub["validUntil"] = stamp(e.Subscription.ValidUntil)
-		}
+		putTime(sub, "validUntil", e.Subscription.ValidUntil)
 		d["subscription"] = sub
 	}
 	putHolds(d, e.Holds)
@@ -154,7 +152,7 @@ func entitlementFrom(snap *firestore.DocumentSnapshot) (entitlement.Entitlement,
 	case entitlement.TypeSubscription:
 		e.Subscription = entitlement.Subscription{
 			ValidFrom:  f.instant("subscription.validFrom"),
-			ValidUntil: f.zeroInstant("subscription.validUntil"),
+			ValidUntil: f.optInstant("subscription.validUntil"),
 		}
 	default:
 		f.corrupt("type", "unknown type %q", e.Type)

@@ -82,7 +82,7 @@ func normalized(e entitlement.Entitlement, now time.Time) entitlement.Entitlemen
 	case entitlement.TypeQuota:
 		e.Quota.ResetAt, e.Quota.Anchor = stamp(e.Quota.ResetAt), stamp(e.Quota.Anchor)
 	case entitlement.TypeSubscription:
-		e.Subscription.ValidFrom, e.Subscription.ValidUntil = stamp(e.Subscription.ValidFrom), stamp(e.Subscription.ValidUntil)
+		e.Subscription.ValidFrom, e.Subscription.ValidUntil = stamp(e.Subscription.ValidFrom), stampPtr(e.Subscription.ValidUntil)
 	}
 	return e
 }
@@ -150,13 +150,13 @@ func (s *Store) RevokeEntitlement(ctx context.Context, id string) (entitlement.E
 	ref := s.entitlementRef(id)
 	var out entitlement.Entitlement
 	err := s.run(ctx, "revoke entitlement", func(ctx context.Context, tx *firestore.Transaction) error {
-		now := s.clock()
 		snap, err := tx.Get(ref)
 		if isNotFound(err) {
 			return store.Errorf(store.CodeNotFound, "entitlement %q", id)
 		} else if err != nil {
 			return err
 		}
+		now := s.clock() // after the read: see instantAfterReads
 		if out, err = entitlementFrom(snap); err != nil {
 			return err
 		}

@@ -21,9 +21,11 @@ import (
 
 // flights shares one run of a call among concurrent identical calls. Unlike
 // golang.org/x/sync/singleflight, the shared run does not belong to its
-// first caller: it runs on a context of its own, bounded by the retry
-// budget and cancelled once every caller has left, so one caller giving up
-// does not fail the others.
+// first caller: it runs on a context of its own, which keeps the first
+// caller's values and deadline (capped at the retry budget; the retry loop
+// plans with it, as for a lane's batch, see sharedContext) and is cancelled
+// once every caller has left, so one caller giving up does not fail the
+// others.
 type flights[T any] struct {
 	mu sync.Mutex
 	m  map[string]*flight[T]
@@ -51,7 +53,11 @@ func (f *flights[T]) do(ctx context.Context, key, what string, budget time.Durat
 	fl := f.m[key]
 	joined = fl != nil
 	if fl == nil {
-		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), budget)
+		deadline := time.Now().Add(budget)
+		if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+			deadline = d
+		}
+		fctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
 		fl = &flight[T]{done: make(chan struct{}), cancel: cancel}
 		f.m[key] = fl
 		go func() {

@@ -21,6 +21,7 @@ import (
 const maxReadBatch = 300
 
 type readReq struct {
+	ctx  context.Context // the reader's
 	ref  *firestore.DocumentRef
 	done chan readResult // buffered
 }
@@ -40,7 +41,7 @@ type reader struct {
 // get reads one document through the shared queue. A missing document is
 // a snapshot whose Exists() is false, not an error.
 func (s *Store) get(ctx context.Context, ref *firestore.DocumentRef) (*firestore.DocumentSnapshot, error) {
-	r := &readReq{ref: ref, done: make(chan readResult, 1)}
+	r := &readReq{ctx: ctx, ref: ref, done: make(chan readResult, 1)}
 	s.reads.mu.Lock()
 	s.reads.q = append(s.reads.q, r)
 	start := !s.reads.running
@@ -74,12 +75,15 @@ func (s *Store) drainReads() {
 		s.reads.mu.Unlock()
 
 		refs := make([]*firestore.DocumentRef, len(batch))
+		ctxs := make([]context.Context, len(batch))
 		for i, r := range batch {
-			refs[i] = r.ref
+			refs[i], ctxs[i] = r.ref, r.ctx
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
+		// Bounded by its readers' deadlines, so a stalled read holds up
+		// the reads queued behind it no longer than its readers wait.
+		ctx, stop := sharedContext(ctxs, readTimeout)
 		snaps, err := s.client.GetAll(ctx, refs)
-		cancel()
+		stop()
 		for i, r := range batch {
 			if err != nil {
 				r.done <- readResult{err: err}
@@ -90,5 +94,5 @@ func (s *Store) drainReads() {
 	}
 }
 
-// readTimeout bounds one shared GetAll; callers' own deadlines still apply.
+// readTimeout bounds one shared GetAll for readers without a deadline.
 const readTimeout = 30 * time.Second

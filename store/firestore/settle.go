@@ -252,7 +252,6 @@ func (s *Store) failPayment(ctx context.Context, id string, ch store.PaymentChan
 func (s *Store) refundPayment(ctx context.Context, id string, ch store.PaymentChange) (store.Completion, error) {
 	var out store.Completion
 	err := s.run(ctx, "refund payment", func(ctx context.Context, tx *firestore.Transaction) error {
-		now := s.clock()
 		fd, err := s.readFence(ctx, tx)
 		if err != nil {
 			return err
@@ -267,6 +266,7 @@ func (s *Store) refundPayment(ctx context.Context, id string, ch store.PaymentCh
 			if p.Status == payment.StatusRefunded {
 				receiptID = p.RefundReceiptID
 			}
+			now := s.clock()
 			if out, err = s.current(tx, p, receiptID, now); err != nil {
 				return err
 			}
@@ -279,6 +279,7 @@ func (s *Store) refundPayment(ctx context.Context, id string, ch store.PaymentCh
 		if err != nil {
 			return err
 		}
+		now := s.clock() // after the reads: see instantAfterReads
 		var writes []func() error
 		grants := make([]receipt.Grant, 0, len(es))
 		for i := range es {

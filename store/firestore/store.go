@@ -124,6 +124,18 @@ func (s *Store) col(name string) *firestore.CollectionRef {
 
 // clock returns the current time as stored: UTC, microsecond precision
 // (Firestore keeps no finer timestamps).
+//
+// instantAfterReads: a transaction that writes an instant others are read
+// against (a consumption's occurredAt, a hold's end, an entitlement's
+// revokedAt, a refund receipt's issuedAt) reads the clock after its reads.
+// Firestore's pessimistic transactions lock what they read until they
+// commit, so a transaction that commits first has committed before the
+// other one's reads returned; an instant read after them is later than its
+// instant, and the audit trail reads in commit order (on one clock; across
+// instances, within their clocks' skew). Read before, the instant would
+// predate a wait on the lock, during which conflicting transactions commit
+// later instants. Transaction bodies re-run on a retry, and read the clock
+// again with their reads.
 func (s *Store) clock() time.Time { return stamp(s.now()) }
 
 // stamp normalises an instant to what Firestore stores.

@@ -23,12 +23,18 @@ const (
 
 // run runs fn in a transaction, retrying contention (Aborted) and lost
 // create races (AlreadyExists) with jittered backoff until it commits, fails
-// otherwise, ctx ends, or the retry budget is spent. fn may run more than
-// once: it must only compute from what it reads. Errors are translated, with
-// what naming the operation; one from a commit whose answer was lost is
-// marked Uncertain (store.Error), every other one changed nothing.
+// otherwise, ctx ends, or the retry budget is spent. The budget ends at
+// ctx's deadline if that comes first: a retry whose backoff would outlast
+// the caller gives up at once, a definite failure rather than a wait that
+// ends in an uncertain one. fn may run more than once: it must only compute
+// from what it reads. Errors are translated, with what naming the
+// operation; one from a commit whose answer was lost is marked Uncertain
+// (store.Error), every other one changed nothing.
 func (s *Store) run(ctx context.Context, what string, fn func(context.Context, *firestore.Transaction) error) error {
-	deadline := time.Now().Add(s.retryBudget)
+	deadline, limit := time.Now().Add(s.retryBudget), "the retry budget"
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline, limit = d, "the caller's deadline"
+	}
 	wait := retryFirst
 	for {
 		committing := false // fn succeeded, so the client sent the commit
@@ -58,7 +64,7 @@ func (s *Store) run(ctx context.Context, what string, fn func(context.Context, *
 		// Full jitter over [wait/2, wait): instances that collided spread out.
 		d := wait/2 + rand.N(wait/2+1)
 		if time.Now().Add(d).After(deadline) {
-			return fsfault.Read(err, "%s: contention outlasted the retry budget", what)
+			return fsfault.Read(err, "%s: contention outlasted %s", what, limit)
 		}
 		t := time.NewTimer(d)
 		select {

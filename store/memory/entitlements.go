@@ -62,7 +62,7 @@ func normalizeTimes(e *entitlement.Entitlement) {
 	e.Quota.ResetAt = utc(e.Quota.ResetAt)
 	e.Quota.Anchor = utc(e.Quota.Anchor)
 	e.Subscription.ValidFrom = utc(e.Subscription.ValidFrom)
-	e.Subscription.ValidUntil = utc(e.Subscription.ValidUntil)
+	e.Subscription.ValidUntil = utcPtr(e.Subscription.ValidUntil)
 }
 
 // shown returns a copy of e with a pending lazy quota reset applied.

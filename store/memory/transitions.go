@@ -23,16 +23,12 @@ import (
 func (s *Store) CompletePayment(_ context.Context, id string, ch store.PaymentChange) (store.Completion, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	p := s.payments[id]
-	if p == nil {
-		return store.Completion{}, store.Errorf(store.CodeNotFound, "payment %q", id)
+	p, inKey, replay, err := s.move(id, &ch, payment.StatusSucceeded)
+	if err != nil {
+		return store.Completion{}, err
 	}
-	inKey, seen := s.inboundSeen(ch.Inbound)
-	switch {
-	case seen, p.Status.Toward(payment.StatusSucceeded) == payment.Replay:
+	if replay {
 		return s.completion(p, p.ReceiptID, true), nil
-	case p.Status.Toward(payment.StatusSucceeded) == payment.Refuse:
-		return store.Completion{}, transition.RefusedPayment(id, p.Status, payment.StatusSucceeded)
 	}
 	now := s.clock()
 	e := p.Grant.Entitlement(uuid.NewString(), p, now)
@@ -70,16 +66,12 @@ func (s *Store) CompletePayment(_ context.Context, id string, ch store.PaymentCh
 func (s *Store) FailPayment(_ context.Context, id string, ch store.PaymentChange) (payment.Payment, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	p := s.payments[id]
-	if p == nil {
-		return payment.Payment{}, store.Errorf(store.CodeNotFound, "payment %q", id)
+	p, inKey, replay, err := s.move(id, &ch, payment.StatusFailed)
+	if err != nil {
+		return payment.Payment{}, err
 	}
-	inKey, seen := s.inboundSeen(ch.Inbound)
-	switch {
-	case seen, p.Status.Toward(payment.StatusFailed) == payment.Replay:
+	if replay {
 		return copyPayment(p), nil
-	case p.Status.Toward(payment.StatusFailed) == payment.Refuse:
-		return payment.Payment{}, transition.RefusedPayment(id, p.Status, payment.StatusFailed)
 	}
 	now := s.clock()
 	next := copyPayment(p)
@@ -100,16 +92,12 @@ func (s *Store) FailPayment(_ context.Context, id string, ch store.PaymentChange
 func (s *Store) RefundPayment(ctx context.Context, id string, ch store.PaymentChange) (store.Completion, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	p := s.payments[id]
-	if p == nil {
-		return store.Completion{}, store.Errorf(store.CodeNotFound, "payment %q", id)
+	p, inKey, replay, err := s.move(id, &ch, payment.StatusRefunded)
+	if err != nil {
+		return store.Completion{}, err
 	}
-	inKey, seen := s.inboundSeen(ch.Inbound)
-	switch {
-	case seen, p.Status.Toward(payment.StatusRefunded) == payment.Replay:
+	if replay {
 		return s.completion(p, p.RefundReceiptID, true), nil
-	case p.Status.Toward(payment.StatusRefunded) == payment.Refuse:
-		return store.Completion{}, transition.RefusedPayment(id, p.Status, payment.StatusRefunded)
 	}
 	now := s.clock()
 	r := receipt.Receipt{
@@ -155,6 +143,26 @@ func (s *Store) RefundPayment(ctx context.Context, id string, ch store.PaymentCh
 	s.events.add(all...)
 	s.recordInbound(inKey, now)
 	return s.completion(p, p.RefundReceiptID, false), nil
+}
+
+// move looks up payment id for a move to status to: it returns the payment,
+// the key of ch's inbound event ("" without one), and replay true when the
+// move was made before (p is already there, or the inbound event was
+// recorded). It fails when there is no such payment or p cannot move to to.
+// Callers hold s.mu.
+func (s *Store) move(id string, ch *store.PaymentChange, to payment.Status) (p *payment.Payment, inKey string, replay bool, err error) {
+	p = s.payments[id]
+	if p == nil {
+		return nil, "", false, store.Errorf(store.CodeNotFound, "payment %q", id)
+	}
+	inKey, seen := s.inboundSeen(ch.Inbound)
+	switch {
+	case seen, p.Status.Toward(to) == payment.Replay:
+		return p, inKey, true, nil
+	case p.Status.Toward(to) == payment.Refuse:
+		return nil, "", false, transition.RefusedPayment(id, p.Status, to)
+	}
+	return p, inKey, false, nil
 }
 
 // completion answers with p, the receipt receiptID (none if "") and p's

@@ -1,0 +1,70 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/stipend-mcp/stipend/entitlement"
+	"github.com/stipend-mcp/stipend/internal/pgfault"
+	"github.com/stipend-mcp/stipend/store"
+)
+
+const accountColumns = `agent_id, display_name, metadata, created_at, updated_at`
+
+func scanAccount(rows pgx.Row) (entitlement.Account, error) {
+	var a entitlement.Account
+	var metadata []byte
+	var created, updated *time.Time
+	if err := rows.Scan(&a.AgentID, &a.DisplayName, &metadata, &created, &updated); err != nil {
+		return entitlement.Account{}, err
+	}
+	r := &row{table: "accounts", id: a.AgentID}
+	a.Metadata = r.strings("metadata", metadata)
+	a.CreatedAt, a.UpdatedAt = r.required("created_at", created), r.required("updated_at", updated)
+	return a, r.err
+}
+
+// UpsertAccount implements store.EntitlementStore in one statement. An
+// update that changes nothing leaves the row (and UpdatedAt) as it was.
+func (s *Store) UpsertAccount(ctx context.Context, a entitlement.Account) (entitlement.Account, error) {
+	if a.AgentID == "" {
+		return entitlement.Account{}, store.Errorf(store.CodeInvalid, "agentId: is required")
+	}
+	metadata, err := jsonArg(metadataOrEmpty(a.Metadata))
+	if err != nil {
+		return entitlement.Account{}, err
+	}
+	out, err := scanAccount(s.pool.QueryRow(ctx, `INSERT INTO accounts AS a (`+accountColumns+`)
+		VALUES ($1, $2, $3, $4, $4)
+		ON CONFLICT (agent_id) DO UPDATE SET display_name = EXCLUDED.display_name, metadata = EXCLUDED.metadata,
+			updated_at = CASE WHEN (a.display_name, a.metadata) IS DISTINCT FROM (EXCLUDED.display_name, EXCLUDED.metadata)
+				THEN EXCLUDED.updated_at ELSE a.updated_at END
+		RETURNING `+accountColumns,
+		a.AgentID, a.DisplayName, metadata, s.clock()))
+	if err != nil {
+		return entitlement.Account{}, pgfault.Write(err, "upsert account")
+	}
+	return out, nil
+}
+
+// GetAccount implements store.EntitlementStore.
+func (s *Store) GetAccount(ctx context.Context, agentID string) (entitlement.Account, error) {
+	a, err := scanAccount(s.pool.QueryRow(ctx, `SELECT `+accountColumns+` FROM accounts WHERE agent_id = $1`, agentID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return entitlement.Account{}, store.Errorf(store.CodeNotFound, "account %q", agentID)
+	}
+	if err != nil {
+		return entitlement.Account{}, pgfault.Read(err, "get account")
+	}
+	return a, nil
+}
+
+// ensureAccount creates the agent's account inside tx unless it exists.
+func ensureAccount(ctx context.Context, tx pgx.Tx, agentID string, now time.Time) error {
+	_, err := tx.Exec(ctx, `INSERT INTO accounts (agent_id, created_at, updated_at) VALUES ($1, $2, $2)
+		ON CONFLICT (agent_id) DO NOTHING`, agentID, now)
+	return err
+}

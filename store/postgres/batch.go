@@ -1,0 +1,265 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/stipend-mcp/stipend/entitlement"
+	"github.com/stipend-mcp/stipend/store"
+	"github.com/stipend-mcp/stipend/store/internal/charge"
+	"github.com/stipend-mcp/stipend/store/internal/coalesce"
+)
+
+// A batch is the calls queued on one entitlement's lane (coalesce),
+// applied in order in one transaction that locks the entitlement row once:
+// consumes, holds, captures and releases alike, so the hot path of a tool
+// call (authorize, then capture) coalesces as a one-step consume does.
+
+// opKind says what a queued call does.
+type opKind uint8
+
+const (
+	opConsume opKind = iota
+	opAuthorize
+	opCapture
+	opRelease
+)
+
+// op is one queued call.
+type op struct {
+	kind      opKind
+	consume   *entitlement.ConsumeRequest // opConsume
+	authorize *entitlement.HoldRequest    // opAuthorize
+	// holdID and agentID name the hold of a capture or release; amount is
+	// what a capture charges.
+	holdID, agentID string
+	amount          entitlement.Amount
+}
+
+// key is the (agent, idempotency key) a consume or hold uses.
+func (o *op) key() (keyPair, bool) {
+	switch o.kind {
+	case opConsume:
+		return keyPair{o.consume.AgentID, o.consume.IdempotencyKey}, true
+	case opAuthorize:
+		return keyPair{o.authorize.AgentID, o.authorize.IdempotencyKey}, true
+	}
+	return keyPair{}, false
+}
+
+// opResult is what one call answers: consume for a consume, hold for the rest.
+type opResult struct {
+	consume store.ConsumeResult
+	hold    store.HoldResult
+}
+
+// applyBatch is the lanes' Apply: one transaction, retried as a whole.
+func (s *Store) applyBatch(ctx context.Context, entitlementID string, calls []coalesce.Call[op]) ([]coalesce.Result[opResult], error) {
+	var results []coalesce.Result[opResult]
+	err := s.run(ctx, "charge entitlement", func(tx pgx.Tx) error {
+		b := &batch{ctx: ctx, tx: tx, now: s.clock(), entitlementID: entitlementID}
+		var err error
+		results, err = b.apply(calls)
+		return err
+	})
+	return results, err
+}
+
+// batch is one attempt of a batch's transaction: what it read, and what it
+// will write.
+type batch struct {
+	ctx           context.Context
+	tx            pgx.Tx
+	now           time.Time
+	entitlementID string
+
+	e     entitlement.Entitlement
+	found bool
+	used  map[keyPair]charge.Used
+	holds map[string]entitlement.Hold // loaded for captures and releases
+
+	// What the batch writes.
+	expired      []string
+	consumptions []entitlement.Consumption
+	newHolds     []entitlement.Hold
+	endedHolds   []entitlement.Hold
+	newKeys      []newKey
+	events       []pendingEvent
+}
+
+type newKey struct {
+	keyPair
+	consumptionID, holdID *string
+}
+
+// apply reads what the calls need (the entitlement, locked; their keys;
+// their holds), applies each call in order to what it read, and writes.
+func (b *batch) apply(calls []coalesce.Call[op]) ([]coalesce.Result[opResult], error) {
+	if err := b.read(calls); err != nil {
+		return nil, err
+	}
+	before := b.e.Clone()
+	if b.found {
+		b.expireHolds()
+	}
+	results := make([]coalesce.Result[opResult], len(calls))
+	for i := range calls {
+		var err error
+		results[i].Value, err = b.call(&calls[i].Op)
+		if err != nil {
+			if store.CodeOf(err) == store.CodeInternal {
+				return nil, err // corrupt state: nothing of the batch is written
+			}
+			results[i].Err = err
+		}
+	}
+	if err := b.write(&before); err != nil {
+		return nil, err
+	}
+	return results, nil
+}
+
+// read locks and reads the entitlement, then (in statements that start
+// after the lock is held, so they see what the last holder committed) the
+// calls' keys and holds: one round trip, the three pipelined, and one more
+// only when keys were used before.
+func (b *batch) read(calls []coalesce.Call[op]) error {
+	var pairs []keyPair
+	var holdIDs []string
+	for i := range calls {
+		if k, ok := calls[i].Op.key(); ok {
+			pairs = append(pairs, k)
+		} else {
+			holdIDs = append(holdIDs, calls[i].Op.holdID)
+		}
+	}
+	rb := &pgx.Batch{}
+	rb.Queue(`SELECT `+entitlementColumns+` FROM entitlements WHERE id = $1 FOR UPDATE`, b.entitlementID)
+	if len(pairs) > 0 {
+		sql, args := keyRefsQuery(pairs)
+		rb.Queue(sql, args...)
+	}
+	if len(holdIDs) > 0 {
+		rb.Queue(holdsByIDSQL, holdIDs)
+	}
+	res := b.tx.SendBatch(b.ctx, rb)
+	defer res.Close()
+	e, err := scanEntitlement(res.QueryRow())
+	switch {
+	case err == nil:
+		b.e, b.found = e, true
+	case !errors.Is(err, pgx.ErrNoRows):
+		return err
+	}
+	refs := map[keyPair]keyRef{}
+	if len(pairs) > 0 {
+		rows, err := res.Query()
+		if err != nil {
+			return err
+		}
+		if refs, err = scanKeyRefs(rows); err != nil {
+			return err
+		}
+	}
+	b.holds = map[string]entitlement.Hold{}
+	if len(holdIDs) > 0 {
+		rows, err := res.Query()
+		if err != nil {
+			return err
+		}
+		if b.holds, err = scanHolds(rows); err != nil {
+			return err
+		}
+	}
+	if err := res.Close(); err != nil {
+		return err
+	}
+	if b.used, err = resolveKeys(b.ctx, b.tx, refs, b.now); err != nil {
+		return err
+	}
+	if b.used == nil {
+		b.used = map[keyPair]charge.Used{}
+	}
+	return nil
+}
+
+// expireHolds ends the entitlement's expired holds first, as every
+// transaction that touches an entitlement does (entitlement.ExpireHolds).
+func (b *batch) expireHolds() {
+	b.expired = b.e.ExpireHolds(b.now)
+	for _, id := range b.expired {
+		if h, ok := b.holds[id]; ok {
+			h.End(entitlement.HoldExpired, b.now)
+			b.holds[id] = h
+		}
+	}
+}
+
+// write sends every write of the batch in one round trip, rows before the
+// keys that name them, and keys in a fixed order, so two batches that
+// share keys wait for each other instead of deadlocking.
+func (b *batch) write(before *entitlement.Entitlement) error {
+	wb := &pgx.Batch{}
+	if b.found && !sameState(before, &b.e) {
+		args, err := updateEntitlementArgs(&b.e)
+		if err != nil {
+			return err
+		}
+		wb.Queue(updateEntitlementSQL, args...)
+	}
+	if len(b.expired) > 0 {
+		wb.Queue(endHoldsSQL, b.expired, string(entitlement.HoldExpired), b.now)
+	}
+	for i := range b.newHolds {
+		wb.Queue(insertHoldSQL, holdArgs(&b.newHolds[i])...)
+	}
+	for i := range b.endedHolds {
+		wb.Queue(endHoldSQL, endHoldArgs(&b.endedHolds[i])...)
+	}
+	for i := range b.consumptions {
+		wb.Queue(insertConsumptionSQL, consumptionArgs(&b.consumptions[i])...)
+	}
+	slices.SortFunc(b.newKeys, func(x, y newKey) int {
+		if c := strings.Compare(x.agent, y.agent); c != 0 {
+			return c
+		}
+		return strings.Compare(x.key, y.key)
+	})
+	firstKey := wb.Len()
+	for _, k := range b.newKeys {
+		wb.Queue(insertKeySQL, k.agent, k.key, k.consumptionID, k.holdID)
+	}
+	firstEvent := wb.Len()
+	for _, p := range b.events {
+		q, args, err := insertEvent(p, b.now)
+		if err != nil {
+			return err
+		}
+		wb.Queue(q, args...)
+	}
+	if wb.Len() == 0 {
+		return nil
+	}
+	res := b.tx.SendBatch(b.ctx, wb)
+	for i := range wb.Len() {
+		tag, err := res.Exec()
+		if err != nil {
+			_ = res.Close()
+			return err
+		}
+		if i >= firstKey && i < firstEvent && tag.RowsAffected() != 1 {
+			_ = res.Close()
+			return errRetry // another transaction took the key: read it as used
+		}
+	}
+	if err := res.Close(); err != nil {
+		return fmt.Errorf("charge batch: %w", err)
+	}
+	return nil
+}

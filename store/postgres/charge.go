@@ -1,0 +1,154 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/stipend-mcp/stipend/entitlement"
+	"github.com/stipend-mcp/stipend/internal/pgfault"
+	"github.com/stipend-mcp/stipend/store"
+	"github.com/stipend-mcp/stipend/store/internal/charge"
+)
+
+// The charge path: charge.Consume, charge.Authorize and charge.Check hold
+// the candidate rules; this adapter provides the lookups of charge.Charger
+// and the atomic steps, which queue on the entitlement's lane (batch.go).
+
+var _ charge.Charger = (*Store)(nil)
+
+// CheckAndConsume implements store.EntitlementStore.
+func (s *Store) CheckAndConsume(ctx context.Context, req entitlement.ConsumeRequest) (store.ConsumeResult, error) {
+	return charge.Consume(ctx, s, req)
+}
+
+// Check implements store.EntitlementStore.
+func (s *Store) Check(ctx context.Context, req entitlement.ConsumeRequest) (store.ConsumeResult, error) {
+	return charge.Check(ctx, s, req, s.clock())
+}
+
+// Authorize implements store.EntitlementStore.
+func (s *Store) Authorize(ctx context.Context, req entitlement.HoldRequest) (store.HoldResult, error) {
+	return charge.Authorize(ctx, s, req)
+}
+
+// FindKey implements charge.Charger.
+func (s *Store) FindKey(ctx context.Context, agentID, key string) (charge.Used, error) {
+	used, err := usedKeys(ctx, s.pool, []keyPair{{agentID, key}}, s.clock())
+	if err != nil {
+		return charge.Used{}, pgfault.Read(err, "find idempotency key")
+	}
+	u, ok := used[keyPair{agentID, key}]
+	if !ok {
+		// The key stays out of the message: it may be sensitive.
+		return charge.Used{}, store.Errorf(store.CodeNotFound, "idempotency key not used")
+	}
+	return u, nil
+}
+
+// ActiveEntitlements implements charge.Charger.
+func (s *Store) ActiveEntitlements(ctx context.Context, agentID string) ([]entitlement.Entitlement, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+entitlementColumns+` FROM entitlements
+		WHERE agent_id = $1 AND status = 'active'`, agentID)
+	if err != nil {
+		return nil, pgfault.Read(err, "active entitlements")
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (entitlement.Entitlement, error) { return scanEntitlement(r) })
+	if err != nil {
+		return nil, pgfault.Read(err, "active entitlements")
+	}
+	return out, nil
+}
+
+// ConsumeOne implements charge.Charger: it queues the call on the
+// entitlement's lane and waits for its own result.
+func (s *Store) ConsumeOne(ctx context.Context, req *entitlement.ConsumeRequest, entitlementID string) (store.ConsumeResult, error) {
+	r, err := s.lanes.Do(ctx, entitlementID, op{kind: opConsume, consume: req})
+	return r.consume, err
+}
+
+// AuthorizeOne implements charge.Charger, as ConsumeOne.
+func (s *Store) AuthorizeOne(ctx context.Context, req *entitlement.HoldRequest, entitlementID string) (store.HoldResult, error) {
+	r, err := s.lanes.Do(ctx, entitlementID, op{kind: opAuthorize, authorize: req})
+	return r.hold, err
+}
+
+// CaptureHold implements store.EntitlementStore: the capture queues on the
+// lane of the hold's entitlement.
+func (s *Store) CaptureHold(ctx context.Context, id, agentID string, amount entitlement.Amount) (store.HoldResult, error) {
+	entitlementID, err := s.holdEntitlement(ctx, id, agentID)
+	if err != nil {
+		return store.HoldResult{}, err
+	}
+	r, err := s.lanes.Do(ctx, entitlementID, op{kind: opCapture, holdID: id, agentID: agentID, amount: amount})
+	return r.hold, err
+}
+
+// ReleaseHold implements store.EntitlementStore, as CaptureHold.
+func (s *Store) ReleaseHold(ctx context.Context, id, agentID string) (store.HoldResult, error) {
+	entitlementID, err := s.holdEntitlement(ctx, id, agentID)
+	if err != nil {
+		return store.HoldResult{}, err
+	}
+	r, err := s.lanes.Do(ctx, entitlementID, op{kind: opRelease, holdID: id, agentID: agentID})
+	return r.hold, err
+}
+
+// holdEntitlement returns the entitlement of agentID's hold id (which never
+// changes), or ErrNotFound for an unknown hold or another agent's.
+func (s *Store) holdEntitlement(ctx context.Context, id, agentID string) (string, error) {
+	var entitlementID, owner string
+	err := s.pool.QueryRow(ctx, `SELECT entitlement_id, agent_id FROM holds WHERE id = $1`, id).Scan(&entitlementID, &owner)
+	if errors.Is(err, pgx.ErrNoRows) || (err == nil && owner != agentID) {
+		return "", errHoldNotFound(id)
+	}
+	if err != nil {
+		return "", pgfault.Read(err, "read hold")
+	}
+	return entitlementID, nil
+}
+
+func errHoldNotFound(id string) error { return store.Errorf(store.CodeNotFound, "hold %q", id) }
+
+// GetHold implements store.EntitlementStore.
+func (s *Store) GetHold(ctx context.Context, id string) (entitlement.Hold, error) {
+	h, err := scanHold(s.pool.QueryRow(ctx, `SELECT `+holdColumns+` FROM holds WHERE id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return entitlement.Hold{}, errHoldNotFound(id)
+	}
+	if err != nil {
+		return entitlement.Hold{}, pgfault.Read(err, "get hold")
+	}
+	h.Refresh(s.clock())
+	return h, nil
+}
+
+// ListConsumptions implements store.EntitlementStore.
+func (s *Store) ListConsumptions(ctx context.Context, agentID string, since time.Time, p store.Page) ([]entitlement.Consumption, string, error) {
+	q := listQuery{
+		name:  "consumptions",
+		from:  `SELECT ` + consumptionColumns + ` FROM consumptions WHERE agent_id = $1`,
+		args:  []any{agentID},
+		order: "occurred_at",
+		parts: []string{agentID, since.UTC().Format(time.RFC3339Nano)},
+	}
+	if !since.IsZero() {
+		q.from += ` AND occurred_at >= $2`
+		q.args = append(q.args, stamp(since))
+	}
+	return list(ctx, s.pool, q, p, scanConsumption, func(c *entitlement.Consumption) (time.Time, string) { return c.OccurredAt, c.ID })
+}
+
+// GetConsumption implements store.EntitlementStore.
+func (s *Store) GetConsumption(ctx context.Context, id string) (entitlement.Consumption, error) {
+	c, err := scanConsumption(s.pool.QueryRow(ctx, `SELECT `+consumptionColumns+` FROM consumptions WHERE id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return entitlement.Consumption{}, store.Errorf(store.CodeNotFound, "consumption %q", id)
+	}
+	if err != nil {
+		return entitlement.Consumption{}, pgfault.Read(err, "get consumption")
+	}
+	return c, nil
+}

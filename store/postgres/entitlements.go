@@ -1,0 +1,210 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/stipend-mcp/stipend/entitlement"
+	"github.com/stipend-mcp/stipend/event"
+	"github.com/stipend-mcp/stipend/internal/pgfault"
+	"github.com/stipend-mcp/stipend/store"
+)
+
+// CreateEntitlement implements store.EntitlementStore.
+func (s *Store) CreateEntitlement(ctx context.Context, e entitlement.Entitlement) (entitlement.Entitlement, error) {
+	if err := e.Validate(); err != nil {
+		return entitlement.Entitlement{}, store.Wrap(store.CodeInvalid, err, "entitlement")
+	}
+	var out entitlement.Entitlement
+	err := s.run(ctx, "create entitlement", func(tx pgx.Tx) error {
+		now := s.clock()
+		out = normalized(e, now)
+		if err := ensureAccount(ctx, tx, out.AgentID, now); err != nil {
+			return err
+		}
+		created, err := insertEntitlement(ctx, tx, &out)
+		if err != nil {
+			return err
+		}
+		if !created {
+			return store.Errorf(store.CodeConflict, "entitlement %q exists", e.ID)
+		}
+		return enqueue(ctx, tx, now, pending(event.EntitlementGranted, out.AgentID, &out))
+	})
+	if err != nil {
+		return entitlement.Entitlement{}, err
+	}
+	return out, nil
+}
+
+// insertEntitlement inserts e unless its ID exists, and reports whether it did.
+func insertEntitlement(ctx context.Context, tx pgx.Tx, e *entitlement.Entitlement) (bool, error) {
+	args, err := entitlementArgs(e)
+	if err != nil {
+		return false, err
+	}
+	tag, err := tx.Exec(ctx, insertEntitlementSQL, args...)
+	return tag.RowsAffected() == 1, err
+}
+
+// normalized returns e as the store keeps it: defaults filled, instants in
+// UTC at microsecond precision, no slices or maps shared with the caller.
+func normalized(e entitlement.Entitlement, now time.Time) entitlement.Entitlement {
+	e = e.Clone()
+	if e.Status == "" {
+		e.Status = entitlement.StatusActive
+	}
+	if e.CreatedAt.IsZero() {
+		e.CreatedAt = now
+	}
+	e.CreatedAt = stamp(e.CreatedAt)
+	for _, t := range []*time.Time{e.ExpiresAt, e.RevokedAt} {
+		if t != nil {
+			*t = stamp(*t)
+		}
+	}
+	switch e.Type {
+	case entitlement.TypeCredits:
+		if e.Credits.Granted.IsZero() {
+			e.Credits.Granted = e.Credits.Balance
+		}
+	case entitlement.TypeQuota:
+		e.Quota.ResetAt, e.Quota.Anchor = stamp(e.Quota.ResetAt), stamp(e.Quota.Anchor)
+	case entitlement.TypeSubscription:
+		e.Subscription.ValidFrom, e.Subscription.ValidUntil = stampOrZero(e.Subscription.ValidFrom), nullTimePtr(e.Subscription.ValidUntil)
+	}
+	for i := range e.Holds {
+		e.Holds[i].ExpiresAt = stamp(e.Holds[i].ExpiresAt)
+	}
+	return e
+}
+
+func stampOrZero(t time.Time) time.Time {
+	if t.IsZero() {
+		return t
+	}
+	return stamp(t)
+}
+
+// GetEntitlement implements store.EntitlementStore.
+func (s *Store) GetEntitlement(ctx context.Context, id string) (entitlement.Entitlement, error) {
+	e, err := scanEntitlement(s.pool.QueryRow(ctx, `SELECT `+entitlementColumns+` FROM entitlements WHERE id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return entitlement.Entitlement{}, errEntitlementNotFound(id)
+	}
+	if err != nil {
+		return entitlement.Entitlement{}, pgfault.Read(err, "get entitlement")
+	}
+	e.Refresh(s.clock())
+	return e, nil
+}
+
+func errEntitlementNotFound(id string) error {
+	return store.Errorf(store.CodeNotFound, "entitlement %q", id)
+}
+
+// ListEntitlements implements store.EntitlementStore.
+func (s *Store) ListEntitlements(ctx context.Context, agentID string, f store.EntitlementFilter, p store.Page) ([]entitlement.Entitlement, string, error) {
+	q := listQuery{
+		name:  "entitlements",
+		from:  `SELECT ` + entitlementColumns + ` FROM entitlements WHERE agent_id = $1`,
+		args:  []any{agentID},
+		order: "created_at",
+		parts: []string{agentID, string(f.Status), string(f.Type), f.Service},
+	}
+	// where adds the condition column op ($n), $n being arg.
+	where := func(column, op string, arg any) {
+		q.args = append(q.args, arg)
+		q.from += " AND " + column + " " + op + " ($" + strconv.Itoa(len(q.args)) + ")"
+	}
+	if f.Status != "" {
+		where("status", "=", string(f.Status))
+	}
+	if f.Type != "" {
+		where("type", "=", string(f.Type))
+	}
+	if f.Service != "" {
+		where("scope_service", "= ANY", []string{f.Service, entitlement.AnyService})
+	}
+	now := s.clock()
+	return list(ctx, s.pool, q, p, func(r pgx.Row) (entitlement.Entitlement, error) {
+		e, err := scanEntitlement(r)
+		e.Refresh(now)
+		return e, err
+	}, func(e *entitlement.Entitlement) (time.Time, string) { return e.CreatedAt, e.ID })
+}
+
+// RevokeEntitlement implements store.EntitlementStore: one transaction that
+// locks the entitlement, ends its expired holds, releases the others and
+// marks it revoked.
+func (s *Store) RevokeEntitlement(ctx context.Context, id string) (entitlement.Entitlement, error) {
+	var out entitlement.Entitlement
+	err := s.run(ctx, "revoke entitlement", func(tx pgx.Tx) error {
+		now := s.clock()
+		e, err := lockEntitlement(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if e.Status != entitlement.StatusRevoked {
+			if err := revoke(ctx, tx, &e, now); err != nil {
+				return err
+			}
+		}
+		out = e
+		out.Refresh(now)
+		return nil
+	})
+	return out, err
+}
+
+// lockEntitlement reads the entitlement id inside tx and locks its row
+// until tx ends: ErrNotFound if absent.
+func lockEntitlement(ctx context.Context, tx pgx.Tx, id string) (entitlement.Entitlement, error) {
+	e, err := scanEntitlement(tx.QueryRow(ctx, `SELECT `+entitlementColumns+` FROM entitlements WHERE id = $1 FOR UPDATE`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return entitlement.Entitlement{}, errEntitlementNotFound(id)
+	}
+	return e, err
+}
+
+// revoke marks the locked, active entitlement e revoked at now inside tx:
+// its expired holds end expired, the rest are released, a pending lazy
+// reset is applied, and an entitlement.revoked event is written. RevokeEntitlement
+// and RefundPayment share it.
+func revoke(ctx context.Context, tx pgx.Tx, e *entitlement.Entitlement, now time.Time) error {
+	if err := endHolds(ctx, tx, e.ExpireHolds(now), entitlement.HoldExpired, now); err != nil {
+		return err
+	}
+	if err := endHolds(ctx, tx, e.ReleaseAll(now), entitlement.HoldReleased, now); err != nil {
+		return err
+	}
+	e.Refresh(now)
+	e.Status, e.RevokedAt = entitlement.StatusRevoked, &now
+	if err := updateEntitlement(ctx, tx, e); err != nil {
+		return err
+	}
+	return enqueue(ctx, tx, now, pending(event.EntitlementRevoked, e.AgentID, e))
+}
+
+// endHolds marks the open holds ids ended with status at now.
+func endHolds(ctx context.Context, tx pgx.Tx, ids []string, status entitlement.HoldStatus, now time.Time) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err := tx.Exec(ctx, endHoldsSQL, ids, string(status), now)
+	return err
+}
+
+// updateEntitlement writes e's mutable state inside tx.
+func updateEntitlement(ctx context.Context, tx pgx.Tx, e *entitlement.Entitlement) error {
+	args, err := updateEntitlementArgs(e)
+	if err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, updateEntitlementSQL, args...)
+	return err
+}

@@ -1,0 +1,99 @@
+package postgres
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/stipend-mcp/stipend/event"
+	"github.com/stipend-mcp/stipend/internal/pgfault"
+	"github.com/stipend-mcp/stipend/store"
+)
+
+// pendingEvent is an outbox event about to be written in a transaction;
+// its data is encoded when it is queued.
+type pendingEvent struct {
+	t       event.Type
+	agentID string
+	data    any
+}
+
+func pending(t event.Type, agentID string, data any) pendingEvent {
+	return pendingEvent{t: t, agentID: agentID, data: data}
+}
+
+const insertEventSQL = `INSERT INTO events (id, type, agent_id, occurred_at, data) VALUES ($1, $2, $3, $4, $5)`
+
+// insertEvent returns the statement that writes p at now.
+func insertEvent(p pendingEvent, now time.Time) (string, []any, error) {
+	data, err := jsonArg(p.data)
+	if err != nil {
+		return "", nil, err
+	}
+	return insertEventSQL, []any{uuid.NewString(), string(p.t), p.agentID, now, data}, nil
+}
+
+// enqueue writes outbox events inside tx, in order.
+func enqueue(ctx context.Context, tx pgx.Tx, now time.Time, events ...pendingEvent) error {
+	for _, p := range events {
+		q, args, err := insertEvent(p, now)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, q, args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// PendingEvents implements store.EntitlementStore.
+func (s *Store) PendingEvents(ctx context.Context, limit int) ([]event.Event, error) {
+	if limit <= 0 {
+		return nil, store.Errorf(store.CodeInvalid, "limit: must be positive")
+	}
+	rows, err := s.pool.Query(ctx, `SELECT id, type, agent_id, occurred_at, data FROM events
+		WHERE NOT dispatched ORDER BY occurred_at, seq LIMIT $1`, limit)
+	if err != nil {
+		return nil, pgfault.Read(err, "pending events")
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (event.Event, error) {
+		var e event.Event
+		var typ string
+		var at *time.Time
+		if err := r.Scan(&e.ID, &typ, &e.AgentID, &at, &e.Data); err != nil {
+			return event.Event{}, err
+		}
+		check := &row{table: "events", id: e.ID}
+		e.Type = event.Type(check.oneOf("type", typ, knownEvent(typ)))
+		e.OccurredAt = check.required("occurred_at", at)
+		return e, check.err
+	})
+	if err != nil {
+		return nil, pgfault.Read(err, "pending events")
+	}
+	return out, nil
+}
+
+func knownEvent(t string) bool {
+	for _, k := range event.Types {
+		if string(k) == t {
+			return true
+		}
+	}
+	return false
+}
+
+// MarkEventsDispatched implements store.EntitlementStore: one statement,
+// so it is atomic here, which the contract allows.
+func (s *Store) MarkEventsDispatched(ctx context.Context, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	if _, err := s.pool.Exec(ctx, `UPDATE events SET dispatched = true WHERE id = ANY($1) AND NOT dispatched`, ids); err != nil {
+		return pgfault.Write(err, "mark events dispatched")
+	}
+	return nil
+}

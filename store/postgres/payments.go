@@ -1,0 +1,214 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/stipend-mcp/stipend/internal/pgfault"
+	"github.com/stipend-mcp/stipend/payment"
+	"github.com/stipend-mcp/stipend/receipt"
+	"github.com/stipend-mcp/stipend/store"
+)
+
+// paymentColumns are the columns scanPayment reads, in its order.
+const paymentColumns = `id, agent_id, amount_cents, amount_currency, provider, provider_intent_id, description,
+	grant_template, status, created_at, updated_at, succeeded_at, failed_at, failure_reason, refunded_at,
+	receipt_id, refund_receipt_id, entitlement_ids, idempotency_key, fingerprint`
+
+// scanPayment reads one row of paymentColumns strictly.
+func scanPayment(rows pgx.Row) (payment.Payment, error) {
+	var (
+		p                           payment.Payment
+		cents                       int64
+		currency, provider, status  string
+		grant                       []byte
+		created, updated            *time.Time
+		succeeded, failed, refunded *time.Time
+	)
+	err := rows.Scan(&p.ID, &p.AgentID, &cents, &currency, &provider, &p.ProviderIntentID, &p.Description,
+		&grant, &status, &created, &updated, &succeeded, &failed, &p.FailureReason, &refunded,
+		&p.ReceiptID, &p.RefundReceiptID, &p.EntitlementIDs, &p.IdempotencyKey, &p.Fingerprint)
+	if err != nil {
+		return payment.Payment{}, err
+	}
+	r := &row{table: "payments", id: p.ID}
+	p.Amount = r.amount("amount_cents", cents, currency)
+	p.Provider = payment.Provider(r.oneOf("provider", provider, payment.Provider(provider).Valid()))
+	p.Status = payment.Status(r.oneOf("status", status, validPaymentStatus(status)))
+	if err := strictJSON(grant, &p.Grant); err != nil || !p.Grant.Type.Valid() {
+		r.corrupt("grant_template", "not a grant: %v", err)
+	}
+	p.Grant.ValidUntil, p.Grant.ExpiresAt = instantPtr(p.Grant.ValidUntil), instantPtr(p.Grant.ExpiresAt)
+	p.CreatedAt, p.UpdatedAt = r.required("created_at", created), r.required("updated_at", updated)
+	p.SucceededAt, p.FailedAt, p.RefundedAt = instantPtr(succeeded), instantPtr(failed), instantPtr(refunded)
+	if len(p.EntitlementIDs) == 0 {
+		p.EntitlementIDs = nil
+	}
+	return p, r.err
+}
+
+func validPaymentStatus(s string) bool {
+	switch payment.Status(s) {
+	case payment.StatusPending, payment.StatusSucceeded, payment.StatusFailed, payment.StatusRefunded:
+		return true
+	}
+	return false
+}
+
+// CreatePayment implements store.EntitlementStore. The unique idempotency
+// key is the guard: of concurrent calls with one key, one inserts and the
+// others, finding the key taken when their insert waits on it, start over
+// and read that payment.
+func (s *Store) CreatePayment(ctx context.Context, p payment.Payment) (store.CreatePaymentResult, error) {
+	if err := p.Validate(); err != nil {
+		return store.CreatePaymentResult{}, store.Wrap(store.CodeInvalid, err, "payment")
+	}
+	var out store.CreatePaymentResult
+	err := s.run(ctx, "create payment", func(tx pgx.Tx) error {
+		now := s.clock()
+		np := p
+		if np.ID == "" {
+			np.ID = uuid.NewString()
+		}
+		// One statement, so one snapshot: a payment another call commits
+		// meanwhile is seen by all three tests or by none.
+		var keyTaken, idTaken, intentTaken bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM payments WHERE idempotency_key = $1),
+			EXISTS (SELECT 1 FROM payments WHERE id = $2),
+			$3 <> '' AND EXISTS (SELECT 1 FROM payments WHERE provider_intent_id = $3)`,
+			p.IdempotencyKey, np.ID, np.ProviderIntentID).Scan(&keyTaken, &idTaken, &intentTaken); err != nil {
+			return err
+		}
+		switch {
+		case keyTaken:
+			existing, err := scanPayment(tx.QueryRow(ctx, `SELECT `+paymentColumns+` FROM payments WHERE idempotency_key = $1`, p.IdempotencyKey))
+			if err != nil {
+				return err
+			}
+			if existing.Fingerprint != p.Fingerprint {
+				return store.Errorf(store.CodeConflict, "payment idempotency key reused with different parameters")
+			}
+			out = store.CreatePaymentResult{Payment: existing}
+			return nil
+		case idTaken:
+			return store.Errorf(store.CodeConflict, "payment %q exists", np.ID)
+		case intentTaken:
+			return store.Errorf(store.CodeConflict, "providerIntentId: already linked to another payment")
+		}
+		np.Status, np.CreatedAt, np.UpdatedAt = payment.StatusPending, now, now
+		np.SucceededAt, np.FailedAt, np.RefundedAt = nil, nil, nil
+		np.FailureReason, np.ReceiptID, np.RefundReceiptID, np.EntitlementIDs = "", "", "", nil
+		np.Grant.ValidUntil, np.Grant.ExpiresAt = nullTimePtr(np.Grant.ValidUntil), nullTimePtr(np.Grant.ExpiresAt)
+		np.Grant.Scope.Tools = append([]string(nil), np.Grant.Scope.Tools...)
+		grant, err := jsonArg(np.Grant)
+		if err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `INSERT INTO payments (`+paymentColumns+`)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, NULL, NULL, '', NULL, '', '', '{}', $12, $13)
+			ON CONFLICT DO NOTHING`,
+			np.ID, np.AgentID, np.Amount.Cents, np.Amount.Currency, string(np.Provider), np.ProviderIntentID, np.Description,
+			grant, string(np.Status), now, now, np.IdempotencyKey, np.Fingerprint)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() != 1 {
+			return errRetry // a concurrent call took the key, ID or intent: read what it wrote
+		}
+		out = store.CreatePaymentResult{Payment: np, Created: true}
+		return nil
+	})
+	return out, err
+}
+
+// GetPayment implements store.EntitlementStore.
+func (s *Store) GetPayment(ctx context.Context, id string) (payment.Payment, error) {
+	return s.findPayment(ctx, "id", id, "payment %q", id)
+}
+
+// FindPaymentByIdempotencyKey implements store.EntitlementStore.
+func (s *Store) FindPaymentByIdempotencyKey(ctx context.Context, key string) (payment.Payment, error) {
+	return s.findPayment(ctx, "idempotency_key", key, "payment for idempotency key")
+}
+
+// FindPaymentByProviderIntentID implements store.EntitlementStore.
+func (s *Store) FindPaymentByProviderIntentID(ctx context.Context, intentID string) (payment.Payment, error) {
+	if intentID == "" {
+		return payment.Payment{}, store.Errorf(store.CodeNotFound, "payment for provider intent")
+	}
+	return s.findPayment(ctx, "provider_intent_id", intentID, "payment for provider intent %q", intentID)
+}
+
+// findPayment reads the payment whose unique column equals value; absent,
+// it is ErrNotFound with the message format.
+func (s *Store) findPayment(ctx context.Context, column, value, format string, args ...any) (payment.Payment, error) {
+	p, err := scanPayment(s.pool.QueryRow(ctx, `SELECT `+paymentColumns+` FROM payments WHERE `+column+` = $1`, value))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return payment.Payment{}, store.Errorf(store.CodeNotFound, format, args...)
+	}
+	if err != nil {
+		return payment.Payment{}, pgfault.Read(err, "get payment")
+	}
+	return p, nil
+}
+
+// receiptColumns are the columns scanReceipt reads, in its order.
+const receiptColumns = `id, payload, jws`
+
+// scanReceipt reads one row of receiptColumns strictly: the payload is the
+// receipt's JSON, money decoded by its strict codec, and names the row's ID.
+func scanReceipt(rows pgx.Row) (receipt.Signed, error) {
+	var id string
+	var payload []byte
+	var out receipt.Signed
+	if err := rows.Scan(&id, &payload, &out.JWS); err != nil {
+		return receipt.Signed{}, err
+	}
+	r := &row{table: "receipts", id: id}
+	if err := strictJSON(payload, &out.Receipt); err != nil {
+		r.corrupt("payload", "not a receipt: %v", err)
+	} else if out.ID != id {
+		r.corrupt("payload", "names receipt %q", out.ID)
+	}
+	out.IssuedAt = out.IssuedAt.UTC()
+	return out, r.err
+}
+
+// insertReceipt stores a signed receipt inside tx.
+func insertReceipt(ctx context.Context, tx pgx.Tx, r *receipt.Signed) error {
+	payload, err := jsonArg(r.Receipt)
+	if err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO receipts (id, agent_id, payment_id, issued_at, payload, jws)
+		VALUES ($1, $2, $3, $4, $5, $6)`, r.ID, r.AgentID, r.PaymentID, r.IssuedAt, payload, r.JWS)
+	return err
+}
+
+// GetReceipt implements store.EntitlementStore.
+func (s *Store) GetReceipt(ctx context.Context, id string) (receipt.Signed, error) {
+	r, err := scanReceipt(s.pool.QueryRow(ctx, `SELECT `+receiptColumns+` FROM receipts WHERE id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return receipt.Signed{}, store.Errorf(store.CodeNotFound, "receipt %q", id)
+	}
+	if err != nil {
+		return receipt.Signed{}, pgfault.Read(err, "get receipt")
+	}
+	return r, nil
+}
+
+// ListReceipts implements store.EntitlementStore.
+func (s *Store) ListReceipts(ctx context.Context, agentID string, p store.Page) ([]receipt.Signed, string, error) {
+	q := listQuery{
+		name:  "receipts",
+		from:  `SELECT ` + receiptColumns + ` FROM receipts WHERE agent_id = $1`,
+		args:  []any{agentID},
+		order: "issued_at",
+		parts: []string{agentID},
+	}
+	return list(ctx, s.pool, q, p, scanReceipt, func(r *receipt.Signed) (time.Time, string) { return r.IssuedAt, r.ID })
+}

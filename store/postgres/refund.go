@@ -1,0 +1,128 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/stipend-mcp/stipend/entitlement"
+	"github.com/stipend-mcp/stipend/event"
+	"github.com/stipend-mcp/stipend/internal/pgfault"
+	"github.com/stipend-mcp/stipend/store"
+)
+
+// RefundConsumption implements store.EntitlementStore: one transaction that
+// locks the consumption's entitlement (as every change of it does, so a
+// refund and the entitlement's batches wait for each other), then reads the
+// consumption, refunds it and writes both.
+func (s *Store) RefundConsumption(ctx context.Context, id string, amount entitlement.Amount) (store.RefundResult, error) {
+	var entitlementID string
+	err := s.pool.QueryRow(ctx, `SELECT entitlement_id FROM consumptions WHERE id = $1`, id).Scan(&entitlementID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.RefundResult{}, store.Errorf(store.CodeNotFound, "consumption %q", id)
+	}
+	if err != nil {
+		return store.RefundResult{}, pgfault.Read(err, "read consumption")
+	}
+	var out store.RefundResult
+	err = s.run(ctx, "refund consumption", func(tx pgx.Tx) error {
+		now := s.clock()
+		e, err := lockEntitlement(ctx, tx, entitlementID)
+		if err != nil {
+			return err
+		}
+		c, err := scanConsumption(tx.QueryRow(ctx, `SELECT `+consumptionColumns+` FROM consumptions WHERE id = $1`, id))
+		if err != nil {
+			return err
+		}
+		ch, err := c.RefundCharge(amount)
+		if err != nil {
+			return store.Wrap(store.CodeInvalid, err, "refund of consumption %q", id)
+		}
+		if c.Refund != nil {
+			if c.Refund.Charge != ch {
+				return store.Wrap(store.CodeConflict, entitlement.ErrRefundRefused, "consumption %q was refunded with another amount", id)
+			}
+			e.Refresh(now)
+			out = store.RefundResult{Consumption: c, Entitlement: e, Replayed: true}
+			return nil
+		}
+		expired := e.ExpireHolds(now)
+		if err := e.Refund(now, &c, amount); err != nil {
+			if errors.Is(err, entitlement.ErrRefundRefused) {
+				return store.Wrap(store.CodeConflict, err, "refund of consumption %q", id)
+			}
+			return store.Wrap(store.CodeInvalid, err, "refund of consumption %q", id)
+		}
+		if err := endHolds(ctx, tx, expired, entitlement.HoldExpired, now); err != nil {
+			return err
+		}
+		if err := updateEntitlement(ctx, tx, &e); err != nil {
+			return err
+		}
+		r := c.Refund
+		if _, err := tx.Exec(ctx, `UPDATE consumptions SET refund_cost_cents = $2, refund_cost_currency = $3,
+			refund_units = $4, refunded_at = $5 WHERE id = $1`, id, r.Cost.Cents, r.Cost.Currency, r.Units, r.RefundedAt); err != nil {
+			return err
+		}
+		if err := enqueue(ctx, tx, now, pending(event.ConsumptionRefunded, c.AgentID, &c)); err != nil {
+			return err
+		}
+		e.Refresh(now)
+		out = store.RefundResult{Consumption: c, Entitlement: e}
+		return nil
+	})
+	return out, err
+}
+
+// ExpireHolds implements store.EntitlementStore: it finds entitlements with
+// open holds past their expiry through the holds table and ends them, each
+// entitlement in a transaction of its own. An entitlement whose row another
+// transaction holds is skipped (SKIP LOCKED): that transaction ends its
+// expired holds itself.
+func (s *Store) ExpireHolds(ctx context.Context, limit int) (int, error) {
+	if limit <= 0 {
+		return 0, store.Errorf(store.CodeInvalid, "limit: must be positive")
+	}
+	now := s.clock()
+	rows, err := s.pool.Query(ctx, `SELECT DISTINCT entitlement_id FROM holds
+		WHERE status = 'held' AND expires_at <= $1 LIMIT $2`, now, limit)
+	if err != nil {
+		return 0, pgfault.Read(err, "find expired holds")
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return 0, pgfault.Read(err, "find expired holds")
+	}
+	ended := 0
+	for _, id := range ids {
+		n := 0
+		err := s.run(ctx, "expire holds", func(tx pgx.Tx) error {
+			n = 0
+			now := s.clock()
+			e, err := scanEntitlement(tx.QueryRow(ctx, `SELECT `+entitlementColumns+` FROM entitlements
+				WHERE id = $1 FOR UPDATE SKIP LOCKED`, id))
+			if errors.Is(err, pgx.ErrNoRows) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			expired := e.ExpireHolds(now)
+			if len(expired) == 0 {
+				return nil
+			}
+			n = len(expired)
+			if err := endHolds(ctx, tx, expired, entitlement.HoldExpired, now); err != nil {
+				return err
+			}
+			return updateEntitlement(ctx, tx, &e)
+		})
+		if err != nil {
+			return ended, err
+		}
+		ended += n
+	}
+	return ended, nil
+}

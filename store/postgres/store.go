@@ -1,0 +1,124 @@
+// Package postgres is the production store on PostgreSQL (13 or later; the
+// tests run 15), through pgx v5 and its pool. Every instance of Stipend may
+// share one database: all invariants are enforced by PostgreSQL
+// transactions, row locks and unique keys, not by process memory.
+//
+// The schema is the versioned SQL migrations embedded in this package
+// (migrations/), applied by Migrate (pressly/goose) at start or by
+// `stipend migrate`. Tables live in the schema the pool's connections use
+// (their search_path), so several deployments can share a database.
+//
+//	accounts           agent ID
+//	entitlements       entitlement ID; its open holds in the holds column
+//	consumptions       consumption ID
+//	holds              hold ID
+//	charge_keys        (agent, idempotency key) → the consumption or hold: the double-charge guard
+//	payments           payment ID; unique idempotency key and provider intent
+//	receipts           receipt ID
+//	events             event ID: the outbox
+//	inbound_events     (source, event ID): inbound provider events
+//	webhook_endpoints  endpoint ID
+//	deliveries         delivery ID; unique caller key
+//
+// Transactions run at READ COMMITTED and take the row locks they need
+// (SELECT … FOR UPDATE), so they wait for each other instead of failing;
+// a deadlock or serialization failure the server breaks is retried. Charges
+// of one entitlement are coalesced per instance (coalesce.go): one
+// transaction, and one lock of the entitlement row, per batch of calls.
+package postgres
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/stipend-mcp/stipend/internal/pgfault"
+	"github.com/stipend-mcp/stipend/store"
+	"github.com/stipend-mcp/stipend/store/internal/coalesce"
+)
+
+var (
+	_ store.EntitlementStore = (*Store)(nil)
+	_ store.DeliveryStore    = (*Store)(nil)
+)
+
+// Store is the PostgreSQL adapter.
+type Store struct {
+	pool *pgxpool.Pool
+	now  func() time.Time
+
+	// lanes queues the charges of each entitlement (coalesce.go).
+	lanes *coalesce.Lanes[op, opResult]
+	// maxBatch bounds the calls one charge transaction applies; gather is
+	// how long a hot lane waits for its callers to come back.
+	maxBatch int
+	gather   time.Duration
+	// retryBudget bounds how long one transaction is retried under
+	// contention.
+	retryBudget time.Duration
+}
+
+// Option configures a Store.
+type Option func(*Store)
+
+// WithClock makes the store read time from now instead of time.Now. Every
+// instant the store records comes from it, never from the server's clock.
+func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = now } }
+
+// WithMaxBatch bounds how many concurrent calls on one entitlement are
+// applied in one transaction (default 100; 1 turns coalescing off, so each
+// call is a transaction of its own that waits for the row lock).
+func WithMaxBatch(n int) Option {
+	return func(s *Store) {
+		if n >= 1 && n <= 1000 {
+			s.maxBatch = n
+		}
+	}
+}
+
+// WithGatherWindow sets how long the queue of a busy entitlement waits, at
+// most, for as many calls as its previous batch held before it starts the
+// next transaction (default 200 µs; 0 disables). A lone call never waits.
+func WithGatherWindow(d time.Duration) Option { return func(s *Store) { s.gather = max(d, 0) } }
+
+// WithRetryBudget bounds how long one transaction is retried when the
+// server breaks a deadlock or a serialization failure (default 20 s).
+// Callers' own deadlines still apply.
+func WithRetryBudget(d time.Duration) Option {
+	return func(s *Store) {
+		if d > 0 {
+			s.retryBudget = d
+		}
+	}
+}
+
+// New returns a store on pool, whose schema Migrate has brought up to date.
+// The caller owns the pool (its size bounds the store's concurrent
+// transactions and reads).
+func New(pool *pgxpool.Pool, opts ...Option) *Store {
+	s := &Store{pool: pool, now: time.Now, maxBatch: 100, gather: 200 * time.Microsecond, retryBudget: 20 * time.Second}
+	for _, o := range opts {
+		o(s)
+	}
+	s.lanes = coalesce.New(s.applyBatch, s.maxBatch, s.gather, s.retryBudget)
+	return s
+}
+
+// clock returns the current time as stored: UTC, microsecond precision
+// (PostgreSQL keeps no finer timestamps).
+func (s *Store) clock() time.Time { return stamp(s.now()) }
+
+// stamp normalises an instant to what PostgreSQL stores.
+func stamp(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+
+// Ping implements store.EntitlementStore: one read, bounded by ctx, of at
+// most one row's existence, which proves the server answers, the schema is
+// there and the role may read it.
+func (s *Store) Ping(ctx context.Context) error {
+	var any bool
+	if err := s.pool.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM accounts LIMIT 1)").Scan(&any); err != nil {
+		return pgfault.Read(err, "ping")
+	}
+	return nil
+}

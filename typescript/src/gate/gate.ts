@@ -1,0 +1,254 @@
+import { randomUUID } from 'node:crypto';
+
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { CallToolRequest, CallToolResult, ListToolsResult, Tool } from '@modelcontextprotocol/sdk/types.js';
+
+import { defaultAgentId } from './agent.js';
+import { GatedCall, type Server, type Settings } from './call.js';
+import {
+  DEFAULT_HOLD_TTL_SECONDS,
+  DEFAULT_TIMEOUT_MS,
+  type GateConfig,
+  MAX_HOLD_TTL_SECONDS,
+  type ToolExtra,
+  stderrLogger,
+} from './config.js';
+import { type KeyMaterial, requestStamp } from './key.js';
+import { META } from './meta.js';
+import { DEFAULT_POLICY, type Price, type Terms, priceProblem, termsOf, validName } from './price.js';
+
+/** A request handler as the SDK's Protocol stores it. */
+type Handler = (request: { method: string; params?: unknown }, extra: ToolExtra) => unknown;
+
+/** The parts of the SDK's Server (McpServer.server) the gate hooks into. */
+interface Protocol {
+  setRequestHandler(schema: unknown, handler: Handler): void;
+  assertCanSetRequestHandler(method: string): void;
+  readonly transport?: object;
+}
+
+/** The servers a gate is attached to. */
+const attached = new WeakSet<object>();
+
+/**
+ * Charges the tool calls of an McpServer to Stipend: the TypeScript twin of
+ * the Go gate (package mcpgate), with the same prices, policies,
+ * idempotency keys, refusals and _meta. Build it once, attach it to each
+ * McpServer before registering tools:
+ *
+ * ```ts
+ * const gate = new Gate({ stipend, service: 'weather', prices: { echo: free(), forecast: credits(5, 'USD') } });
+ * const server = gate.attach(new McpServer({ name: 'weather', version: '1.0.0' }));
+ * server.registerTool('forecast', { inputSchema: { city: z.string() } }, async ({ city }) => …);
+ * ```
+ */
+export class Gate {
+  readonly #s: Settings;
+
+  /** Checks config (every price as Stipend would check its charge) and builds the gate; it throws saying what is wrong. */
+  constructor(config: GateConfig) {
+    if (typeof config.stipend?.POST !== 'function') {
+      throw new TypeError('stipend gate: config.stipend must be a Stipend client (createStipendClient)');
+    }
+    if (typeof config.service !== 'string' || !validName(config.service) || config.service === '*') {
+      throw new RangeError(`stipend gate: config.service ${JSON.stringify(config.service)} must be 1–200 printable ASCII characters and not "*"`);
+    }
+    const policy = config.policy ?? DEFAULT_POLICY;
+    if (policy !== 'on_success' && policy !== 'before') {
+      throw new RangeError(`stipend gate: config.policy must be "on_success" or "before"; got ${JSON.stringify(policy)}`);
+    }
+    const prices = new Map<string, Price>();
+    for (const [tool, price] of Object.entries(config.prices ?? {})) {
+      if (!validName(tool)) {
+        throw new RangeError(`stipend gate: tool name ${JSON.stringify(tool)} in prices must be 1–200 printable ASCII characters (Stipend's limit)`);
+      }
+      const problem = priceProblem(price);
+      if (problem !== undefined) {
+        throw new RangeError(`stipend gate: price of tool "${tool}" ${problem}`);
+      }
+      prices.set(tool, price);
+    }
+    const timeoutMs = config.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    if (!(timeoutMs > 0)) {
+      throw new RangeError(`stipend gate: config.timeoutMs must be positive; got ${timeoutMs}`);
+    }
+    const ttl = config.holdTtlSeconds ?? DEFAULT_HOLD_TTL_SECONDS;
+    if (!Number.isInteger(ttl) || ttl < 1 || ttl > MAX_HOLD_TTL_SECONDS) {
+      throw new RangeError(`stipend gate: config.holdTtlSeconds must be whole seconds from 1 to ${MAX_HOLD_TTL_SECONDS}; got ${ttl}`);
+    }
+    const trust = config.trustClientAgentId === true;
+    this.#s = {
+      stipend: config.stipend,
+      service: config.service,
+      prices,
+      policy,
+      agentId: config.agentId ?? ((call) => defaultAgentId(call, trust)),
+      failOpen: config.failOpen === true,
+      timeoutMs,
+      holdTtlSeconds: ttl,
+      purchaseUrl: config.purchaseUrl || undefined,
+      log: config.logger ?? stderrLogger,
+    };
+  }
+
+  /** The service the gate charges for. */
+  get service(): string {
+    return this.#s.service;
+  }
+
+  /** How tool is charged, as tools/list shows it; undefined for a tool not in the price table. */
+  terms(tool: string): Terms | undefined {
+    const price = this.#s.prices.get(tool);
+    return price && termsOf(price, this.#s.policy);
+  }
+
+  /**
+   * Puts the gate in front of server's tools and returns server. Attach it
+   * before the first registerTool: from then on every tools/call is charged
+   * by its tool's price and policy, every tools/list entry shows its price
+   * under `_meta["io.stipend/price"]`, and registering a tool that has no
+   * price throws. It throws if server already handles tools (a tool was
+   * registered, or the McpServer options declare capabilities.tools) or
+   * already has a gate.
+   */
+  attach<S extends McpServer>(server: S): S {
+    if (attached.has(server)) {
+      throw new Error('stipend gate: this McpServer already has a gate');
+    }
+    const protocol = server.server as unknown as Protocol;
+    for (const method of ['tools/call', 'tools/list']) {
+      try {
+        protocol.assertCanSetRequestHandler(method);
+      } catch {
+        throw new Error(
+          `stipend gate: attach the gate before the first registerTool: this McpServer already handles ${method} ` +
+            '(a tool was registered, or its options declare capabilities.tools, which installs the tool handlers at once)',
+        );
+      }
+    }
+    attached.add(server);
+    this.#checkRegistrations(server);
+
+    const gate = this;
+    let listTools: Handler | undefined;
+    const set = protocol.setRequestHandler.bind(protocol);
+    protocol.setRequestHandler = (schema, handler) => {
+      if (accepts(schema, { method: 'tools/list' })) {
+        listTools = handler;
+      }
+      set(schema, (request, extra) => {
+        switch (request.method) {
+          case 'tools/call':
+            return gate.#call(request as CallToolRequest, extra, handler, () => listTools, protocol);
+          case 'tools/list':
+            return gate.#list(handler(request, extra) as Promise<ListToolsResult>);
+        }
+        return handler(request, extra);
+      });
+    };
+    return server;
+  }
+
+  /** Makes registerTool (and the older tool) of server throw for a tool without a price. */
+  #checkRegistrations(server: McpServer): void {
+    const prices = this.#s.prices;
+    const check = (name: unknown): void => {
+      if (typeof name === 'string' && !prices.has(name)) {
+        throw new Error(
+          `stipend gate: tool "${name}" has no price: add it to the gate's prices (free() if calls are not charged); ` +
+            'the gate refuses every call of a tool without one',
+        );
+      }
+    };
+    const s = server as unknown as Record<'registerTool' | 'tool', (name: unknown, ...rest: unknown[]) => unknown>;
+    for (const method of ['registerTool', 'tool'] as const) {
+      const original = s[method].bind(server);
+      s[method] = (name, ...rest) => {
+        check(name);
+        return original(name, ...rest);
+      };
+    }
+  }
+
+  /** Charges one tools/call and answers it. */
+  async #call(
+    request: CallToolRequest,
+    extra: ToolExtra,
+    handler: Handler,
+    listTools: () => Handler | undefined,
+    protocol: Protocol,
+  ): Promise<CallToolResult> {
+    const server: Server = {
+      run: async (ex) => (await handler(request, ex)) as CallToolResult,
+      declaresOutputSchema: (tool, ex) => declaresOutputSchema(listTools(), tool, ex),
+      requestMaterial: (ex) => requestMaterial(ex, protocol),
+    };
+    return new GatedCall(this.#s, request, extra, server).handle();
+  }
+
+  /** Shows each priced tool's terms in its tools/list entry, keeping its other _meta. */
+  async #list(result: Promise<ListToolsResult>): Promise<ListToolsResult> {
+    const res = await result;
+    return {
+      ...res,
+      tools: res.tools.map((tool: Tool): Tool => {
+        const terms = this.terms(tool.name);
+        return terms ? { ...tool, _meta: { ...tool._meta, [META.price]: terms } } : tool;
+      }),
+    };
+  }
+}
+
+/** Reports whether schema (a zod schema of the SDK) accepts value; false when it cannot tell. */
+function accepts(schema: unknown, value: unknown): boolean {
+  const parse = (schema as { safeParse?: (v: unknown) => { success: boolean } } | null)?.safeParse;
+  return typeof parse === 'function' && parse.call(schema, value).success;
+}
+
+/**
+ * Reports whether tool may declare an output schema, by listing the
+ * server's tools as a client would (the Go gate's declaresOutputSchema). It
+ * answers true when it cannot tell, so that a refusal never goes where an
+ * output schema could reject it.
+ */
+async function declaresOutputSchema(listTools: Handler | undefined, tool: string, extra: ToolExtra): Promise<boolean> {
+  if (listTools === undefined) {
+    return true;
+  }
+  try {
+    const res = (await listTools({ method: 'tools/list', params: {} }, extra)) as ListToolsResult;
+    const t = res.tools.find((t) => t.name === tool);
+    return t !== undefined && t.outputSchema !== undefined;
+  } catch {
+    return true;
+  }
+}
+
+/** The nonce of each connection (transport) of a server, for calls without a session. */
+const nonces = new WeakMap<object, string>();
+
+/**
+ * The key material of a call without a client key, as mcpgate.Transport and
+ * mcpgate.Handler stamp it: over streamable HTTP with a session, the session
+ * id and "http:<session>/<id>"; stateless HTTP (no session), a fresh nonce
+ * per request, so each post is a new call; any other transport (stdio,
+ * in-memory), no session and a nonce of the connection.
+ */
+function requestMaterial(extra: ToolExtra, protocol: Protocol): KeyMaterial {
+  if (extra.sessionId) {
+    return { session: extra.sessionId, request: requestStamp('http:' + extra.sessionId, extra.requestId) };
+  }
+  if (extra.requestInfo !== undefined) {
+    return { session: '', request: requestStamp('http:' + randomUUID(), extra.requestId) };
+  }
+  const transport = protocol.transport;
+  if (transport === undefined) {
+    return { session: '', request: requestStamp(randomUUID(), extra.requestId) };
+  }
+  let nonce = nonces.get(transport);
+  if (nonce === undefined) {
+    nonce = randomUUID();
+    nonces.set(transport, nonce);
+  }
+  return { session: '', request: requestStamp(nonce, extra.requestId) };
+}
