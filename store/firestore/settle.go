@@ -119,7 +119,10 @@ func (s *Store) CompletePayment(ctx context.Context, id string, ch store.Payment
 // FailPayment implements store.EntitlementStore. Concurrent identical calls
 // share one transaction (flight.go).
 func (s *Store) FailPayment(ctx context.Context, id string, ch store.PaymentChange) (payment.Payment, error) {
-	p, joined, err := s.failures.do(ctx, changeKey(ctx, "fail", id, &ch), "fail payment", s.retryBudget,
+	if store.FenceOf(ctx) != nil {
+		return s.failPayment(ctx, id, ch)
+	}
+	p, joined, err := s.failures.do(ctx, changeKey("fail", id, &ch), "fail payment", s.retryBudget,
 		func(ctx context.Context) (payment.Payment, error) { return s.failPayment(ctx, id, ch) })
 	if joined {
 		p = p.Clone()
@@ -135,10 +138,14 @@ func (s *Store) RefundPayment(ctx context.Context, id string, ch store.PaymentCh
 
 // shareCompletion runs change, or joins the same change of payment id in
 // flight. A caller that joined gets a copy of the answer, Replayed: the
-// change was made once, by the call it joined.
+// change was made once, by the call it joined. A fenced change shares
+// nothing (flight.go says why).
 func (s *Store) shareCompletion(ctx context.Context, what, id string, ch *store.PaymentChange,
 	change func(context.Context, string, store.PaymentChange) (store.Completion, error)) (store.Completion, error) {
-	c, joined, err := s.completions.do(ctx, changeKey(ctx, what, id, ch), what, s.retryBudget,
+	if store.FenceOf(ctx) != nil {
+		return change(ctx, id, *ch)
+	}
+	c, joined, err := s.completions.do(ctx, changeKey(what, id, ch), what, s.retryBudget,
 		func(ctx context.Context) (store.Completion, error) { return change(ctx, id, *ch) })
 	if !joined || err != nil {
 		return c, err
@@ -151,16 +158,13 @@ func (s *Store) shareCompletion(ctx context.Context, what, id string, ch *store.
 }
 
 // changeKey names a change of payment id: calls with one key are the same
-// call (the same target state, issuer, reason, provider event and fence),
-// and only those share a transaction. ch.Sign is left out: it must be pure,
+// call (the same target state, issuer, reason and provider event), and
+// only those share a transaction. ch.Sign is left out: it must be pure,
 // and two signers of one issuer sign equally valid receipts.
-func changeKey(ctx context.Context, what, id string, ch *store.PaymentChange) string {
+func changeKey(what, id string, ch *store.PaymentChange) string {
 	parts := []string{what, id, ch.Issuer, ch.Reason}
 	if ch.Inbound != nil {
 		parts = append(parts, "inbound", ch.Inbound.Source, ch.Inbound.EventID)
-	}
-	if f := store.FenceOf(ctx); f != nil {
-		parts = append(parts, "fence", f.Claim())
 	}
 	return strings.Join(parts, "\x00")
 }
