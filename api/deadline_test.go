@@ -22,8 +22,10 @@ import (
 // same key finds out what happened, and nothing was charged twice.
 func TestStoreDeadline_FirestoreStall(t *testing.T) {
 	const (
-		timeout = time.Second
-		margin  = time.Second // scheduling and answering; a stalled store would take the 20 s retry budget
+		// Long enough for the set-up calls on a loaded emulator, far below
+		// the 20 s retry budget a stalled store took before.
+		timeout = 5 * time.Second
+		margin  = 2 * time.Second // scheduling and answering
 	)
 	proxy := emulator.NewProxy(t)
 	e := newEnv(t, func(c *api.Config) {

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/stipend-mcp/stipend/api"
 	"github.com/stipend-mcp/stipend/apikey"
@@ -24,6 +25,10 @@ func newFirestoreEnv(t *testing.T) *env {
 		st := fsstore.New(client, fsstore.WithCollectionPrefix(prefix), fsstore.WithClock(c.Now))
 		c.Store = st
 		c.Webhooks.Deliveries = st
+		// The emulator on a loaded test machine can take seconds per call
+		// (a fresh one's first calls take 2–7 s); these tests are about
+		// answers, not the store timeout, which TestStoreDeadline_* covers.
+		c.StoreTimeout = time.Minute
 	})
 	e.autoKey = true
 	return e
