@@ -43,6 +43,7 @@ require (
 	// reference library.
 	github.com/standard-webhooks/standard-webhooks/libraries v0.0.1
 	github.com/stripe/stripe-go/v82 v82.5.1
+	golang.org/x/sync v0.25.0
 	golang.org/x/text v0.44.0
 	// cmd/stipend dials the Firestore emulator itself (option.WithGRPCConn);
 	// store/firestore tests record commits through such a connection too.
@@ -109,7 +110,6 @@ require (
 	golang.org/x/crypto v0.58.0 // indirect
 	golang.org/x/net v0.61.0 // indirect
 	golang.org/x/oauth2 v0.37.0 // indirect
-	golang.org/x/sync v0.25.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/time v0.16.0 // indirect
 	google.golang.org/genproto v0.0.0-20261012220534-4341edf3f941 // indirect

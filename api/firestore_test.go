@@ -8,17 +8,21 @@ import (
 
 	"github.com/stipend-mcp/stipend/api"
 	"github.com/stipend-mcp/stipend/apikey"
+	"github.com/stipend-mcp/stipend/idempotency"
+	"github.com/stipend-mcp/stipend/idempotency/fsledger"
 	"github.com/stipend-mcp/stipend/internal/emulator"
 	fsstore "github.com/stipend-mcp/stipend/store/firestore"
 )
 
 // newFirestoreEnv is newEnv on the Firestore store (emulator), with a
-// collection prefix of its own.
+// collection prefix of its own, and the Firestore ledger beside it on the
+// same client, whose fences the store checks, as `stipend serve` wires them.
 func newFirestoreEnv(t *testing.T) *env {
 	t.Helper()
-	client := emulator.Client(t)
-	return newEnv(t, func(c *api.Config) {
-		st := fsstore.New(client, fsstore.WithCollectionPrefix(emulator.Prefix(t)), fsstore.WithClock(c.Now))
+	client, prefix := emulator.Client(t), emulator.Prefix(t)
+	ledger := fsledger.New(client, idempotency.CollectionName(prefix))
+	e := newEnvLedger(t, ledger, idempotency.Options{Namespace: "api-test", Development: true, Fenced: true}, func(c *api.Config) {
+		st := fsstore.New(client, fsstore.WithCollectionPrefix(prefix), fsstore.WithClock(c.Now))
 		c.Store = st
 		c.Webhooks.Deliveries = st
 		// The emulator on a loaded test machine can take seconds per call
@@ -26,6 +30,8 @@ func newFirestoreEnv(t *testing.T) *env {
 		// answers, not the store timeout, which TestStoreDeadline_* covers.
 		c.StoreTimeout = time.Minute
 	})
+	e.autoKey = true
+	return e
 }
 
 // TestFirestore_Routes runs every route, as every principal, on the

@@ -106,8 +106,15 @@ func newEnv(tb testing.TB, opts ...option) *env {
 }
 
 // newEnvWith is newEnv with the given ledger and no automatic keys: every
-// request is sent as the test wrote it.
+// request is sent as the test wrote it. The ledger is not fenced, so a
+// test may pair any store with any ledger; newEnvLedger sets options.
 func newEnvWith(tb testing.TB, ledger idempotency.Ledger, opts ...option) *env {
+	tb.Helper()
+	return newEnvLedger(tb, ledger, idempotency.Options{Namespace: "api-test", Development: true}, opts...)
+}
+
+// newEnvLedger is newEnvWith with the ledger's options given.
+func newEnvLedger(tb testing.TB, ledger idempotency.Ledger, ledgerOpts idempotency.Options, opts ...option) *env {
 	tb.Helper()
 	keys, set := makeKeys(tb)
 	clk := conformance.NewClock()
@@ -127,7 +134,7 @@ func newEnvWith(tb testing.TB, ledger idempotency.Ledger, opts ...option) *env {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	srv.UseLedger(ledger, idempotency.Options{Namespace: "api-test", Development: true})
+	srv.UseLedger(ledger, ledgerOpts)
 	return &env{t: tb, srv: srv, store: cfg.Store, keys: keys, signer: signer, clock: clk, reg: reg}
 }
 

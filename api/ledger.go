@@ -19,7 +19,10 @@ import (
 // answers 4xx only before it. A failed request whose error is a store error
 // that is not Uncertain therefore changed nothing, and its key is released
 // (changedNothing); a handler that wrote and then failed on something else
-// must not return that write's store error.
+// must not return that write's store error. That call is one of the store
+// methods that honour a fence (store.Fence) and is made with the request's
+// context (storeCtx), so on a fenced ledger (idempotency.Options.Fenced) a
+// key whose write never committed heals itself.
 var LedgerRoutes = []string{
 	"POST /v1/accounts/:agentId/entitlements",
 	"POST /v1/payments/:id/refund",

@@ -106,12 +106,13 @@ func RunDeliveryStoreConcurrencyTests(t *testing.T, newStore NewDeliveryStore) {
 }
 
 // RunLedgerTests runs the contract of idempotency.Ledger: reservation,
-// fingerprint mismatch, completion and replay, update-time preconditions on
-// completion and release, expiry of completed results, the response size
-// bound, and compare-and-set reconciliation.
+// fingerprint mismatch, completion and replay, completion and release only
+// by the reservation's holder, expiry of completed results, the response
+// size bound, compare-and-set reconciliation, and the reclaim of fenced
+// rows.
 func RunLedgerTests(t *testing.T, newLedger NewLedger) {
 	t.Helper()
-	runTable(t, newLedger, ledgerReserveTests, ledgerCompleteTests, ledgerResolveTests)
+	runTable(t, newLedger, ledgerReserveTests, ledgerCompleteTests, ledgerResolveTests, ledgerReclaimTests)
 }
 
 // RunLedgerConcurrencyTests runs the guarantee of idempotency.Ledger under
@@ -120,6 +121,28 @@ func RunLedgerTests(t *testing.T, newLedger NewLedger) {
 func RunLedgerConcurrencyTests(t *testing.T, newLedger NewLedger) {
 	t.Helper()
 	runTable(t, newLedger, ledgerConcurrencyTests)
+}
+
+// RunFenceTests runs the fencing contract of a store and a ledger on one
+// database (see store.Fence), for each store method a ledger route calls:
+// a change with a fence that holds is made and marks the row written (which
+// then is never reclaimed or released, only completed); a change whose
+// reservation was reclaimed, reserved again or completed is refused and
+// made nowhere; a reclaim of the row as read before a change that then
+// committed is refused; a fence the store cannot check fails the change;
+// and a change racing a reclaim of its row: exactly one of them wins. Run
+// it under -race.
+func RunFenceTests(t *testing.T, newFenced NewFenced) {
+	t.Helper()
+	for _, ch := range fencedChanges {
+		for _, tc := range fenceCases {
+			t.Run(ch.name+"/"+tc.name, func(t *testing.T) {
+				t.Parallel()
+				clock := NewClock()
+				tc.run(t, newFenced(t, clock.Now), clock, ch)
+			})
+		}
+	}
 }
 
 // ConcurrencyOptions tunes RunConcurrencyTests and RunPropertyTests.

@@ -71,6 +71,10 @@ var ledgerReserveTests = []ledgerTest{
 		want := idempotency.Record{
 			ID: a.ID, Route: a.Route, Fingerprint: a.Fingerprint, State: idempotency.StateInProgress,
 			OperationID: a.OperationID, TraceID: a.TraceID, CreatedAt: clock.Now(), UpdateTime: res.Record.UpdateTime,
+			Token: res.Record.Token,
+		}
+		if res.Record.Token == "" {
+			t.Errorf("Reserve().Record.Token is empty, want the reservation's token")
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("Get after Reserve (-want +got):\n%s", diff)
@@ -163,7 +167,7 @@ var ledgerCompleteTests = []ledgerTest{
 			t.Errorf("stored body changed through a returned copy: %q", again.Response.Body)
 		}
 	}},
-	{"Complete/StaleUpdateTimeRefused", func(t *testing.T, l idempotency.Ledger, clock *Clock) {
+	{"Complete/StaleReservationRefused", func(t *testing.T, l idempotency.Ledger, clock *Clock) {
 		a := ledgerAttempt("k1", `{"a":1}`)
 		first := ledgerMustReserve(t, l, a, idempotency.Reserved)
 		if err := l.Release(context.Background(), first.Reservation()); err != nil {
@@ -237,8 +241,8 @@ var ledgerCompleteTests = []ledgerTest{
 	{"Release/OnlyByOwner", func(t *testing.T, l idempotency.Ledger, clock *Clock) {
 		a := ledgerAttempt("k1", `{}`)
 		res := ledgerMustReserve(t, l, a, idempotency.Reserved)
-		other := idempotency.Reservation{ID: a.ID, UpdateTime: res.Record.UpdateTime.Add(-time.Second)}
-		wantCode(t, "Release(someone else's update time)", l.Release(context.Background(), other), store.CodeConflict)
+		other := idempotency.Reservation{ID: a.ID, Token: res.Record.Token + "-other"}
+		wantCode(t, "Release(someone else's token)", l.Release(context.Background(), other), store.CodeConflict)
 		ledgerMustGet(t, l, a.ID)
 		if err := l.Release(context.Background(), res.Reservation()); err != nil {
 			t.Fatalf("Release by the owner: %v", err)

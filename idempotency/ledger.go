@@ -6,33 +6,53 @@
 // The protocol, per key:
 //
 //  1. Reserve: an atomic create-if-absent of the key's row, in state
-//     in_progress. Exactly one of any number of concurrent callers, on any
-//     number of instances, wins; the others see the winner's row.
-//  2. The winner runs the handler.
+//     in_progress, with a random token of this reservation. Exactly one of
+//     any number of concurrent callers, on any number of instances, wins;
+//     the others see the winner's row.
+//  2. The winner runs the handler. On a fenced route (Options.Fenced) the
+//     handler's store change carries the reservation's fence (Ledger.Fence,
+//     store.WithFence): the store refuses the change if the reservation no
+//     longer holds, and otherwise marks the row written in the same atomic
+//     step as the change.
 //  3. Complete (success: store the bounded response) or Release (a 4xx before
-//     any write: delete the row). Both carry the reservation's update time as
-//     a precondition, so an instance can never overwrite or delete a row
-//     someone else (an operator, or a later reservation) wrote since.
+//     any write: delete the row). Both succeed only while the row is still
+//     this reservation (same token, in progress), so an instance can never
+//     overwrite or delete a row someone else (an operator, or a later
+//     reservation) wrote since; Release also refuses a row marked written.
 //
 // Anything uncertain (a 5xx, a crash, a response too large to store, a
-// completion that failed) leaves the row in_progress. In-progress rows never
-// expire by age: a later request with the key gets 409 and a sanitized
-// reference, and an operator reconciles the row by compare-and-set
-// (ResolveDelete or ResolveComplete) after proving what the upstream did.
+// completion that failed) leaves the row in_progress, and a later request
+// with the key gets 409 and a sanitized reference. In-progress rows never
+// expire by age. Two ways settle them, both by compare-and-set:
+//
+//   - A fenced row that is not marked written is proven unwritten: its
+//     change did not commit, and once the row is gone it never will (its
+//     fence fails). The next request with the key, once the row is older
+//     than the handler's own bound (Options.ReclaimAfter), reclaims it
+//     (Ledger.Reclaim) and runs. Age decides only when that is tried; the
+//     fence decides whether it is safe.
+//   - Anything else (an unfenced row, or one marked written whose response
+//     was lost) stays for an operator, who reconciles it (ResolveDelete or
+//     ResolveComplete) after proving what the upstream did.
 //
 // This is an at-most-one-active-attempt coordinator with replay, not a claim
 // of distributed exactly-once execution.
 //
 // What is stored: the hashed key (the document ID; see HashKey), the request
-// fingerprint (a hash; see Fingerprint), the state, the bounded response of a
-// completed request, its expiry, and the operation and trace ids. The raw key
-// and the caller's identity are never stored, used as an ID, or logged.
+// fingerprint (a hash; see Fingerprint), the state, whether the route is
+// fenced and when its change was written, the bounded response of a
+// completed request, its expiry, the reservation's token, and the operation
+// and trace ids. The raw key and the caller's identity are never stored,
+// used as an ID, or logged.
 package idempotency
 
 import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/stipend-mcp/stipend/internal/fault"
+	"github.com/stipend-mcp/stipend/internal/fence"
 )
 
 // State is the lifecycle state of a ledger row.
@@ -76,6 +96,10 @@ type Attempt struct {
 	// MaxCorrelationLen bytes are kept.
 	OperationID string
 	TraceID     string
+	// Fenced says that the handler makes its change only through store
+	// calls that check the reservation's fence (Options.Fenced). Only a
+	// fenced row can be reclaimed.
+	Fenced bool
 }
 
 // Record is a stored ledger row.
@@ -88,6 +112,12 @@ type Record struct {
 	TraceID     string
 	// CreatedAt is when the row was reserved (backend clock).
 	CreatedAt time.Time
+	// Fenced is the reservation's Attempt.Fenced.
+	Fenced bool
+	// WrittenAt is when a fenced change of the reservation committed (the
+	// store's clock); zero while none has. A row with WrittenAt is never
+	// reclaimed or released: its holder completes it, or an operator.
+	WrittenAt time.Time
 	// CompletedAt and ExpireAt are zero while the row is in progress.
 	CompletedAt time.Time
 	// ExpireAt is when a completed result stops being replayed. Firestore's
@@ -96,8 +126,12 @@ type Record struct {
 	// Response is set only for completed rows.
 	Response *Response
 	// UpdateTime is the store's last write time of the row: the precondition
-	// for Complete, Release, ResolveDelete and ResolveComplete.
+	// for Reclaim, ResolveDelete and ResolveComplete.
 	UpdateTime time.Time
+	// Token is the random token of the reservation that made the row: what
+	// its holder's Complete, Release and fence check. It is not shown to
+	// clients or operators.
+	Token string
 }
 
 // Expired reports whether r is a completed row whose result must no longer be
@@ -131,16 +165,24 @@ type Result struct {
 	Record Record
 }
 
-// Reservation identifies the row version a caller holds: Complete and Release
-// succeed only while the row's update time is still UpdateTime.
+// Reservation identifies the reservation a caller holds: Complete and
+// Release succeed only while row ID is still in progress under Token.
 type Reservation struct {
-	ID         string
-	UpdateTime time.Time
+	ID    string
+	Token string
 }
 
 // Reservation returns the hold a Reserved result gives its caller.
 func (r Result) Reservation() Reservation {
-	return Reservation{ID: r.Record.ID, UpdateTime: r.Record.UpdateTime}
+	return Reservation{ID: r.Record.ID, Token: r.Record.Token}
+}
+
+// Reclaimable reports whether r may be reclaimed at now, after a holder's
+// bound of after: a fenced row in progress, not marked written, last
+// changed at least after ago. The age only says when to try; Reclaim
+// decides.
+func (r Record) Reclaimable(now time.Time, after time.Duration) bool {
+	return r.State == StateInProgress && r.Fenced && r.WrittenAt.IsZero() && !now.Before(r.UpdateTime.Add(after))
 }
 
 // Ledger is the idempotency ledger contract. Every backend (memledger,
@@ -162,17 +204,34 @@ type Ledger interface {
 	Reserve(ctx context.Context, a Attempt) (Result, error)
 
 	// Complete stores resp on the reserved row, sets state completed and
-	// ExpireAt = expireAt, if and only if the row's update time is still
-	// res.UpdateTime; otherwise (changed or deleted) it returns
+	// ExpireAt = expireAt, if and only if the row is still the reservation
+	// res, in progress (a fenced change's mark does not change that);
+	// otherwise (completed, deleted, or reserved again) it returns
 	// store.ErrConflict and writes nothing. A response larger than
-	// MaxResponseBytes is refused with ErrResponseTooLarge and the row stays in
-	// progress.
+	// MaxResponseBytes is refused with ErrResponseTooLarge and the row stays
+	// in progress.
 	Complete(ctx context.Context, res Reservation, resp Response, expireAt time.Time) error
 
-	// Release deletes the reserved row if and only if its update time is still
-	// res.UpdateTime; otherwise it returns store.ErrConflict. Only the holder
-	// of the reservation can release it.
+	// Release deletes the reserved row if and only if it is still the
+	// reservation res, in progress and not marked written; otherwise it
+	// returns store.ErrConflict. Only the holder of the reservation can
+	// release it.
 	Release(ctx context.Context, res Reservation) error
+
+	// Fence returns the claim of reservation res that the handler's store
+	// change carries (store.WithFence). The store checks it, and marks the
+	// row written, in the same atomic step as the change; a store can check
+	// the fences of a ledger in its own database only (see store.Fence).
+	Fence(res Reservation) fence.Fence
+
+	// Reclaim deletes row rec.ID, as Reserve or Get returned it, if and only
+	// if it is still exactly that version (update time rec.UpdateTime), in
+	// progress, fenced and not marked written: the proof that its change
+	// never committed, and (its fence failing from now on) never will.
+	// Otherwise it returns store.ErrConflict (the row changed, or the proof
+	// does not hold for it), or store.ErrNotFound when the row is gone, and
+	// changes nothing. The next request with the key runs.
+	Reclaim(ctx context.Context, rec Record) error
 
 	// Get returns the row id, or store.ErrNotFound. It returns expired rows
 	// too: callers check Record.Expired.
@@ -208,4 +267,20 @@ type Ledger interface {
 	// ledger's store is reachable and readable, for /readyz. It returns
 	// store.ErrUnavailable when it is not.
 	Probe(ctx context.Context) error
+}
+
+// CheckReclaim returns nil if Reclaim may take row r (named ref in errors)
+// as it was read: in progress, fenced and not marked written. Otherwise it
+// returns a Conflict saying why the proof does not hold. Backends call it
+// before their compare-and-set.
+func CheckReclaim(r Record, ref string) error {
+	switch {
+	case r.State != StateInProgress:
+		return fault.Errorf(fault.CodeConflict, "reclaim %s: the row is %s, not in progress", ref, r.State)
+	case !r.Fenced:
+		return fault.Errorf(fault.CodeConflict, "reclaim %s: the row is not fenced, so nothing proves its change did not happen; an operator must reconcile it", ref)
+	case !r.WrittenAt.IsZero():
+		return fault.Errorf(fault.CodeConflict, "reclaim %s: its change was written; it must be completed", ref)
+	}
+	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/stipend-mcp/stipend/internal/fault"
+	"github.com/stipend-mcp/stipend/internal/fence"
 	"github.com/stipend-mcp/stipend/problem"
 )
 
@@ -43,6 +44,13 @@ const completionTimeout = 10 * time.Second
 // fails the handler in time (nothing changed, and the key is released,
 // unless a commit was in flight).
 const handlerTimeout = 30 * time.Second
+
+// DefaultReclaimAfter is how old an unwritten fenced reservation must be
+// before a request with its key tries to reclaim it, when Options does not
+// say: the handler's bound and the completion's, so a live holder has
+// finished by then. Reclaiming sooner is safe (the fence decides), but it
+// would fail a holder that is merely slow.
+const DefaultReclaimAfter = handlerTimeout + completionTimeout
 
 // unchangedKey is the echo context key MarkUnchanged sets.
 const unchangedKey = "idempotency.unchanged"
@@ -91,10 +99,28 @@ type Options struct {
 	// Logger receives reconciliation-relevant events; it is given only
 	// sanitized references and operation ids (slog.Default when nil).
 	Logger *slog.Logger
+	// Fenced says that the route's handler makes its change only through
+	// store calls that check the reservation's fence (store.Fence): the
+	// fenced methods of a store that checks the fences of ledger (the
+	// memory store with memledger, the Firestore store with fsledger on one
+	// database). The middleware then puts the fence in the handler's
+	// context (store.WithFence), and an in-progress row that the fence
+	// proves unwritten is reclaimed by the next request with its key, once
+	// ReclaimAfter has passed. Without it, every in-progress row waits for
+	// an operator.
+	Fenced bool
+	// ReclaimAfter is how long after its last change an unwritten fenced
+	// row is reclaimed (DefaultReclaimAfter when zero). It decides only
+	// when the proof is tried, never whether it holds.
+	ReclaimAfter time.Duration
 	// AfterHandler, when set, runs after the handler has answered and before
 	// the ledger records the outcome. It is a test failpoint: a crash test
 	// kills the process here to leave a committed write in progress.
 	AfterHandler func(echo.Context)
+	// BeforeHandler, when set, runs once the key is reserved and before the
+	// handler. It is a test failpoint: a crash test kills the process here
+	// to leave a reservation whose change never ran.
+	BeforeHandler func(echo.Context)
 }
 
 func (o *Options) defaults() {
@@ -119,6 +145,9 @@ func (o *Options) defaults() {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	if o.ReclaimAfter <= 0 {
+		o.ReclaimAfter = DefaultReclaimAfter
+	}
 }
 
 // Middleware makes a route require an Idempotency-Key and coordinates it
@@ -136,7 +165,11 @@ func (o *Options) defaults() {
 //     the key (handlers on these routes must answer 4xx only before any
 //     write), and so does a 5xx marked with MarkUnchanged; any other 5xx, a
 //     panic, an answer too large to store, or a failed completion leaves the
-//     key in progress for reconciliation.
+//     key in progress for reconciliation;
+//   - on a fenced route (Options.Fenced) the handler's context carries the
+//     reservation's fence, and a key left in progress that the fence proves
+//     unwritten is reclaimed by the next request with it once
+//     Options.ReclaimAfter has passed; that request then runs.
 //
 // Ledger failures are 503 (unavailable, with Retry-After) or 500; outside development a ledger
 // that is not durable is a 503 and the handler never runs.
@@ -177,9 +210,10 @@ func serve(c echo.Context, next echo.HandlerFunc, ledger Ledger, opts *Options) 
 		Fingerprint: Fingerprint(c.Request().Method, c.Request().URL.RequestURI(), body, principal),
 		OperationID: opts.OperationID(c),
 		TraceID:     opts.TraceID(c),
+		Fenced:      opts.Fenced,
 	}
 	ctx, cancel := context.WithTimeout(c.Request().Context(), opts.ReserveTimeout)
-	res, err := ledger.Reserve(ctx, attempt)
+	res, err := reserve(ctx, ledger, opts, attempt)
 	cancel()
 	if err != nil {
 		return ledgerFailure(c, opts, err, "reserve", ledger.Reference(attempt.ID))
@@ -214,7 +248,13 @@ func runHeld(c echo.Context, next echo.HandlerFunc, ledger Ledger, opts *Options
 	}
 	hctx, hcancel := context.WithDeadline(context.WithoutCancel(req.Context()), deadline)
 	defer hcancel()
+	if opts.Fenced {
+		hctx = fence.With(hctx, ledger.Fence(res.Reservation()))
+	}
 	c.SetRequest(req.WithContext(hctx))
+	if opts.BeforeHandler != nil {
+		opts.BeforeHandler(c)
+	}
 	if err := next(c); err != nil {
 		// Let the server's error handler answer now, so the status is known.
 		c.Error(err)

@@ -77,7 +77,7 @@ func TestBinary_NoFailpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"STIPEND_TEST_FAILPOINT", "ledger-after-handler", "test failpoint armed"} {
+	for _, s := range []string{"STIPEND_TEST_FAILPOINT", "ledger-after-handler", "ledger-before-handler", "STIPEND_TEST_LEDGER_RECLAIM_AFTER", "test failpoint armed"} {
 		if bytes.Contains(b, []byte(s)) {
 			t.Errorf("the shipped binary contains %q, want no failpoint code in it", s)
 		}

@@ -186,12 +186,16 @@ type rowView struct {
 	Fingerprint string            `json:"fingerprint"`
 	OperationID string            `json:"operationId,omitempty"`
 	TraceID     string            `json:"traceId,omitempty"`
-	CreatedAt   string            `json:"createdAt"`
-	CompletedAt string            `json:"completedAt,omitempty"`
-	ExpireAt    string            `json:"expireAt,omitempty"`
-	Expired     bool              `json:"expired,omitempty"`
-	UpdateTime  string            `json:"updateTime"`
-	Response    *responseView     `json:"response,omitempty"`
+	// Fenced and WrittenAt: a fenced row without writtenAt never had its
+	// change written, and heals itself (docs/idempotency.md).
+	Fenced      bool          `json:"fenced"`
+	WrittenAt   string        `json:"writtenAt,omitempty"`
+	CreatedAt   string        `json:"createdAt"`
+	CompletedAt string        `json:"completedAt,omitempty"`
+	ExpireAt    string        `json:"expireAt,omitempty"`
+	Expired     bool          `json:"expired,omitempty"`
+	UpdateTime  string        `json:"updateTime"`
+	Response    *responseView `json:"response,omitempty"`
 }
 
 type responseView struct {
@@ -207,7 +211,7 @@ func inspectRow(ctx context.Context, l idempotency.Ledger, ref string, w io.Writ
 	}
 	v := rowView{
 		Reference: ref, State: r.State, Route: r.Route, Fingerprint: r.Fingerprint,
-		OperationID: r.OperationID, TraceID: r.TraceID,
+		OperationID: r.OperationID, TraceID: r.TraceID, Fenced: r.Fenced, WrittenAt: stamp(r.WrittenAt),
 		CreatedAt: stamp(r.CreatedAt), CompletedAt: stamp(r.CompletedAt), ExpireAt: stamp(r.ExpireAt),
 		Expired: r.Expired(time.Now()), UpdateTime: stamp(r.UpdateTime),
 	}

@@ -214,13 +214,17 @@ func TestLedger_CrashAfterWriteBeforeCompletion(t *testing.T) {
 		t.Fatalf("ledger inspect: exit %d\n%s", code, errOut)
 	}
 	var row struct {
-		State, UpdateTime, OperationID string
+		State, UpdateTime, OperationID, WrittenAt string
+		Fenced                                    bool
 	}
 	if err := json.Unmarshal([]byte(out), &row); err != nil {
 		t.Fatalf("ledger inspect output %s: %v", out, err)
 	}
 	if row.State != "in_progress" || row.OperationID != p.OperationID {
 		t.Fatalf("inspected row: state %q, operationId %q; want in_progress, %q", row.State, row.OperationID, p.OperationID)
+	}
+	if !row.Fenced || row.WrittenAt == "" {
+		t.Errorf("inspected row: fenced %v, writtenAt %q; want fenced and marked written (the grant committed)", row.Fenced, row.WrittenAt)
 	}
 	list := second.must(t, http.StatusOK, "GET", grantPath, "", "")
 	var page struct{ Items []json.RawMessage }
@@ -253,5 +257,51 @@ func TestLedger_CrashAfterWriteBeforeCompletion(t *testing.T) {
 	}
 	if n := second.countEntitlements(t, agent); n != 1 {
 		t.Errorf("entitlements after the replay = %d, want 1", n)
+	}
+}
+
+// TestLedger_CrashBeforeWriteHeals kills the real server (SIGKILL, from
+// the failpoint build's ledger-before-handler failpoint) once a grant's key
+// is reserved and before the grant is written: what left keys at 409 until
+// an operator acted. A new instance answers 409 while the row is younger
+// than the handler's bound; once it is older (here the test setting makes
+// the bound 1 ms), the next request proves through the fence that nothing
+// was written, reclaims the key and grants, once.
+func TestLedger_CrashBeforeWriteHeals(t *testing.T) {
+	emulator.Host(t)
+	bin := stipendBinary(t, failpointTag)
+	prefix := emulator.Prefix(t)
+	const agent, key = "crash-agent-early", "grant-key-0b1c"
+	grant := `{"type":"credits","scope":{"service":"search"},"balance":{"cents":500,"currency":"USD"}}`
+	grantPath := "/v1/accounts/" + agent + "/entitlements"
+
+	first := startCrashServer(t, bin, prefix, "STIPEND_TEST_FAILPOINT=ledger-before-handler")
+	first.must(t, http.StatusOK, "PUT", "/v1/accounts/"+agent, "", `{}`)
+	if r, err := first.send(t, "POST", grantPath, key, grant); err == nil {
+		t.Fatalf("the grant answered %d; want the process killed before it ran", r.status)
+	}
+	select {
+	case <-first.done:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the first server was not killed within 60 s of the grant; stderr:\n%s", first.stderr)
+	}
+
+	second := startCrashServer(t, bin, prefix)
+	if n := second.countEntitlements(t, agent); n != 0 {
+		t.Fatalf("entitlements after the crash = %d, want 0 (the grant never ran)", n)
+	}
+	second.must(t, http.StatusConflict, "POST", grantPath, key, grant)
+
+	third := startCrashServer(t, bin, prefix, "STIPEND_TEST_LEDGER_RECLAIM_AFTER=1ms")
+	third.must(t, http.StatusCreated, "POST", grantPath, key, grant)
+	if !strings.Contains(third.stderr.String(), "reclaimed") {
+		t.Errorf("the third server logged no reclaim:\n%s", third.stderr)
+	}
+	replayed := second.must(t, http.StatusCreated, "POST", grantPath, key, grant)
+	if replayed.header.Get(idempotency.HeaderReplayed) != "true" {
+		t.Errorf("the next retry: %s = %q, want a replay", idempotency.HeaderReplayed, replayed.header.Get(idempotency.HeaderReplayed))
+	}
+	if n := second.countEntitlements(t, agent); n != 1 {
+		t.Errorf("entitlements after the healed grant = %d, want 1", n)
 	}
 }

@@ -47,6 +47,11 @@ func (m *Main) useLedger(srv *api.Server, db database) {
 		Retention:   m.Config.LedgerRetention,
 		Development: m.Config.Development(),
 		Logger:      m.Logger,
+		// The ledger shares the store's database (Firestore: its client;
+		// PostgreSQL: its pool; memory: its process), so the store checks
+		// its fences, and an in-progress key whose change never committed
+		// heals itself.
+		Fenced: true,
 	}
 	m.failpoints.arm(m, &opts) // nothing outside the crash test's build
 	srv.UseLedger(ledger, opts)

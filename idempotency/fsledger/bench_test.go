@@ -10,7 +10,8 @@ import (
 )
 
 // BenchmarkReserveComplete measures one key's ledger round trips on the
-// emulator: Create, then Update with a LastUpdateTime precondition.
+// emulator: Create, then Get and an Update with the read's LastUpdateTime
+// precondition.
 //
 //	scripts/test -run '^$' -bench . -benchtime 200x ./idempotency/...
 func BenchmarkReserveComplete(b *testing.B) {

@@ -24,9 +24,13 @@ type row struct {
 	CompletedAt time.Time       `firestore:"completedAt,omitempty"`
 	ExpireAt    time.Time       `firestore:"expireAt,omitempty"`
 	Response    *storedResponse `firestore:"response,omitempty"`
-	// Attempt is a random nonce of the Reserve call that created the row,
-	// never shown outside this package.
+	// Attempt is a random nonce of the Reserve call that created the row:
+	// the reservation's token (idempotency.Record.Token).
 	Attempt string `firestore:"attempt"`
+	// Fenced and WrittenAt: see idempotency.Record. WrittenAt is written by
+	// the store's transaction (Fence.Mark), never by the ledger.
+	Fenced    bool      `firestore:"fenced,omitempty"`
+	WrittenAt time.Time `firestore:"writtenAt,omitempty"`
 }
 
 // storedResponse is the replay result inside a completed row.
@@ -39,7 +43,7 @@ type storedResponse struct {
 func newRow(a idempotency.Attempt, now time.Time, nonce string) row {
 	return row{
 		Route: a.Route, Fingerprint: a.Fingerprint, State: string(idempotency.StateInProgress),
-		OperationID: a.OperationID, TraceID: a.TraceID, CreatedAt: now, Attempt: nonce,
+		OperationID: a.OperationID, TraceID: a.TraceID, CreatedAt: now, Attempt: nonce, Fenced: a.Fenced,
 	}
 }
 
@@ -59,8 +63,11 @@ func toStored(r idempotency.Response) *storedResponse {
 func (r row) record(id string, updateTime time.Time) idempotency.Record {
 	rec := idempotency.Record{
 		ID: id, Route: r.Route, Fingerprint: r.Fingerprint, State: idempotency.State(r.State),
-		OperationID: r.OperationID, TraceID: r.TraceID,
-		CreatedAt: r.CreatedAt.UTC(), UpdateTime: updateTime,
+		OperationID: r.OperationID, TraceID: r.TraceID, Fenced: r.Fenced,
+		CreatedAt: r.CreatedAt.UTC(), UpdateTime: updateTime, Token: r.Attempt,
+	}
+	if !r.WrittenAt.IsZero() {
+		rec.WrittenAt = r.WrittenAt.UTC()
 	}
 	if !r.CompletedAt.IsZero() {
 		rec.CompletedAt = r.CompletedAt.UTC()
@@ -74,23 +81,22 @@ func (r row) record(id string, updateTime time.Time) idempotency.Record {
 	return rec
 }
 
-// decode reads a ledger document strictly, returning the record and the
-// nonce of the Reserve call that created it. An unknown state or a completed
+// decode reads a ledger document strictly. An unknown state or a completed
 // row without a response is corrupt, and the error says which document.
-func decode(snap *firestore.DocumentSnapshot) (idempotency.Record, string, error) {
+func decode(snap *firestore.DocumentSnapshot) (idempotency.Record, error) {
 	var r row
 	if err := snap.DataTo(&r); err != nil {
-		return idempotency.Record{}, "", fault.Wrap(fault.CodeInternal, err, "corrupt document %s", snap.Ref.ID)
+		return idempotency.Record{}, fault.Wrap(fault.CodeInternal, err, "corrupt document %s", snap.Ref.ID)
 	}
 	rec := r.record(snap.Ref.ID, snap.UpdateTime)
 	switch rec.State {
 	case idempotency.StateInProgress:
 	case idempotency.StateCompleted:
 		if rec.Response == nil || rec.ExpireAt.IsZero() {
-			return idempotency.Record{}, "", fault.Errorf(fault.CodeInternal, "corrupt document %s: completed without response or expireAt", snap.Ref.ID)
+			return idempotency.Record{}, fault.Errorf(fault.CodeInternal, "corrupt document %s: completed without response or expireAt", snap.Ref.ID)
 		}
 	default:
-		return idempotency.Record{}, "", fault.Errorf(fault.CodeInternal, "corrupt document %s: state %q", snap.Ref.ID, r.State)
+		return idempotency.Record{}, fault.Errorf(fault.CodeInternal, "corrupt document %s: state %q", snap.Ref.ID, r.State)
 	}
-	return rec, r.Attempt, nil
+	return rec, nil
 }

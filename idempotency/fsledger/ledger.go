@@ -7,11 +7,14 @@
 // The document ID is the hashed key; the raw key never reaches Firestore.
 //
 // Reservation is DocumentRef.Create (atomic create-if-absent, no transaction,
-// so no lock contention); completion is Update and release is Delete, both
-// with the reservation's LastUpdateTime precondition. A TTL policy on the
-// expireAt field (set only on completed rows) lets Firestore delete expired
-// results; Reserve still checks the expiry itself, because TTL deletion is
-// asynchronous.
+// so no lock contention) of a row carrying a random token; completion is a
+// read of the row (still in progress under that token?) and an Update with
+// the read's LastUpdateTime precondition, and release the same with a
+// Delete. The Firestore store checks this ledger's fences (Fence) inside
+// the change's own transaction, which reads the row and marks it written.
+// A TTL policy on the expireAt field (set only on completed rows) lets
+// Firestore delete expired results; Reserve still checks the expiry
+// itself, because TTL deletion is asynchronous.
 package fsledger
 
 import (
@@ -111,11 +114,11 @@ func (l *Ledger) reserve(ctx context.Context, a idempotency.Attempt, nonce strin
 		if err != nil {
 			return idempotency.Result{}, fsfault.Read(err, "read %s", l.Reference(a.ID))
 		}
-		existing, owner, err := decode(snap)
+		existing, err := decode(snap)
 		if err != nil {
 			return idempotency.Result{}, err
 		}
-		if owner == nonce && existing.State == idempotency.StateInProgress {
+		if existing.Token == nonce && existing.State == idempotency.StateInProgress {
 			return idempotency.Result{Outcome: idempotency.Reserved, Record: existing}, nil
 		}
 		if existing.Expired(now) {
@@ -147,7 +150,7 @@ func (l *Ledger) afterFailedCreate(ctx context.Context, doc *firestore.DocumentR
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recoveryReadTimeout)
 	defer cancel()
 	if snap, err := doc.Get(rctx); err == nil {
-		if rec, owner, err := decode(snap); err == nil && owner == nonce && rec.State == idempotency.StateInProgress {
+		if rec, err := decode(snap); err == nil && rec.Token == nonce && rec.State == idempotency.StateInProgress {
 			return idempotency.Result{Outcome: idempotency.Reserved, Record: rec}, nil
 		}
 	}
@@ -162,11 +165,36 @@ func (l *Ledger) Complete(ctx context.Context, res idempotency.Reservation, resp
 	if err := idempotency.CheckExpiry(expireAt); err != nil {
 		return err
 	}
-	_, err := l.doc(res.ID).Update(ctx, l.completion(resp, expireAt), firestore.LastUpdateTime(res.UpdateTime))
+	rec, err := l.held(ctx, res, "complete")
+	if err != nil {
+		return err
+	}
+	_, err = l.doc(res.ID).Update(ctx, l.completion(resp, expireAt), firestore.LastUpdateTime(rec.UpdateTime))
 	if c := code(err); c == codeFailedPrecondition || c == codeNotFound {
 		return fault.Wrap(fault.CodeConflict, err, "complete %s: the reservation changed or is gone", l.Reference(res.ID))
 	}
 	return fsfault.Write(err, "complete %s", l.Reference(res.ID))
+}
+
+// held reads row res.ID and returns it if it is still in progress under
+// res's token: a Conflict otherwise. The caller's write then carries the
+// read's update time as its precondition, so nothing can change between.
+func (l *Ledger) held(ctx context.Context, res idempotency.Reservation, op string) (idempotency.Record, error) {
+	snap, err := l.doc(res.ID).Get(ctx)
+	if code(err) == codeNotFound {
+		return idempotency.Record{}, fault.Errorf(fault.CodeConflict, "%s %s: the reservation is gone", op, l.Reference(res.ID))
+	}
+	if err != nil {
+		return idempotency.Record{}, fsfault.Read(err, "%s %s", op, l.Reference(res.ID))
+	}
+	rec, err := decode(snap)
+	if err != nil {
+		return idempotency.Record{}, err
+	}
+	if rec.Token != res.Token || rec.State != idempotency.StateInProgress {
+		return idempotency.Record{}, fault.Errorf(fault.CodeConflict, "%s %s: the reservation changed", op, l.Reference(res.ID))
+	}
+	return rec, nil
 }
 
 // completion is the Update that turns a row into a completed one.
@@ -181,7 +209,14 @@ func (l *Ledger) completion(resp idempotency.Response, expireAt time.Time) []fir
 
 // Release implements idempotency.Ledger.
 func (l *Ledger) Release(ctx context.Context, res idempotency.Reservation) error {
-	_, err := l.doc(res.ID).Delete(ctx, firestore.LastUpdateTime(res.UpdateTime))
+	rec, err := l.held(ctx, res, "release")
+	if err != nil {
+		return err
+	}
+	if !rec.WrittenAt.IsZero() {
+		return fault.Errorf(fault.CodeConflict, "release %s: a fenced change was written; complete the row instead", l.Reference(res.ID))
+	}
+	_, err = l.doc(res.ID).Delete(ctx, firestore.LastUpdateTime(rec.UpdateTime))
 	if c := code(err); c == codeFailedPrecondition || c == codeNotFound {
 		return fault.Wrap(fault.CodeConflict, err, "release %s: the reservation changed or is gone", l.Reference(res.ID))
 	}
@@ -197,8 +232,7 @@ func (l *Ledger) Get(ctx context.Context, id string) (idempotency.Record, error)
 	if err != nil {
 		return idempotency.Record{}, fsfault.Read(err, "read %s", l.Reference(id))
 	}
-	rec, _, err := decode(snap)
-	return rec, err
+	return decode(snap)
 }
 
 // Reference implements idempotency.Ledger.

@@ -8,8 +8,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/stipend-mcp/stipend/idempotency"
 	"github.com/stipend-mcp/stipend/internal/fault"
+	"github.com/stipend-mcp/stipend/internal/fence"
 )
 
 // Backend is the backend name in the ledger's references.
@@ -76,7 +79,8 @@ func (l *Ledger) Reserve(ctx context.Context, a idempotency.Attempt) (idempotenc
 	}
 	r := idempotency.Record{
 		ID: a.ID, Route: a.Route, Fingerprint: a.Fingerprint, State: idempotency.StateInProgress,
-		OperationID: a.OperationID, TraceID: a.TraceID, CreatedAt: now, UpdateTime: l.tick(),
+		OperationID: a.OperationID, TraceID: a.TraceID, Fenced: a.Fenced, CreatedAt: now, UpdateTime: l.tick(),
+		Token: uuid.NewString(),
 	}
 	l.rows[a.ID] = r
 	return idempotency.Result{Outcome: idempotency.Reserved, Record: clone(r)}, nil
@@ -92,12 +96,22 @@ func (l *Ledger) Complete(ctx context.Context, res idempotency.Reservation, resp
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	r, ok := l.rows[res.ID]
-	if !ok || !r.UpdateTime.Equal(res.UpdateTime) {
-		return fault.Errorf(fault.CodeConflict, "complete %s: the reservation changed or is gone", l.Reference(res.ID))
+	r, err := l.held(res, "complete")
+	if err != nil {
+		return err
 	}
 	l.complete(&r, resp, expireAt)
 	return nil
+}
+
+// held returns the row of reservation res while it is in progress under
+// res's token. The caller holds l.mu.
+func (l *Ledger) held(res idempotency.Reservation, op string) (idempotency.Record, error) {
+	r, ok := l.rows[res.ID]
+	if !ok || r.Token != res.Token || r.State != idempotency.StateInProgress {
+		return idempotency.Record{}, fault.Errorf(fault.CodeConflict, "%s %s: the reservation changed or is gone", op, l.Reference(res.ID))
+	}
+	return r, nil
 }
 
 func (l *Ledger) complete(r *idempotency.Record, resp idempotency.Response, expireAt time.Time) {
@@ -114,11 +128,70 @@ func (l *Ledger) complete(r *idempotency.Record, resp idempotency.Response, expi
 func (l *Ledger) Release(ctx context.Context, res idempotency.Reservation) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	r, ok := l.rows[res.ID]
-	if !ok || !r.UpdateTime.Equal(res.UpdateTime) {
-		return fault.Errorf(fault.CodeConflict, "release %s: the reservation changed or is gone", l.Reference(res.ID))
+	r, err := l.held(res, "release")
+	if err != nil {
+		return err
+	}
+	if !r.WrittenAt.IsZero() {
+		return fault.Errorf(fault.CodeConflict, "release %s: a fenced change was written; complete the row instead", l.Reference(res.ID))
 	}
 	delete(l.rows, res.ID)
+	return nil
+}
+
+// Fence implements idempotency.Ledger. The memory store checks these
+// fences (store/memory): it calls Mark under its own lock.
+func (l *Ledger) Fence(res idempotency.Reservation) fence.Fence {
+	return &Fence{l: l, res: res}
+}
+
+// Fence is the claim of one reservation of this ledger.
+type Fence struct {
+	l   *Ledger
+	res idempotency.Reservation
+}
+
+// Claim implements store.Fence.
+func (f *Fence) Claim() string { return f.l.Reference(f.res.ID) + "#" + f.res.Token }
+
+// Mark checks, under the ledger's lock, that the reservation still holds,
+// and marks its row written. A store calls it inside the atomic step of
+// its change, after every check and before the change is applied, so a
+// nil answer means the change is made; any other answer wraps
+// store.ErrFenced and the store changes nothing.
+func (f *Fence) Mark() error {
+	l := f.l
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r, ok := l.rows[f.res.ID]
+	switch {
+	case !ok:
+		return fence.Lost(f, "the row is gone")
+	case r.Token != f.res.Token:
+		return fence.Lost(f, "the row belongs to another reservation")
+	case r.State != idempotency.StateInProgress:
+		return fence.Lost(f, "the row is "+string(r.State))
+	}
+	if r.WrittenAt.IsZero() {
+		r.WrittenAt = l.now().UTC()
+	}
+	r.UpdateTime = l.tick()
+	l.rows[r.ID] = r
+	return nil
+}
+
+// Reclaim implements idempotency.Ledger.
+func (l *Ledger) Reclaim(ctx context.Context, rec idempotency.Record) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r, err := l.expect(rec.ID, rec.UpdateTime)
+	if err != nil {
+		return err
+	}
+	if err := idempotency.CheckReclaim(r, l.Reference(r.ID)); err != nil {
+		return err
+	}
+	delete(l.rows, r.ID)
 	return nil
 }
 

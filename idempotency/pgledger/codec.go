@@ -12,25 +12,30 @@ import (
 
 // columns are the columns scan reads, in its order.
 const columns = `id, route, fingerprint, state, operation_id, trace_id, created_at, completed_at, expire_at,
-	response_status, response_header, response_body, attempt, updated_at`
+	response_status, response_header, response_body, attempt, updated_at, fenced, written_at`
 
 // scan reads one ledger row strictly, returning the record and the nonce
-// of the Reserve call that created it. An unknown state, or a completed
-// row without its response, is corrupt, and the error names the row.
+// of the Reserve call that created it (also its Token). An unknown state,
+// or a completed row without its response, is corrupt, and the error names
+// the row.
 func scan(row pgx.Row) (idempotency.Record, string, error) {
 	var (
-		rec                          idempotency.Record
-		state, nonce                 string
-		completed, expire, createdAt *time.Time
-		updated                      time.Time
-		status                       *int
-		header                       []byte
-		body                         []byte
+		rec                                   idempotency.Record
+		state, nonce                          string
+		completed, expire, createdAt, written *time.Time
+		updated                               time.Time
+		status                                *int
+		header                                []byte
+		body                                  []byte
 	)
 	err := row.Scan(&rec.ID, &rec.Route, &rec.Fingerprint, &state, &rec.OperationID, &rec.TraceID, &createdAt,
-		&completed, &expire, &status, &header, &body, &nonce, &updated)
+		&completed, &expire, &status, &header, &body, &nonce, &updated, &rec.Fenced, &written)
 	if err != nil {
 		return idempotency.Record{}, "", err
+	}
+	rec.Token = nonce
+	if written != nil {
+		rec.WrittenAt = written.UTC()
 	}
 	corrupt := func(format string, args ...any) (idempotency.Record, string, error) {
 		return idempotency.Record{}, "", fault.Errorf(fault.CodeInternal, "corrupt row idempotency_ledger/%s: "+format, append([]any{rec.ID}, args...)...)

@@ -9,11 +9,15 @@
 // pgmigrate.Up with Migrations creates it.
 //
 // Reservation is one INSERT … ON CONFLICT (atomic create-if-absent, which
-// also replaces a completed row whose result has expired); completion is an
-// UPDATE and release a DELETE, both guarded by the reservation's update
-// time. The update time is the server's clock, made strictly increasing per
-// row (never equal to, or before, the row's previous one), so a stale
-// reservation can never match a row written since, as on Firestore.
+// also replaces a completed row whose result has expired) of a row carrying
+// a random token; completion is an UPDATE and release a DELETE, both
+// guarded by that token and the in-progress state. The PostgreSQL store
+// checks this ledger's fences (Fence) inside the change's own transaction,
+// with an UPDATE of the row that marks it written; Reclaim and the
+// operator's resolutions are guarded by the row's update time, the server's
+// clock made strictly increasing per row (never equal to, or before, the
+// row's previous one), so a stale read can never match a row written since,
+// as on Firestore.
 package pgledger
 
 import (
@@ -130,15 +134,16 @@ func (l *Ledger) reserve(ctx context.Context, a idempotency.Attempt, nonce strin
 		// An expired completed row counts as absent: the insert replaces
 		// it, in place, so its update time keeps increasing.
 		rec, _, err := scan(l.pool.QueryRow(ctx, `INSERT INTO idempotency_ledger AS l (collection, id, route,
-				fingerprint, state, operation_id, trace_id, created_at, attempt, updated_at)
-			VALUES ($1, $2, $3, $4, 'in_progress', $5, $6, $7, $8, clock_timestamp())
+				fingerprint, state, operation_id, trace_id, created_at, attempt, updated_at, fenced)
+			VALUES ($1, $2, $3, $4, 'in_progress', $5, $6, $7, $8, clock_timestamp(), $9)
 			ON CONFLICT (collection, id) DO UPDATE SET route = EXCLUDED.route, fingerprint = EXCLUDED.fingerprint,
 				state = 'in_progress', operation_id = EXCLUDED.operation_id, trace_id = EXCLUDED.trace_id,
 				created_at = EXCLUDED.created_at, completed_at = NULL, expire_at = NULL, response_status = NULL,
 				response_header = NULL, response_body = NULL, attempt = EXCLUDED.attempt,
+				fenced = EXCLUDED.fenced, written_at = NULL,
 				updated_at = greatest(clock_timestamp(), l.updated_at + interval '1 microsecond')
 			WHERE l.state = 'completed' AND l.expire_at <= EXCLUDED.created_at
-			RETURNING `+columns, l.collection, a.ID, a.Route, a.Fingerprint, a.OperationID, a.TraceID, now, nonce))
+			RETURNING `+columns, l.collection, a.ID, a.Route, a.Fingerprint, a.OperationID, a.TraceID, now, nonce, a.Fenced))
 		if err == nil {
 			return idempotency.Result{Outcome: idempotency.Reserved, Record: rec}, nil
 		}
@@ -189,7 +194,7 @@ func (l *Ledger) Complete(ctx context.Context, res idempotency.Reservation, resp
 	if err := idempotency.CheckExpiry(expireAt); err != nil {
 		return err
 	}
-	ok, err := l.complete(ctx, res.ID, res.UpdateTime, false, resp, expireAt)
+	ok, err := l.complete(ctx, res.ID, `attempt = $3 AND state = 'in_progress'`, res.Token, resp, expireAt)
 	if err != nil {
 		return pgfault.Write(err, "complete %s", l.Reference(res.ID))
 	}
@@ -199,9 +204,9 @@ func (l *Ledger) Complete(ctx context.Context, res idempotency.Reservation, resp
 	return nil
 }
 
-// complete stores resp on row id if its update time is still at (and, with
-// inProgress, its state is in_progress), and reports whether it did.
-func (l *Ledger) complete(ctx context.Context, id string, at time.Time, inProgress bool, resp idempotency.Response, expireAt time.Time) (bool, error) {
+// complete stores resp on row id if guard (a condition on $3, which is
+// arg) holds, and reports whether it did.
+func (l *Ledger) complete(ctx context.Context, id, guard string, arg any, resp idempotency.Response, expireAt time.Time) (bool, error) {
 	c := resp.Clone()
 	header, err := headerArg(c.Header)
 	if err != nil {
@@ -209,20 +214,20 @@ func (l *Ledger) complete(ctx context.Context, id string, at time.Time, inProgre
 	}
 	tag, err := l.pool.Exec(ctx, `UPDATE idempotency_ledger SET state = 'completed', response_status = $4,
 			response_header = $5, response_body = $6, completed_at = $7, expire_at = $8, updated_at = `+nextUpdate+`
-		WHERE collection = $1 AND id = $2 AND updated_at = $3 AND (NOT $9 OR state = 'in_progress')`,
-		l.collection, id, at, c.Status, header, c.Body, l.clock(), expireAt.UTC(), inProgress)
+		WHERE collection = $1 AND id = $2 AND `+guard,
+		l.collection, id, arg, c.Status, header, c.Body, l.clock(), expireAt.UTC())
 	return tag.RowsAffected() == 1, err
 }
 
 // Release implements idempotency.Ledger.
 func (l *Ledger) Release(ctx context.Context, res idempotency.Reservation) error {
-	tag, err := l.pool.Exec(ctx, `DELETE FROM idempotency_ledger WHERE collection = $1 AND id = $2 AND updated_at = $3`,
-		l.collection, res.ID, res.UpdateTime)
+	tag, err := l.pool.Exec(ctx, `DELETE FROM idempotency_ledger WHERE collection = $1 AND id = $2 AND attempt = $3
+		AND state = 'in_progress' AND written_at IS NULL`, l.collection, res.ID, res.Token)
 	if err != nil {
 		return pgfault.Write(err, "release %s", l.Reference(res.ID))
 	}
 	if tag.RowsAffected() != 1 {
-		return fault.Errorf(fault.CodeConflict, "release %s: the reservation changed or is gone", l.Reference(res.ID))
+		return fault.Errorf(fault.CodeConflict, "release %s: the reservation changed, is gone, or its change was written", l.Reference(res.ID))
 	}
 	return nil
 }

@@ -50,7 +50,7 @@ func (l *Ledger) ResolveComplete(ctx context.Context, ref string, expectUpdateTi
 	if err := idempotency.CheckExpiry(expireAt); err != nil {
 		return err
 	}
-	ok, err := l.complete(ctx, id, expectUpdateTime, true, resp, expireAt)
+	ok, err := l.complete(ctx, id, `updated_at = $3 AND state = 'in_progress'`, expectUpdateTime, resp, expireAt)
 	if err != nil {
 		return pgfault.Write(err, "resolve-complete %s", l.Reference(id))
 	}

@@ -42,6 +42,10 @@ type batch struct {
 	// expiredByBatch is how many holds the batch ended by expiry, for the
 	// first expire call.
 	expiredByBatch int
+	// fences are the fenced calls' ledger rows as read, by document path;
+	// marked are those whose mark the batch has written.
+	fences map[string]*fenced
+	marked map[string]bool
 }
 
 // batchKey is one consumptions document in a batch.
@@ -68,7 +72,11 @@ func (s *Store) applyBatch(tx *firestore.Transaction, entitlementID string, call
 	}
 	out := make([]outcome, 0, len(calls))
 	for _, c := range calls {
-		if len(out) > 0 && b.writes+callWrites > maxWrites {
+		need := callWrites
+		if c.fence != nil {
+			need++ // its fence's mark
+		}
+		if len(out) > 0 && b.writes+need > maxWrites {
 			break
 		}
 		o, err := b.apply(c)
@@ -99,6 +107,17 @@ func (s *Store) readBatch(tx *firestore.Transaction, entitlementID string, calls
 			refs = append(refs, b.key(c.key).ref)
 		}
 	}
+	nkeys := len(refs) - 1
+	for _, c := range calls {
+		if c.fence == nil || b.fences[c.fence.Doc().Path] != nil {
+			continue
+		}
+		if b.fences == nil {
+			b.fences, b.marked = make(map[string]*fenced), make(map[string]bool)
+		}
+		b.fences[c.fence.Doc().Path] = &fenced{f: c.fence}
+		refs = append(refs, c.fence.Doc())
+	}
 	var known []*batchKey // read before they queued, not in refs
 	for _, c := range calls {
 		if c.pre != nil && b.keys[c.key] == nil {
@@ -111,8 +130,11 @@ func (s *Store) readBatch(tx *firestore.Transaction, entitlementID string, calls
 	if err != nil {
 		return nil, err
 	}
-	if err := b.decodeKeys(snaps[1:]); err != nil {
+	if err := b.decodeKeys(snaps[1 : 1+nkeys]); err != nil {
 		return nil, err
+	}
+	for _, snap := range snaps[1+nkeys:] {
+		b.fences[snap.Ref.Path].snap = snap
 	}
 	b.writes = 1 // the entitlement
 	if b.found = snaps[0].Exists(); b.found {
@@ -201,6 +223,26 @@ func (b *batch) touch(k *batchKey) {
 		k.written = true
 		b.writes++
 	}
+}
+
+// fence, for call c about to change something, refuses the change if c's
+// fence no longer holds (the error is c's outcome) and otherwise writes
+// the fence's mark, once per fence in the batch. Nothing without a fence.
+func (b *batch) fence(c *call) error {
+	if c.fence == nil {
+		return nil
+	}
+	path := c.fence.Doc().Path
+	fd := b.fences[path]
+	if err := fd.f.Check(fd.snap); err != nil {
+		return err
+	}
+	if b.marked[path] {
+		return nil
+	}
+	b.marked[path] = true
+	b.writes++
+	return b.tx.Update(fd.f.Doc(), fd.f.Mark(b.now), firestore.LastUpdateTime(fd.snap.UpdateTime))
 }
 
 // event writes an outbox event about the entitlement.

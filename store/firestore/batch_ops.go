@@ -155,6 +155,12 @@ func (b *batch) refund(c *call, k *batchKey) (outcome, error) {
 	if err := e.Refund(b.now, &cons, c.amount); err != nil {
 		return outcome{err: store.Wrap(store.CodeConflict, err, "refund consumption %q", cons.ID)}, nil
 	}
+	if err := b.fence(c); err != nil {
+		if store.CodeOf(err) == store.CodeInternal {
+			return outcome{}, err
+		}
+		return outcome{err: err}, nil
+	}
 	b.e, b.changed = e, true
 	k.Cons = &cons
 	b.touch(k)

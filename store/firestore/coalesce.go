@@ -57,8 +57,11 @@ type call struct {
 	amount      entitlement.Amount          // capture, refund
 	// pre is the hold as read before the call queued (capture, release):
 	// open then, and all but its status never changes.
-	pre  *keyDoc
-	done chan outcome // buffered: the drainer never blocks on a caller
+	pre *keyDoc
+	// fence is the fence of ctx (refund), checked and marked in the batch
+	// if the call changes something (fence.go).
+	fence txFence
+	done  chan outcome // buffered: the drainer never blocks on a caller
 	// state says whether a batch took the call on (callTaken) or its
 	// caller left before any did (callLeft): only then is a caller who
 	// leaves sure that nothing was done.

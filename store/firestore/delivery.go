@@ -31,11 +31,24 @@ func (s *Store) CreateEndpoint(ctx context.Context, e store.Endpoint) (store.End
 	if err != nil {
 		return store.Endpoint{}, err
 	}
-	if _, err := s.endpointRef(e.ID).Create(ctx, endpointDoc(&e)); err != nil {
-		if status.Code(err) == codes.AlreadyExists {
-			return store.Endpoint{}, store.Errorf(store.CodeConflict, "webhook endpoint %s exists", e.ID)
+	ref := s.endpointRef(e.ID)
+	err = s.run(ctx, "create webhook endpoint", func(ctx context.Context, tx *firestore.Transaction) error {
+		fd, err := s.readFence(ctx, tx)
+		if err != nil {
+			return err
 		}
-		return store.Endpoint{}, fsfault.Write(err, "create webhook endpoint")
+		if _, err := tx.Get(ref); err == nil {
+			return store.Errorf(store.CodeConflict, "webhook endpoint %s exists", e.ID)
+		} else if !isNotFound(err) {
+			return err
+		}
+		if err := fd.mark(tx, e.CreatedAt); err != nil {
+			return err
+		}
+		return tx.Create(ref, endpointDoc(&e))
+	})
+	if err != nil {
+		return store.Endpoint{}, err
 	}
 	return e, nil
 }
@@ -96,7 +109,11 @@ func (s *Store) DeleteEndpoint(ctx context.Context, id string) error {
 // and writes one endpoint in a transaction.
 func (s *Store) changeEndpoint(ctx context.Context, what, id string, change func(store.Endpoint) (store.Endpoint, error)) (store.Endpoint, error) {
 	var out store.Endpoint
-	err := s.run(ctx, what, func(_ context.Context, tx *firestore.Transaction) error {
+	err := s.run(ctx, what, func(ctx context.Context, tx *firestore.Transaction) error {
+		fd, err := s.readFence(ctx, tx)
+		if err != nil {
+			return err
+		}
 		snap, err := tx.Get(s.endpointRef(id))
 		if isNotFound(err) {
 			return endpointNotFound(id)
@@ -109,6 +126,9 @@ func (s *Store) changeEndpoint(ctx context.Context, what, id string, change func
 			return err
 		}
 		if e, err = change(e); err != nil {
+			return err
+		}
+		if err := fd.mark(tx, s.clock()); err != nil {
 			return err
 		}
 		out = e
@@ -316,7 +336,11 @@ func (s *Store) RetryDelivery(ctx context.Context, id string) (store.Delivery, e
 // and writes one delivery in a transaction.
 func (s *Store) updateDelivery(ctx context.Context, what, id string, change func(store.Delivery) (store.Delivery, error)) (store.Delivery, error) {
 	var out store.Delivery
-	err := s.run(ctx, what, func(_ context.Context, tx *firestore.Transaction) error {
+	err := s.run(ctx, what, func(ctx context.Context, tx *firestore.Transaction) error {
+		fd, err := s.readFence(ctx, tx)
+		if err != nil {
+			return err
+		}
 		snap, err := tx.Get(s.deliveryRef(id))
 		if isNotFound(err) {
 			return store.Errorf(store.CodeNotFound, "delivery %s", id)
@@ -329,6 +353,9 @@ func (s *Store) updateDelivery(ctx context.Context, what, id string, change func
 			return err
 		}
 		if d, err = change(d); err != nil {
+			return err
+		}
+		if err := fd.mark(tx, s.clock()); err != nil {
 			return err
 		}
 		out = d

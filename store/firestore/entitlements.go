@@ -25,6 +25,10 @@ func (s *Store) CreateEntitlement(ctx context.Context, e entitlement.Entitlement
 	var out entitlement.Entitlement
 	err := s.run(ctx, "create entitlement", func(ctx context.Context, tx *firestore.Transaction) error {
 		now := s.clock()
+		fd, err := s.readFence(ctx, tx)
+		if err != nil {
+			return err
+		}
 		if _, err := tx.Get(ref); err == nil {
 			return store.Errorf(store.CodeConflict, "entitlement %q exists", e.ID)
 		} else if !isNotFound(err) {
@@ -35,6 +39,9 @@ func (s *Store) CreateEntitlement(ctx context.Context, e entitlement.Entitlement
 			return err
 		}
 		out = normalized(e, now)
+		if err := fd.mark(tx, now); err != nil {
+			return err
+		}
 		if createAccount != nil {
 			if err := createAccount(); err != nil {
 				return err

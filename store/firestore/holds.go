@@ -93,7 +93,11 @@ func (s *Store) RefundConsumption(ctx context.Context, id string, amount entitle
 	if err != nil {
 		return store.RefundResult{}, err
 	}
-	c := &call{ctx: ctx, op: opRefund, key: docID(id), amount: amount}
+	f, err := s.fenceOf(ctx)
+	if err != nil {
+		return store.RefundResult{}, err
+	}
+	c := &call{ctx: ctx, op: opRefund, key: docID(id), amount: amount, fence: f}
 	if _, done := checkRefund(&k, c); done != nil {
 		return done.refund, done.err
 	}

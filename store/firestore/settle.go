@@ -2,6 +2,7 @@ package firestore
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -109,8 +110,67 @@ func (s *Store) txEntitlements(tx *firestore.Transaction, ids []string) ([]entit
 	return out, nil
 }
 
-// CompletePayment implements store.EntitlementStore.
+// CompletePayment implements store.EntitlementStore. Concurrent identical
+// calls share one transaction (flight.go).
 func (s *Store) CompletePayment(ctx context.Context, id string, ch store.PaymentChange) (store.Completion, error) {
+	return s.shareCompletion(ctx, "complete payment", id, &ch, s.completePayment)
+}
+
+// FailPayment implements store.EntitlementStore. Concurrent identical calls
+// share one transaction (flight.go).
+func (s *Store) FailPayment(ctx context.Context, id string, ch store.PaymentChange) (payment.Payment, error) {
+	if store.FenceOf(ctx) != nil {
+		return s.failPayment(ctx, id, ch)
+	}
+	p, joined, err := s.failures.do(ctx, changeKey("fail", id, &ch), "fail payment", s.retryBudget,
+		func(ctx context.Context) (payment.Payment, error) { return s.failPayment(ctx, id, ch) })
+	if joined {
+		p = p.Clone()
+	}
+	return p, err
+}
+
+// RefundPayment implements store.EntitlementStore. Concurrent identical
+// calls share one transaction (flight.go).
+func (s *Store) RefundPayment(ctx context.Context, id string, ch store.PaymentChange) (store.Completion, error) {
+	return s.shareCompletion(ctx, "refund payment", id, &ch, s.refundPayment)
+}
+
+// shareCompletion runs change, or joins the same change of payment id in
+// flight. A caller that joined gets a copy of the answer, Replayed: the
+// change was made once, by the call it joined. A fenced change shares
+// nothing (flight.go says why).
+func (s *Store) shareCompletion(ctx context.Context, what, id string, ch *store.PaymentChange,
+	change func(context.Context, string, store.PaymentChange) (store.Completion, error)) (store.Completion, error) {
+	if store.FenceOf(ctx) != nil {
+		return change(ctx, id, *ch)
+	}
+	c, joined, err := s.completions.do(ctx, changeKey(what, id, ch), what, s.retryBudget,
+		func(ctx context.Context) (store.Completion, error) { return change(ctx, id, *ch) })
+	if !joined || err != nil {
+		return c, err
+	}
+	out := store.Completion{Payment: c.Payment.Clone(), Receipt: c.Receipt.Clone(), Replayed: true}
+	for i := range c.Entitlements {
+		out.Entitlements = append(out.Entitlements, c.Entitlements[i].Clone())
+	}
+	return out, nil
+}
+
+// changeKey names a change of payment id: calls with one key are the same
+// call (the same target state, issuer, reason and provider event), and
+// only those share a transaction. ch.Sign is left out: it must be pure,
+// and two signers of one issuer sign equally valid receipts.
+func changeKey(what, id string, ch *store.PaymentChange) string {
+	parts := []string{what, id, ch.Issuer, ch.Reason}
+	if ch.Inbound != nil {
+		parts = append(parts, "inbound", ch.Inbound.Source, ch.Inbound.EventID)
+	}
+	return strings.Join(parts, "\x00")
+}
+
+// completePayment is CompletePayment's transaction.
+func (s *Store) completePayment(ctx context.Context, id string, ch store.PaymentChange) (store.Completion, error) {
 	var out store.Completion
 	err := s.run(ctx, "complete payment", func(ctx context.Context, tx *firestore.Transaction) error {
 		now := s.clock()
@@ -166,8 +226,8 @@ func (s *Store) CompletePayment(ctx context.Context, id string, ch store.Payment
 	return out, err
 }
 
-// FailPayment implements store.EntitlementStore.
-func (s *Store) FailPayment(ctx context.Context, id string, ch store.PaymentChange) (payment.Payment, error) {
+// failPayment is FailPayment's transaction.
+func (s *Store) failPayment(ctx context.Context, id string, ch store.PaymentChange) (payment.Payment, error) {
 	var out payment.Payment
 	err := s.run(ctx, "fail payment", func(ctx context.Context, tx *firestore.Transaction) error {
 		now := s.clock()
@@ -192,10 +252,14 @@ func (s *Store) FailPayment(ctx context.Context, id string, ch store.PaymentChan
 	return out, err
 }
 
-// RefundPayment implements store.EntitlementStore.
-func (s *Store) RefundPayment(ctx context.Context, id string, ch store.PaymentChange) (store.Completion, error) {
+// refundPayment is RefundPayment's transaction.
+func (s *Store) refundPayment(ctx context.Context, id string, ch store.PaymentChange) (store.Completion, error) {
 	var out store.Completion
 	err := s.run(ctx, "refund payment", func(ctx context.Context, tx *firestore.Transaction) error {
+		fd, err := s.readFence(ctx, tx)
+		if err != nil {
+			return err
+		}
 		c, err := s.readChange(tx, id, &ch)
 		if err != nil {
 			return err
@@ -246,6 +310,9 @@ func (s *Store) RefundPayment(ctx context.Context, id string, ch store.PaymentCh
 			return err
 		}
 		p.Status, p.RefundedAt, p.UpdatedAt, p.RefundReceiptID = payment.StatusRefunded, &now, now, signed.ID
+		if err := fd.mark(tx, now); err != nil {
+			return err
+		}
 		writes = append(writes,
 			func() error { return tx.Create(s.col(colReceipts).Doc(docID(signed.ID)), receiptDoc(&signed)) },
 			func() error { return tx.Set(s.paymentRef(p.ID), paymentDoc(&p)) },

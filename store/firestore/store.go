@@ -25,6 +25,7 @@ import (
 
 	"cloud.google.com/go/firestore"
 
+	"github.com/stipend-mcp/stipend/payment"
 	"github.com/stipend-mcp/stipend/store"
 )
 
@@ -54,6 +55,10 @@ type Store struct {
 	lanes lanes
 	// holds remembers the holds this instance authorized (remembered.go).
 	holds remembered
+	// completions and failures share concurrent changes of one payment
+	// (flight.go).
+	completions flights[store.Completion]
+	failures    flights[payment.Payment]
 	// maxBatch bounds the calls one batch transaction applies.
 	maxBatch int
 	// gather is how long a hot lane waits for its callers to come back.

@@ -11,7 +11,8 @@ import (
 )
 
 // Backoff between transaction attempts: jittered, doubling from
-// retryFirst up to retryMax, for at most the store's retry budget.
+// retryFirst up to retryMax (and at least a quarter of the failed
+// attempt's time, up to retryMax), for at most the store's retry budget.
 // Firestore's own RunTransaction retry starts near one second, far too slow
 // for a consume, so each attempt runs with MaxAttempts(1) and this loop
 // decides.
@@ -37,6 +38,7 @@ func (s *Store) run(ctx context.Context, what string, fn func(context.Context, *
 	wait := retryFirst
 	for {
 		committing := false // fn succeeded, so the client sent the commit
+		began := time.Now()
 		err := s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 			committing = false
 			if err := fn(ctx, tx); err != nil {
@@ -51,6 +53,14 @@ func (s *Store) run(ctx context.Context, what string, fn func(context.Context, *
 			}
 			return fsfault.Read(err, "%s", what)
 		}
+		// An attempt that waited long for its locks lost a round of a
+		// deadlock (the emulator holds transactions that read one document
+		// and then write it for about 2 s, then lets one commit): the losers
+		// stay away for a quarter of that time, at most retryMax, so the
+		// winner commits before they lock the document again. Coming back
+		// after retryFirst, 20 such transactions kept aborting each other
+		// until the budget was spent.
+		wait = max(wait, min(time.Since(began)/4, retryMax))
 		// Full jitter over [wait/2, wait): instances that collided spread out.
 		d := wait/2 + rand.N(wait/2+1)
 		if time.Now().Add(d).After(deadline) {

@@ -2,7 +2,6 @@ package memory
 
 import (
 	"maps"
-	"slices"
 	"time"
 
 	"github.com/stipend-mcp/stipend/entitlement"
@@ -27,34 +26,9 @@ func copyAccount(a *entitlement.Account) entitlement.Account {
 	return c
 }
 
-func copyPayment(p *payment.Payment) payment.Payment {
-	c := *p
-	c.Grant = copyGrant(p.Grant)
-	c.SucceededAt = copyTime(p.SucceededAt)
-	c.FailedAt = copyTime(p.FailedAt)
-	c.RefundedAt = copyTime(p.RefundedAt)
-	c.EntitlementIDs = slices.Clone(p.EntitlementIDs)
-	return c
-}
+func copyPayment(p *payment.Payment) payment.Payment { return p.Clone() }
 
-func copyGrant(g payment.Grant) payment.Grant {
-	g.Scope.Tools = slices.Clone(g.Scope.Tools)
-	g.ValidUntil = copyTime(g.ValidUntil)
-	g.ExpiresAt = copyTime(g.ExpiresAt)
-	return g
-}
-
-func copyReceipt(r *receipt.Signed) receipt.Signed {
-	c := *r
-	c.Grants = make([]receipt.Grant, len(r.Grants))
-	for i, g := range r.Grants {
-		g.Scope.Tools = slices.Clone(g.Scope.Tools)
-		g.ValidUntil = copyTime(g.ValidUntil)
-		g.ExpiresAt = copyTime(g.ExpiresAt)
-		c.Grants[i] = g
-	}
-	return c
-}
+func copyReceipt(r *receipt.Signed) receipt.Signed { return r.Clone() }
 
 // utc returns t in UTC, leaving the zero time alone.
 func utc(t time.Time) time.Time {

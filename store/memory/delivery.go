@@ -34,7 +34,7 @@ func (s *Store) deliveries() *deliveryState {
 }
 
 // CreateEndpoint implements store.DeliveryStore.
-func (s *Store) CreateEndpoint(_ context.Context, e store.Endpoint) (store.Endpoint, error) {
+func (s *Store) CreateEndpoint(ctx context.Context, e store.Endpoint) (store.Endpoint, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, err := transition.NewEndpoint(e, s.now())
@@ -44,6 +44,9 @@ func (s *Store) CreateEndpoint(_ context.Context, e store.Endpoint) (store.Endpo
 	st := s.deliveries()
 	if _, ok := st.endpoints[e.ID]; ok {
 		return store.Endpoint{}, store.Errorf(store.CodeConflict, "webhook endpoint %s exists", e.ID)
+	}
+	if err := markFence(ctx); err != nil {
+		return store.Endpoint{}, err
 	}
 	st.endpoints[e.ID] = e
 	return copyEndpoint(e), nil
@@ -72,22 +75,22 @@ func (s *Store) ListEndpoints(_ context.Context, p store.Page) ([]store.Endpoint
 }
 
 // DisableEndpoint implements store.DeliveryStore.
-func (s *Store) DisableEndpoint(_ context.Context, id, reason string) (store.Endpoint, error) {
-	return s.changeEndpoint(id, func(e store.Endpoint) (store.Endpoint, error) {
+func (s *Store) DisableEndpoint(ctx context.Context, id, reason string) (store.Endpoint, error) {
+	return s.changeEndpoint(ctx, id, func(e store.Endpoint) (store.Endpoint, error) {
 		return transition.DisableEndpoint(e, reason, s.now()), nil
 	})
 }
 
 // UpdateEndpoint implements store.DeliveryStore.
-func (s *Store) UpdateEndpoint(_ context.Context, id string, u store.EndpointUpdate) (store.Endpoint, error) {
-	return s.changeEndpoint(id, func(e store.Endpoint) (store.Endpoint, error) {
+func (s *Store) UpdateEndpoint(ctx context.Context, id string, u store.EndpointUpdate) (store.Endpoint, error) {
+	return s.changeEndpoint(ctx, id, func(e store.Endpoint) (store.Endpoint, error) {
 		return transition.UpdateEndpoint(e, u)
 	})
 }
 
 // RotateEndpointSecret implements store.DeliveryStore.
-func (s *Store) RotateEndpointSecret(_ context.Context, id, secret string, graceUntil time.Time) (store.Endpoint, error) {
-	return s.changeEndpoint(id, func(e store.Endpoint) (store.Endpoint, error) {
+func (s *Store) RotateEndpointSecret(ctx context.Context, id, secret string, graceUntil time.Time) (store.Endpoint, error) {
+	return s.changeEndpoint(ctx, id, func(e store.Endpoint) (store.Endpoint, error) {
 		return transition.RotateSecret(e, secret, graceUntil)
 	})
 }
@@ -106,8 +109,8 @@ func (s *Store) DeleteEndpoint(_ context.Context, id string) error {
 }
 
 // changeEndpoint replaces the endpoint with change(endpoint) under s.mu,
-// unless change fails.
-func (s *Store) changeEndpoint(id string, change func(store.Endpoint) (store.Endpoint, error)) (store.Endpoint, error) {
+// unless change fails (or ctx's fence does).
+func (s *Store) changeEndpoint(ctx context.Context, id string, change func(store.Endpoint) (store.Endpoint, error)) (store.Endpoint, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.deliveries()
@@ -117,6 +120,9 @@ func (s *Store) changeEndpoint(id string, change func(store.Endpoint) (store.End
 	}
 	e, err := change(copyEndpoint(e))
 	if err != nil {
+		return store.Endpoint{}, err
+	}
+	if err := markFence(ctx); err != nil {
 		return store.Endpoint{}, err
 	}
 	st.endpoints[id] = e
@@ -248,7 +254,7 @@ func (s *Store) FinishDelivery(_ context.Context, id, claimToken string, r store
 }
 
 // RetryDelivery implements store.DeliveryStore.
-func (s *Store) RetryDelivery(_ context.Context, id string) (store.Delivery, error) {
+func (s *Store) RetryDelivery(ctx context.Context, id string) (store.Delivery, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.deliveries()
@@ -258,6 +264,9 @@ func (s *Store) RetryDelivery(_ context.Context, id string) (store.Delivery, err
 	}
 	if d.Status != store.DeliveryFailed && d.Status != store.DeliveryDead {
 		return store.Delivery{}, store.Errorf(store.CodeConflict, "delivery %s is %s; only failed or dead deliveries can be retried", id, d.Status)
+	}
+	if err := markFence(ctx); err != nil {
+		return store.Delivery{}, err
 	}
 	now := s.now().UTC()
 	d.Status, d.ScheduledAt, d.UpdatedAt = store.DeliveryPending, now, now

@@ -14,7 +14,7 @@ func entitlementPos(e *entitlement.Entitlement) position { return position{e.Cre
 
 // CreateEntitlement stores e, creates its account if absent and writes an
 // entitlement.granted event.
-func (s *Store) CreateEntitlement(_ context.Context, e entitlement.Entitlement) (entitlement.Entitlement, error) {
+func (s *Store) CreateEntitlement(ctx context.Context, e entitlement.Entitlement) (entitlement.Entitlement, error) {
 	if err := e.Validate(); err != nil {
 		return entitlement.Entitlement{}, store.Wrap(store.CodeInvalid, err, "entitlement")
 	}
@@ -33,6 +33,9 @@ func (s *Store) CreateEntitlement(_ context.Context, e entitlement.Entitlement) 
 	normalizeTimes(&stored)
 	evs, err := s.newEvents(pending(event.EntitlementGranted, e.AgentID, &stored))
 	if err != nil {
+		return entitlement.Entitlement{}, err
+	}
+	if err := markFence(ctx); err != nil {
 		return entitlement.Entitlement{}, err
 	}
 	s.ensureAccount(e.AgentID)

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/stipend-mcp/stipend/conformance"
+	"github.com/stipend-mcp/stipend/idempotency"
+	"github.com/stipend-mcp/stipend/idempotency/memledger"
 	"github.com/stipend-mcp/stipend/store"
 	"github.com/stipend-mcp/stipend/store/memory"
 )
@@ -24,4 +26,15 @@ func TestStore_Concurrency(t *testing.T) {
 
 func TestStore_Property(t *testing.T) {
 	conformance.RunPropertyTests(t, newStore, conformance.ConcurrencyOptions{MaxCallers: 64})
+}
+
+// TestStore_Fencing runs the fencing suite on the memory store and the
+// memory ledger, which checks its fences under the store's lock.
+func TestStore_Fencing(t *testing.T) {
+	conformance.RunFenceTests(t, func(_ *testing.T, now func() time.Time) conformance.Fenced {
+		return conformance.Fenced{
+			Store:  memory.New(memory.WithClock(now)),
+			Ledger: memledger.New(idempotency.CollectionName("test"), memledger.WithClock(now)),
+		}
+	})
 }

@@ -22,7 +22,7 @@ func (s *Store) GetConsumption(_ context.Context, id string) (entitlement.Consum
 
 // RefundConsumption gives amount (nil fields: all that was charged) of the
 // consumption back to its entitlement and writes consumption.refunded.
-func (s *Store) RefundConsumption(_ context.Context, id string, amount entitlement.Amount) (store.RefundResult, error) {
+func (s *Store) RefundConsumption(ctx context.Context, id string, amount entitlement.Amount) (store.RefundResult, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c := s.consumptions[id]
@@ -51,6 +51,9 @@ func (s *Store) RefundConsumption(_ context.Context, id string, amount entitleme
 	}
 	evs, err := s.newEvents(pending(event.ConsumptionRefunded, c.AgentID, &refunded))
 	if err != nil {
+		return store.RefundResult{}, err
+	}
+	if err := markFence(ctx); err != nil {
 		return store.RefundResult{}, err
 	}
 	s.commit(e, &next, expired, now)

@@ -89,7 +89,7 @@ func (s *Store) FailPayment(_ context.Context, id string, ch store.PaymentChange
 
 // RefundPayment moves a succeeded payment to refunded, revokes what remains
 // of its grant, stores the refund receipt and writes the events.
-func (s *Store) RefundPayment(_ context.Context, id string, ch store.PaymentChange) (store.Completion, error) {
+func (s *Store) RefundPayment(ctx context.Context, id string, ch store.PaymentChange) (store.Completion, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p, inKey, replay, err := s.move(id, &ch, payment.StatusRefunded)
@@ -129,6 +129,9 @@ func (s *Store) RefundPayment(_ context.Context, id string, ch store.PaymentChan
 	next.Status, next.RefundedAt, next.UpdatedAt, next.RefundReceiptID = payment.StatusRefunded, &now, now, signed.ID
 	all, err := s.newEvents(append([]pendingEvent{pending(event.PaymentRefunded, p.AgentID, &next)}, evs...)...)
 	if err != nil {
+		return store.Completion{}, err
+	}
+	if err := markFence(ctx); err != nil {
 		return store.Completion{}, err
 	}
 

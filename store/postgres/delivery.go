@@ -213,6 +213,9 @@ func (s *Store) updateDelivery(ctx context.Context, what, id string, change func
 		if d, err = change(d); err != nil {
 			return err
 		}
+		if err := s.markFence(ctx, tx, s.clock()); err != nil {
+			return err
+		}
 		out = d
 		_, err = tx.Exec(ctx, `UPDATE deliveries SET status = $2, attempts = $3, scheduled_at = $4, claimed_by = $5,
 			claimed_at = $6, claim_token = $7, last_status_code = $8, last_error = $9, last_attempt_at = $10, updated_at = $11

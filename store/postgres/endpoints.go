@@ -52,13 +52,20 @@ func (s *Store) CreateEndpoint(ctx context.Context, e store.Endpoint) (store.End
 	if err != nil {
 		return store.Endpoint{}, err
 	}
-	tag, err := s.pool.Exec(ctx, `INSERT INTO webhook_endpoints (id, url, event_types, secret, created_at)
-		VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING`, e.ID, e.URL, eventTypeStrings(e.EventTypes), e.Secret, e.CreatedAt)
+	// A transaction, so that a fence is checked with the insert.
+	err = s.run(ctx, "create webhook endpoint", func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `INSERT INTO webhook_endpoints (id, url, event_types, secret, created_at)
+			VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING`, e.ID, e.URL, eventTypeStrings(e.EventTypes), e.Secret, e.CreatedAt)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() != 1 {
+			return store.Errorf(store.CodeConflict, "webhook endpoint %s exists", e.ID)
+		}
+		return s.markFence(ctx, tx, e.CreatedAt)
+	})
 	if err != nil {
-		return store.Endpoint{}, pgfault.Write(err, "create webhook endpoint")
-	}
-	if tag.RowsAffected() != 1 {
-		return store.Endpoint{}, store.Errorf(store.CodeConflict, "webhook endpoint %s exists", e.ID)
+		return store.Endpoint{}, err
 	}
 	return e, nil
 }
@@ -130,6 +137,9 @@ func (s *Store) changeEndpoint(ctx context.Context, what, id string, change func
 			return err
 		}
 		if e, err = change(e); err != nil {
+			return err
+		}
+		if err := s.markFence(ctx, tx, s.clock()); err != nil {
 			return err
 		}
 		out = e

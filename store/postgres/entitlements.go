@@ -33,6 +33,9 @@ func (s *Store) CreateEntitlement(ctx context.Context, e entitlement.Entitlement
 		if !created {
 			return store.Errorf(store.CodeConflict, "entitlement %q exists", e.ID)
 		}
+		if err := s.markFence(ctx, tx, now); err != nil {
+			return err
+		}
 		return enqueue(ctx, tx, now, pending(event.EntitlementGranted, out.AgentID, &out))
 	})
 	if err != nil {

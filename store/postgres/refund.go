@@ -55,6 +55,9 @@ func (s *Store) RefundConsumption(ctx context.Context, id string, amount entitle
 			}
 			return store.Wrap(store.CodeInvalid, err, "refund of consumption %q", id)
 		}
+		if err := s.markFence(ctx, tx, now); err != nil {
+			return err
+		}
 		if err := endHolds(ctx, tx, expired, entitlement.HoldExpired, now); err != nil {
 			return err
 		}

@@ -243,6 +243,9 @@ func (s *Store) RefundPayment(ctx context.Context, id string, ch store.PaymentCh
 		if p.Status.Toward(payment.StatusRefunded) == payment.Refuse {
 			return transition.RefusedPayment(id, p.Status, payment.StatusRefunded)
 		}
+		if err := s.markFence(ctx, tx, now); err != nil {
+			return err
+		}
 		es, err := paymentEntitlements(ctx, tx, &p, true)
 		if err != nil {
 			return err
