@@ -49,10 +49,10 @@ type keyVector struct {
 	RequestID any `json:"requestId"`
 	// RequestState is the request's requestState (the input-required flow).
 	RequestState string `json:"requestState,omitempty"`
-	// Agrees says whether the TypeScript gate derives the same key. It does
-	// whenever the client serialises arguments as JSON.stringify and Go's
-	// json.Marshal do; it cannot where the wire holds a form the SDK's
-	// JSON.parse forgets (an escape, a number's spelling, a duplicate key).
+	// Agrees says whether the TypeScript gate derives the same key. Both
+	// hash the arguments' RFC 8785 canonical form, so it does for any
+	// spelling of valid I-JSON; it cannot for a duplicate name, which the
+	// SDK's JSON.parse forgets.
 	Agrees bool   `json:"agrees"`
 	Key    string `json:"key"`
 }
@@ -89,14 +89,17 @@ func vectorCases() []keyVector {
 		c("lone surrogate", "echo", args(`{"text":"\ud800"}`), "k", 14, true),
 		c("numbers", "calc", args(`{"n":1,"f":1.5,"neg":-3,"big":12345678901234,"exp":1e+21,"small":1e-7,"frac":0.1,"zero":0}`), "k", 15, true),
 		c("nesting, booleans and null", "calc", args(`{"list":[1,"two",{"three":3},[]],"obj":{"b":true,"a":null,"c":false}}`), "k", 16, true),
-		c("key order kept", "calc", args(`{"zeta":1,"alpha":2,"mid":{"z":1,"a":2}}`), "k", 17, true),
-		c("integer-like keys as JSON.stringify orders them", "calc", args(`{"9":3,"10":2,"b":1}`), "k", 18, true),
+		c("names in any order (both sort them)", "calc", args(`{"zeta":1,"alpha":2,"mid":{"z":1,"a":2}}`), "k", 17, true),
+		c("the same names in another order: the same key", "calc", args(`{"mid":{"a":2,"z":1},"alpha":2,"zeta":1}`), "k", 170, true),
+		c("integer-like names", "calc", args(`{"9":3,"10":2,"b":1}`), "k", 18, true),
 		c("whitespace (both compact it)", "forecast", args(`{ "city" : "Oslo" }`), "call-1", 19, true),
 		c("Go client: HTML characters escaped by json.Marshal", "echo", args(`{"text":"\u003cb\u003eTom \u0026 Jerry\u003c/b\u003e"}`), "k", 20, true),
-		c("not JSON.stringify: an unneeded escape", "echo", args(`{"text":"\u00e9"}`), "k", 30, false),
-		c("not JSON.stringify: 1.0", "calc", args(`{"f":1.0}`), "k", 31, false),
-		c("not JSON.stringify: a duplicate key", "calc", args(`{"a":1,"a":2}`), "k", 32, false),
-		c("not JSON.stringify: integer-like keys out of order", "calc", args(`{"10":2,"9":3}`), "k", 33, false),
+		c("another spelling: an unneeded escape", "echo", args(`{"text":"\u00e9"}`), "k", 30, true),
+		c("another spelling: 1.0", "calc", args(`{"f":1.0}`), "k", 31, true),
+		c("another spelling: an exponent", "calc", args(`{"f":25E-1,"g":100e0}`), "k", 34, true),
+		c("an integer beyond 2^53 (both round it to a double)", "calc", args(`{"big":12345678901234567890}`), "k", 35, true),
+		c("integer-like names out of order", "calc", args(`{"10":2,"9":3}`), "k", 33, true),
+		c("not I-JSON: a duplicate name", "calc", args(`{"a":1,"a":2}`), "k", 32, false),
 	}
 	other := c("client key, other service", "forecast", args(`{"city":"Oslo"}`), "call-1", 6, true)
 	other.Service = "maps"

@@ -30,10 +30,15 @@ for (const v of VECTORS) {
   });
 }
 
-test('argumentsJSON escapes what Go escapes, and nothing else', () => {
+test('argumentsJSON is the RFC 8785 canonical form', () => {
   assert.equal(argumentsJSON(undefined), '');
   assert.equal(argumentsJSON({}), '{}');
-  assert.equal(argumentsJSON({ t: '<a href="x">&</a>\u2028\u2029é\n' }), '{"t":"\\u003ca href=\\"x\\"\\u003e\\u0026\\u003c/a\\u003e\\u2028\\u2029é\\n"}');
+  assert.equal(argumentsJSON({ b: [1.0, 1e21, 1e-7, -0], a: { y: null, x: true } }), '{"a":{"x":true,"y":null},"b":[1,1e+21,1e-7,0]}');
+  assert.equal(argumentsJSON({ t: '<a href="x">&</a>\u2028é\n\u0001' }), '{"t":"<a href=\\"x\\">&</a>\u2028é\\n\\u0001"}');
+  // Names sort by UTF-16 code units, as RFC 8785 says (not as JSON.stringify orders integer-like names).
+  assert.equal(argumentsJSON({ '10': 1, '9': 2, b: 3, é: 4, '\u{1F600}': 5, '\uFB01': 6 }), '{"10":1,"9":2,"b":3,"é":4,"\u{1F600}":5,"\uFB01":6}');
+  // No canonical form: hashed as JSON.stringify writes it.
+  assert.equal(argumentsJSON({ t: '\ud800' }), '{"t":"\\ud800"}');
 });
 
 test('requestStamp renders string and numeric ids as mcpgate does', () => {

@@ -1,5 +1,7 @@
 import { createHash } from 'node:crypto';
 
+import canonicalize from 'canonicalize';
+
 /**
  * What identifies one logical call: the client's own idempotency key, or
  * else the session and the JSON-RPC request it arrived in.
@@ -19,7 +21,7 @@ export type KeyMaterial =
  * gate is charged once: SHA-256 over length-prefixed fields (8-byte
  * big-endian lengths) — "client" and the client's key, or "request", the
  * session and the request stamp — then the service, the tool name, the
- * arguments as the Go gate sees them (argumentsJSON) and, for a request that
+ * arguments in canonical form (argumentsJSON) and, for a request that
  * continues a call after an input-required result, "state" and its
  * requestState (SDK 1.x servers never see one). The result is "mcp-"
  * and 64 hex digits: valid whatever the client sent, and it never reveals
@@ -59,19 +61,24 @@ export function idempotencyKey(
 }
 
 /**
- * The arguments of a call as the Go gate hashes them: compact JSON with
- * <, >, &, U+2028 and U+2029 escaped as \u003c, \u003e, \u0026, \u2028 and
- * \u2029 (mcpgate.Transport and mcpgate.Handler re-encode the request with
- * Go's json.Marshal, which escapes them), and "" for a call without
- * arguments. For arguments a client serialised with JSON.stringify (the
- * TypeScript SDK) or json.Marshal (the Go SDK), this is byte for byte what
- * the Go gate sees; testdata/idempotency-keys.json has the cases.
+ * The arguments of a call as both gates hash them: the JSON Canonicalization
+ * Scheme of RFC 8785 (object names sorted, numbers and strings in
+ * ECMAScript's one spelling, no whitespace), and "" for a call without
+ * arguments. The Go gate canonicalises the bytes it received, so the two
+ * agree whatever spelling the client sent; testdata/idempotency-keys.json has
+ * the cases. Arguments that have no canonical form (a lone surrogate) are
+ * hashed as JSON.stringify writes them; the Go gate hashes such arguments
+ * as it received them, which agrees when the client wrote them that way.
  */
 export function argumentsJSON(args: unknown): string {
   if (args === undefined) {
     return '';
   }
-  return JSON.stringify(args).replace(/[<>&\u2028\u2029]/g, (c) => '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0'));
+  try {
+    return canonicalize(args) ?? '';
+  } catch {
+    return JSON.stringify(args);
+  }
 }
 
 /**
