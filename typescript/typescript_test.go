@@ -2,12 +2,12 @@ package typescript_test
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/stipend-mcp/stipend/internal/nodetest"
 )
 
 // The Node.js projects the suite needs, in install order: the package, then
@@ -25,9 +25,9 @@ func TestTypeScript(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the TypeScript suite; skipped with -short")
 	}
-	npm := nodeTools(t)
+	_, npm := nodetest.Tools(t)
 	for _, dir := range nodeProjects {
-		npmCI(t, npm, dir)
+		nodetest.CI(t, npm, dir)
 	}
 	bin := t.TempDir()
 	goBuild(t, filepath.Join(bin, "stipend"), "./cmd/stipend")
@@ -40,48 +40,6 @@ func TestTypeScript(t *testing.T) {
 		t.Fatalf("npm test in typescript: %v\n%s", err, out)
 	}
 	t.Logf("npm test:\n%s", tail(out, 40))
-}
-
-// nodeTools finds node and npm and returns npm, or skips the test (fails it
-// under CI=true).
-func nodeTools(t *testing.T) string {
-	t.Helper()
-	_, errNode := exec.LookPath("node")
-	npm, errNpm := exec.LookPath("npm")
-	if errNode == nil && errNpm == nil {
-		return npm
-	}
-	msg := "the TypeScript tests need node and npm on PATH (Node.js 20 or newer)"
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s; CI=true, so this fails instead of skipping", msg)
-	}
-	t.Skip(msg + "; skipping")
-	return ""
-}
-
-// npmCI installs dir's locked dependencies with npm ci, unless its
-// node_modules already holds an install of this very package-lock.json (a
-// stamp file records its hash).
-func npmCI(t *testing.T, npm, dir string) {
-	t.Helper()
-	lock, err := os.ReadFile(filepath.Join(dir, "package-lock.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := sha256.Sum256(lock)
-	want := []byte(hex.EncodeToString(sum[:]))
-	stamp := filepath.Join(dir, "node_modules", ".stipend-lock-sha256")
-	if got, err := os.ReadFile(stamp); err == nil && bytes.Equal(got, want) {
-		return
-	}
-	cmd := exec.CommandContext(t.Context(), npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts", "--prefer-offline")
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("npm ci in %s: %v\n%s", dir, err, out)
-	}
-	if err := os.WriteFile(stamp, want, 0o644); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // goBuild builds the package pkg of the module into out.
