@@ -108,11 +108,12 @@ func RunDeliveryStoreConcurrencyTests(t *testing.T, newStore NewDeliveryStore) {
 // RunLedgerTests runs the contract of idempotency.Ledger: reservation,
 // fingerprint mismatch, completion and replay, completion and release only
 // by the reservation's holder, expiry of completed results, the response
-// size bound, compare-and-set reconciliation, and the reclaim of fenced
-// rows.
+// size bound, compare-and-set reconciliation, the reclaim of fenced rows,
+// and idempotency.Middleware on the ledger (a held key is a 409 naming the
+// ledger's reference, a finished one replays).
 func RunLedgerTests(t *testing.T, newLedger NewLedger) {
 	t.Helper()
-	runTable(t, newLedger, ledgerReserveTests, ledgerCompleteTests, ledgerResolveTests, ledgerReclaimTests)
+	runTable(t, newLedger, ledgerReserveTests, ledgerCompleteTests, ledgerResolveTests, ledgerReclaimTests, ledgerMiddlewareTests)
 }
 
 // RunLedgerConcurrencyTests runs the guarantee of idempotency.Ledger under
