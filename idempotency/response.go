@@ -85,3 +85,34 @@ func CheckReference(ref, backend, collection string) (string, error) {
 func (r Response) String() string {
 	return fmt.Sprintf("%d (%d bytes)", r.Status, len(r.Body))
 }
+
+// CheckResolveComplete validates the arguments of a ResolveComplete on a
+// ledger of backend and collection, and returns the id of the row ref names.
+func CheckResolveComplete(ref, backend, collection string, resp Response, expireAt time.Time) (string, error) {
+	id, err := CheckReference(ref, backend, collection)
+	if err != nil {
+		return "", err
+	}
+	if err := resp.Check(); err != nil {
+		return "", err
+	}
+	if err := CheckExpiry(expireAt); err != nil {
+		return "", err
+	}
+	return id, nil
+}
+
+// Unresolvable is the Conflict that op (resolve-delete, resolve-complete) on
+// row r, named ref, answers when r is no longer as the operator inspected
+// it: its update time is not expect or, when inProgress is required, it is
+// no longer in progress. It is nil when r is as inspected.
+func Unresolvable(op, ref string, r Record, expect time.Time, inProgress bool) error {
+	if !r.UpdateTime.Equal(expect) {
+		return fault.Errorf(fault.CodeConflict, "%s %s: the row changed (update time %s, expected %s)",
+			op, ref, r.UpdateTime.Format(time.RFC3339Nano), expect.Format(time.RFC3339Nano))
+	}
+	if inProgress && r.State != StateInProgress {
+		return fault.Errorf(fault.CodeConflict, "%s %s: state is %s, not in_progress", op, ref, r.State)
+	}
+	return nil
+}

@@ -36,26 +36,16 @@ func (l *Ledger) ResolveDelete(ctx context.Context, ref string, expectUpdateTime
 // Update with the expected update time as its precondition, so a change
 // between the read and the write is refused as well.
 func (l *Ledger) ResolveComplete(ctx context.Context, ref string, expectUpdateTime time.Time, resp idempotency.Response, expireAt time.Time) error {
-	id, err := idempotency.CheckReference(ref, Backend, l.collection)
+	id, err := idempotency.CheckResolveComplete(ref, Backend, l.collection, resp, expireAt)
 	if err != nil {
-		return err
-	}
-	if err := resp.Check(); err != nil {
-		return err
-	}
-	if err := idempotency.CheckExpiry(expireAt); err != nil {
 		return err
 	}
 	r, err := l.Get(ctx, id)
 	if err != nil {
 		return err
 	}
-	if !r.UpdateTime.Equal(expectUpdateTime) {
-		return fault.Errorf(fault.CodeConflict, "%s: the row changed (update time %s, expected %s)",
-			l.Reference(id), r.UpdateTime.Format(time.RFC3339Nano), expectUpdateTime.Format(time.RFC3339Nano))
-	}
-	if r.State != idempotency.StateInProgress {
-		return fault.Errorf(fault.CodeConflict, "%s: state is %s, not in_progress", l.Reference(id), r.State)
+	if err := idempotency.Unresolvable("resolve-complete", l.Reference(id), r, expectUpdateTime, true); err != nil {
+		return err
 	}
 	_, err = l.doc(id).Update(ctx, l.completion(resp, expireAt), firestore.LastUpdateTime(expectUpdateTime))
 	return l.resolveError(ctx, err, id, "resolve-complete")

@@ -184,7 +184,7 @@ func (f *Fence) Mark() error {
 func (l *Ledger) Reclaim(ctx context.Context, rec idempotency.Record) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	r, err := l.expect(rec.ID, rec.UpdateTime)
+	r, err := l.expect("reclaim", rec.ID, rec.UpdateTime, false)
 	if err != nil {
 		return err
 	}
@@ -228,7 +228,7 @@ func (l *Ledger) ResolveDelete(ctx context.Context, ref string, expectUpdateTime
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	r, err := l.expect(id, expectUpdateTime)
+	r, err := l.expect("resolve-delete", id, expectUpdateTime, false)
 	if err != nil {
 		return err
 	}
@@ -238,40 +238,28 @@ func (l *Ledger) ResolveDelete(ctx context.Context, ref string, expectUpdateTime
 
 // ResolveComplete implements idempotency.Ledger.
 func (l *Ledger) ResolveComplete(ctx context.Context, ref string, expectUpdateTime time.Time, resp idempotency.Response, expireAt time.Time) error {
-	id, err := idempotency.CheckReference(ref, Backend, l.collection)
+	id, err := idempotency.CheckResolveComplete(ref, Backend, l.collection, resp, expireAt)
 	if err != nil {
-		return err
-	}
-	if err := resp.Check(); err != nil {
-		return err
-	}
-	if err := idempotency.CheckExpiry(expireAt); err != nil {
 		return err
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	r, err := l.expect(id, expectUpdateTime)
+	r, err := l.expect("resolve-complete", id, expectUpdateTime, true)
 	if err != nil {
 		return err
-	}
-	if r.State != idempotency.StateInProgress {
-		return fault.Errorf(fault.CodeConflict, "%s: state is %s, not in_progress", l.Reference(id), r.State)
 	}
 	l.complete(&r, resp, expireAt)
 	return nil
 }
 
-// expect returns row id if its update time is want. The caller holds l.mu.
-func (l *Ledger) expect(id string, want time.Time) (idempotency.Record, error) {
+// expect returns row id for op if it is as the caller read it (see
+// idempotency.Unresolvable). The caller holds l.mu.
+func (l *Ledger) expect(op, id string, want time.Time, inProgress bool) (idempotency.Record, error) {
 	r, ok := l.rows[id]
 	if !ok {
-		return idempotency.Record{}, fault.Errorf(fault.CodeNotFound, "%s: no such row", l.Reference(id))
+		return idempotency.Record{}, fault.Errorf(fault.CodeNotFound, "%s %s: no such row", op, l.Reference(id))
 	}
-	if !r.UpdateTime.Equal(want) {
-		return idempotency.Record{}, fault.Errorf(fault.CodeConflict, "%s: the row changed (update time %s, expected %s)",
-			l.Reference(id), r.UpdateTime.Format(time.RFC3339Nano), want.Format(time.RFC3339Nano))
-	}
-	return r, nil
+	return r, idempotency.Unresolvable(op, l.Reference(id), r, want, inProgress)
 }
 
 // Durable implements idempotency.Ledger: the memory ledger is not durable.

@@ -40,14 +40,8 @@ func (l *Ledger) ResolveDelete(ctx context.Context, ref string, expectUpdateTime
 // expected update time and the in-progress state, so a change between the
 // operator's inspection and the write is refused.
 func (l *Ledger) ResolveComplete(ctx context.Context, ref string, expectUpdateTime time.Time, resp idempotency.Response, expireAt time.Time) error {
-	id, err := idempotency.CheckReference(ref, Backend, l.collection)
+	id, err := idempotency.CheckResolveComplete(ref, Backend, l.collection, resp, expireAt)
 	if err != nil {
-		return err
-	}
-	if err := resp.Check(); err != nil {
-		return err
-	}
-	if err := idempotency.CheckExpiry(expireAt); err != nil {
 		return err
 	}
 	ok, err := l.complete(ctx, id, `updated_at = $3 AND state = 'in_progress'`, expectUpdateTime, resp, expireAt)
@@ -67,9 +61,8 @@ func (l *Ledger) refused(ctx context.Context, id, op string, expect time.Time) e
 	if err != nil {
 		return err // NotFound when the row is gone
 	}
-	if !r.UpdateTime.Equal(expect) {
-		return fault.Errorf(fault.CodeConflict, "%s %s: the row changed (update time %s, expected %s)",
-			op, l.Reference(id), r.UpdateTime.Format(time.RFC3339Nano), expect.Format(time.RFC3339Nano))
+	if err := idempotency.Unresolvable(op, l.Reference(id), r, expect, true); err != nil {
+		return err
 	}
-	return fault.Errorf(fault.CodeConflict, "%s %s: state is %s, not in_progress", op, l.Reference(id), r.State)
+	return fault.Errorf(fault.CodeConflict, "%s %s: the row changed and changed back", op, l.Reference(id))
 }
