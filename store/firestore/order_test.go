@@ -1,205 +1,23 @@
 package firestore_test
 
 import (
-	"context"
-	"fmt"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
-
-	"github.com/stipend-mcp/stipend/entitlement"
+	"github.com/stipend-mcp/stipend/conformance"
 	"github.com/stipend-mcp/stipend/internal/emulator"
-	"github.com/stipend-mcp/stipend/money"
-	"github.com/stipend-mcp/stipend/payment"
-	"github.com/stipend-mcp/stipend/receipt"
 	"github.com/stipend-mcp/stipend/store"
 	fsstore "github.com/stipend-mcp/stipend/store/firestore"
 )
 
-// lateClock reads the time and only then lets its caller go on, lag later:
-// a transaction that read the clock before it waited for its locks. Taken
-// where the instant orders with the commit (after the transaction's reads,
-// which lock what it reads), the lag is harmless; taken before the reads,
-// every conflicting commit within the lag lands before an instant that
-// claims to be later.
-func lateClock(lag time.Duration) func() time.Time {
-	return func() time.Time {
-		now := time.Now()
-		time.Sleep(lag) // widens the window; nothing is waited for
-		return now
-	}
-}
-
-// TestStore_InstantsInCommitOrder races the end of an entitlement (a
-// payment's refund, a revoke) on one instance against consumes on another,
-// on one emulator: every consumption that was charged, so committed before
-// the end, must have occurredAt at or before the entitlement's revokedAt
-// and the refund receipt's issuedAt. The ending instance's clock lags (see
-// lateClock), so an instant read before the transaction's reads shows.
+// TestStore_InstantsInCommitOrder runs the commit-order suite on two
+// stores on one emulator.
 func TestStore_InstantsInCommitOrder(t *testing.T) {
 	emulator.Host(t)
-	const (
-		callers = 30
-		trials  = 2
-		lag     = 150 * time.Millisecond
-	)
-	ends := []struct {
-		name string
-		// end ends e (granted by payment p) on s and returns the instants the
-		// audit trail shows for it.
-		end func(ctx context.Context, s *fsstore.Store, p payment.Payment, e entitlement.Entitlement) (revokedAt, issuedAt time.Time, err error)
-	}{
-		{"Refund", func(ctx context.Context, s *fsstore.Store, p payment.Payment, _ entitlement.Entitlement) (time.Time, time.Time, error) {
-			c, err := s.RefundPayment(ctx, p.ID, orderSigning)
-			if err != nil {
-				return time.Time{}, time.Time{}, err
-			}
-			if len(c.Entitlements) != 1 || c.Entitlements[0].RevokedAt == nil {
-				return time.Time{}, time.Time{}, fmt.Errorf("refund answered entitlements %+v, want one revoked", c.Entitlements)
-			}
-			return *c.Entitlements[0].RevokedAt, c.Receipt.IssuedAt, nil
-		}},
-		{"Revoke", func(ctx context.Context, s *fsstore.Store, _ payment.Payment, e entitlement.Entitlement) (time.Time, time.Time, error) {
-			got, err := s.RevokeEntitlement(ctx, e.ID)
-			if err != nil {
-				return time.Time{}, time.Time{}, err
-			}
-			if got.RevokedAt == nil {
-				return time.Time{}, time.Time{}, fmt.Errorf("revoke answered %+v, want it revoked", got)
-			}
-			return *got.RevokedAt, *got.RevokedAt, nil
-		}},
-	}
-	for _, tc := range ends {
-		t.Run(tc.name, func(t *testing.T) {
-			for trial := range trials {
-				prefix := emulator.Prefix(t)
-				client := emulator.Client(t)
-				ender := fsstore.New(client, fsstore.WithCollectionPrefix(prefix), fsstore.WithClock(lateClock(lag)))
-				consumer := fsstore.New(client, fsstore.WithCollectionPrefix(prefix))
-				p, e := paidCredits(t, consumer, 1_000_000)
-				charged := raceEnd(t, consumer, p.AgentID, callers, func() (time.Time, time.Time, error) {
-					return tc.end(t.Context(), ender, p, e)
-				})
-				revokedAt, issuedAt := charged.revokedAt, charged.issuedAt
-				if len(charged.consumptions) == 0 {
-					t.Fatalf("trial %d: no consume was charged before the %s", trial, tc.name)
-				}
-				late := 0
-				for _, c := range charged.consumptions {
-					if c.OccurredAt.After(revokedAt) || c.OccurredAt.After(issuedAt) {
-						late++
-						if late <= 3 {
-							t.Errorf("trial %d: consumption %s occurredAt %v, after revokedAt %v or issuedAt %v of the %s that committed after it",
-								trial, c.ID, c.OccurredAt, revokedAt, issuedAt, tc.name)
-						}
-					}
-				}
-				if late > 0 {
-					t.Fatalf("trial %d: %d of %d consumptions read later than the %s", trial, late, len(charged.consumptions), tc.name)
-				}
-				t.Logf("trial %d: %d consumptions, all at or before the %s at %v", trial, len(charged.consumptions), tc.name, revokedAt)
-			}
-		})
-	}
-}
-
-// orderSigning completes and refunds payments with a fake signature.
-var orderSigning = store.PaymentChange{Issuer: "order-test", Sign: func(r receipt.Receipt) (string, error) { return "jws-" + r.ID, nil }}
-
-// paidCredits creates and completes a payment granting cents USD of credits
-// on the search service to a new agent.
-func paidCredits(t *testing.T, s *fsstore.Store, cents int64) (payment.Payment, entitlement.Entitlement) {
-	t.Helper()
-	agent := "agent-" + uuid.NewString()[:8]
-	res, err := s.CreatePayment(t.Context(), payment.Payment{
-		AgentID: agent, Amount: money.Money{Cents: cents, Currency: "USD"}, Provider: payment.ProviderManual,
-		Grant:          payment.Grant{Type: entitlement.TypeCredits, Scope: entitlement.Scope{Service: "search"}},
-		IdempotencyKey: uuid.NewString(), Fingerprint: "fp",
+	conformance.RunCommitOrderTests(t, func(t *testing.T, endClock func() time.Time) (store.EntitlementStore, store.EntitlementStore) {
+		prefix := emulator.Prefix(t)
+		client := emulator.Client(t)
+		return fsstore.New(client, fsstore.WithCollectionPrefix(prefix), fsstore.WithClock(endClock)),
+			fsstore.New(client, fsstore.WithCollectionPrefix(prefix))
 	})
-	if err != nil {
-		t.Fatalf("CreatePayment: %v", err)
-	}
-	c, err := s.CompletePayment(t.Context(), res.Payment.ID, orderSigning)
-	if err != nil {
-		t.Fatalf("CompletePayment: %v", err)
-	}
-	return c.Payment, c.Entitlements[0]
-}
-
-// raced is what raceEnd saw: the stored consumptions and the instants of
-// the end.
-type raced struct {
-	consumptions        []entitlement.Consumption
-	revokedAt, issuedAt time.Time
-}
-
-// raceEnd runs callers that consume from agent's entitlement on s, over and
-// over, until it is ended; once three consumes per caller were charged
-// (the consumes flow), it ends it with end (retrying contention, which is
-// safe). It returns the stored consumptions and the end's instants.
-func raceEnd(t *testing.T, s *fsstore.Store, agent string, callers int, end func() (time.Time, time.Time, error)) raced {
-	t.Helper()
-	var (
-		wg      sync.WaitGroup
-		charged atomic.Int64
-		flowing = make(chan struct{})
-		ended   = make(chan struct{})
-	)
-	for c := range callers {
-		wg.Go(func() {
-			for j := 0; ; j++ {
-				select {
-				case <-ended:
-					return
-				default:
-				}
-				res, err := s.CheckAndConsume(t.Context(), entitlement.ConsumeRequest{
-					AgentID: agent, Service: "search", Tool: "web", IdempotencyKey: fmt.Sprint("c", c, "-", j),
-					Cost: &money.Money{Cents: 3, Currency: "USD"},
-				})
-				switch {
-				case err == nil && res.Outcome == store.Consumed:
-					if charged.Add(1) == 3*int64(callers) {
-						close(flowing)
-					}
-				case err == nil && res.Outcome == store.Denied:
-					return // revoked: nothing more to charge
-				}
-			}
-		})
-	}
-	allDone := make(chan struct{})
-	go func() { wg.Wait(); close(allDone) }()
-	select {
-	case <-flowing:
-	case <-allDone:
-		t.Fatalf("the callers stopped after %d consumes were charged, want at least %d", charged.Load(), 3*callers)
-	}
-	var out raced
-	var err error
-	for try := 0; try < 5; try++ {
-		if out.revokedAt, out.issuedAt, err = end(); store.CodeOf(err) != store.CodeUnavailable {
-			break
-		}
-	}
-	close(ended)
-	wg.Wait()
-	if err != nil {
-		t.Fatalf("ending the entitlement among consumes: %v", err)
-	}
-	for cursor := ""; ; {
-		items, next, err := s.ListConsumptions(t.Context(), agent, time.Time{}, store.Page{Limit: 100, Cursor: cursor})
-		if err != nil {
-			t.Fatalf("ListConsumptions: %v", err)
-		}
-		out.consumptions = append(out.consumptions, items...)
-		if next == "" {
-			return out
-		}
-		cursor = next
-	}
 }

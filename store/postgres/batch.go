@@ -63,7 +63,7 @@ type opResult struct {
 func (s *Store) applyBatch(ctx context.Context, entitlementID string, calls []coalesce.Call[op]) ([]coalesce.Result[opResult], error) {
 	var results []coalesce.Result[opResult]
 	err := s.run(ctx, "charge entitlement", func(tx pgx.Tx) error {
-		b := &batch{ctx: ctx, tx: tx, now: s.clock(), entitlementID: entitlementID}
+		b := &batch{ctx: ctx, tx: tx, clock: s.clock, entitlementID: entitlementID}
 		var err error
 		results, err = b.apply(calls)
 		return err
@@ -76,7 +76,8 @@ func (s *Store) applyBatch(ctx context.Context, entitlementID string, calls []co
 type batch struct {
 	ctx           context.Context
 	tx            pgx.Tx
-	now           time.Time
+	clock         func() time.Time
+	now           time.Time // read once the entitlement is locked: see Store.clock
 	entitlementID string
 
 	e     entitlement.Entitlement
@@ -180,6 +181,7 @@ func (b *batch) read(calls []coalesce.Call[op]) error {
 	if err := res.Close(); err != nil {
 		return err
 	}
+	b.now = b.clock()
 	if b.used, err = resolveKeys(b.ctx, b.tx, refs, b.now); err != nil {
 		return err
 	}

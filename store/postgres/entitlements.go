@@ -147,11 +147,11 @@ func (s *Store) ListEntitlements(ctx context.Context, agentID string, f store.En
 func (s *Store) RevokeEntitlement(ctx context.Context, id string) (entitlement.Entitlement, error) {
 	var out entitlement.Entitlement
 	err := s.run(ctx, "revoke entitlement", func(tx pgx.Tx) error {
-		now := s.clock()
 		e, err := lockEntitlement(ctx, tx, id)
 		if err != nil {
 			return err
 		}
+		now := s.clock() // after the lock: see Store.clock
 		if e.Status != entitlement.StatusRevoked {
 			if err := revoke(ctx, tx, &e, now); err != nil {
 				return err

@@ -103,3 +103,12 @@ func TestStore_PingUnreachable(t *testing.T) {
 		t.Errorf("Ping with no server: got %v (code %q), want code %q", err, got, store.CodeUnavailable)
 	}
 }
+
+// TestStore_InstantsInCommitOrder runs the commit-order suite on two
+// stores on one database.
+func TestStore_InstantsInCommitOrder(t *testing.T) {
+	conformance.RunCommitOrderTests(t, func(t *testing.T, endClock func() time.Time) (store.EntitlementStore, store.EntitlementStore) {
+		cfg := migrated(t)
+		return open(t, cfg, 1, endClock)[0], open(t, cfg, 1, time.Now)[0]
+	})
+}

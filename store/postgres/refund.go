@@ -27,11 +27,11 @@ func (s *Store) RefundConsumption(ctx context.Context, id string, amount entitle
 	}
 	var out store.RefundResult
 	err = s.run(ctx, "refund consumption", func(tx pgx.Tx) error {
-		now := s.clock()
 		e, err := lockEntitlement(ctx, tx, entitlementID)
 		if err != nil {
 			return err
 		}
+		now := s.clock() // after the lock: see Store.clock
 		c, err := scanConsumption(tx.QueryRow(ctx, `SELECT `+consumptionColumns+` FROM consumptions WHERE id = $1`, id))
 		if err != nil {
 			return err
@@ -103,7 +103,6 @@ func (s *Store) ExpireHolds(ctx context.Context, limit int) (int, error) {
 		n := 0
 		err := s.run(ctx, "expire holds", func(tx pgx.Tx) error {
 			n = 0
-			now := s.clock()
 			e, err := scanEntitlement(tx.QueryRow(ctx, `SELECT `+entitlementColumns+` FROM entitlements
 				WHERE id = $1 FOR UPDATE SKIP LOCKED`, id))
 			if errors.Is(err, pgx.ErrNoRows) {
@@ -112,6 +111,7 @@ func (s *Store) ExpireHolds(ctx context.Context, limit int) (int, error) {
 			if err != nil {
 				return err
 			}
+			now := s.clock() // after the lock: see Store.clock
 			expired := e.ExpireHolds(now)
 			if len(expired) == 0 {
 				return nil

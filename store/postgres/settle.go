@@ -224,11 +224,11 @@ func (s *Store) FailPayment(ctx context.Context, id string, ch store.PaymentChan
 func (s *Store) RefundPayment(ctx context.Context, id string, ch store.PaymentChange) (store.Completion, error) {
 	var out store.Completion
 	err := s.run(ctx, "refund payment", func(tx pgx.Tx) error {
-		now := s.clock()
 		c, err := readChange(ctx, tx, id, &ch)
 		if err != nil {
 			return err
 		}
+		now := s.clock()
 		p := c.p
 		if c.seen || p.Status.Toward(payment.StatusRefunded) == payment.Replay {
 			receiptID := p.ReceiptID
@@ -243,11 +243,12 @@ func (s *Store) RefundPayment(ctx context.Context, id string, ch store.PaymentCh
 		if p.Status.Toward(payment.StatusRefunded) == payment.Refuse {
 			return transition.RefusedPayment(id, p.Status, payment.StatusRefunded)
 		}
-		if err := s.markFence(ctx, tx, now); err != nil {
-			return err
-		}
 		es, err := paymentEntitlements(ctx, tx, &p, true)
 		if err != nil {
+			return err
+		}
+		now = s.clock() // after the entitlements' locks: see Store.clock
+		if err := s.markFence(ctx, tx, now); err != nil {
 			return err
 		}
 		grants := make([]receipt.Grant, 0, len(es))

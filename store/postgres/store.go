@@ -107,6 +107,14 @@ func New(pool *pgxpool.Pool, opts ...Option) *Store {
 
 // clock returns the current time as stored: UTC, microsecond precision
 // (PostgreSQL keeps no finer timestamps).
+//
+// A transaction that changes an entitlement reads the clock only once it holds the
+// entitlement's row lock: a transaction that committed first then committed
+// before the lock was granted, so an instant read after it is later, and
+// the audit trail (occurredAt, revokedAt, issuedAt) reads in commit order
+// (on one clock; across instances, within their clocks' skew). Read before
+// the lock, the instant would predate the wait, during which conflicting
+// transactions commit later instants (RunCommitOrderTests shows it).
 func (s *Store) clock() time.Time { return stamp(s.now()) }
 
 // stamp normalises an instant to what PostgreSQL stores.
