@@ -219,8 +219,22 @@ func (s *Server) afterAuth(c echo.Context, next echo.HandlerFunc) error {
 	return actual.(echo.HandlerFunc)(c)
 }
 
-// Handler returns the HTTP handler of every route.
-func (s *Server) Handler() http.Handler { return s.echo }
+// Handler returns the HTTP handler of every route. A HEAD request is
+// served by the GET route of its path, as net/http's ServeMux serves it:
+// the same authorization and status, and net/http sends the headers
+// without the body.
+func (s *Server) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodHead {
+			// A copy: net/http drops the body of the response to the
+			// original request, whose method stays HEAD.
+			g := r.Clone(r.Context())
+			g.Method = http.MethodGet
+			r = g
+		}
+		s.echo.ServeHTTP(w, r)
+	})
+}
 
 // Echo returns the underlying echo instance, for adding middleware or routes.
 func (s *Server) Echo() *echo.Echo { return s.echo }
