@@ -13,6 +13,10 @@ func (p *Payment) Clone() Payment {
 	c.FailedAt = cloneTime(p.FailedAt)
 	c.RefundedAt = cloneTime(p.RefundedAt)
 	c.EntitlementIDs = slices.Clone(p.EntitlementIDs)
+	if p.Checkout != nil {
+		co := *p.Checkout
+		c.Checkout = &co
+	}
 	return c
 }
 

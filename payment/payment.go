@@ -89,6 +89,9 @@ type Payment struct {
 	ReceiptID        string      `json:"receiptId,omitempty"`
 	RefundReceiptID  string      `json:"refundReceiptId,omitempty"`
 	EntitlementIDs   []string    `json:"entitlementIds,omitempty"`
+	// Checkout is the Stripe Checkout Session the payer pays through, for
+	// a payment made by POST /v1/checkout-sessions.
+	Checkout *Checkout `json:"checkout,omitempty"`
 	// IdempotencyKey and Fingerprint are how CreatePayment recognises a
 	// retry; they are stored, never shown.
 	IdempotencyKey string `json:"-"`
