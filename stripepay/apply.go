@@ -23,6 +23,8 @@ type Payments interface {
 	CompletePayment(ctx context.Context, id string, ch store.PaymentChange) (store.Completion, error)
 	FailPayment(ctx context.Context, id string, ch store.PaymentChange) (payment.Payment, error)
 	RefundPayment(ctx context.Context, id string, ch store.PaymentChange) (store.Completion, error)
+	RefundPaymentPart(ctx context.Context, id string, total money.Money, ch store.PaymentChange) (store.Completion, error)
+	DisputePayment(ctx context.Context, id string, ch store.PaymentChange) (payment.Payment, error)
 }
 
 // ErrNotYet is the error of an object Stipend made (its metadata names a
@@ -211,9 +213,11 @@ func (a *Applier) SessionFailed(ctx context.Context, s *stripe.CheckoutSession, 
 	return a.fail(ctx, &p, "stripe: checkout session "+why, in)
 }
 
-// ChargeRefunded revokes the grant of a payment whose charge was refunded
-// in full. A partial refund is logged and changes nothing; a failed
-// payment has nothing to revoke.
+// ChargeRefunded applies a refund of a payment's charge: in full, it
+// revokes what is left of the grant; in part, it takes the refunded amount
+// (the charge's amount_refunded, a running total) off what is left of a
+// credits grant. Either way a refund receipt is issued. A failed payment
+// has nothing to revoke.
 func (a *Applier) ChargeRefunded(ctx context.Context, ch *stripe.Charge, in *store.InboundEvent) (Result, error) {
 	intent := ""
 	if ch.PaymentIntent != nil {
@@ -226,10 +230,6 @@ func (a *Applier) ChargeRefunded(ctx context.Context, ch *stripe.Charge, in *sto
 	if !ok || err != nil {
 		return Ignored, err
 	}
-	if !ch.Refunded {
-		a.log().Info("stripe partial refund ignored", "payment", p.ID, "charge", ch.ID, "refunded", ch.AmountRefunded)
-		return Ignored, nil
-	}
 	if p.Status == payment.StatusFailed {
 		// Never granted (failed by a cancellation or by the billing
 		// integration): nothing to revoke. Refusing would only make Stripe
@@ -237,7 +237,49 @@ func (a *Applier) ChargeRefunded(ctx context.Context, ch *stripe.Charge, in *sto
 		a.log().Info("stripe refund of a failed payment acknowledged; nothing to revoke", "payment", p.ID)
 		return Ignored, nil
 	}
+	if !ch.Refunded && (ch.Amount == 0 || ch.AmountRefunded < ch.Amount) {
+		total := money.Money{Cents: ch.AmountRefunded, Currency: strings.ToUpper(string(ch.Currency))}
+		if total.Currency == "" {
+			total.Currency = p.Amount.Currency
+		}
+		if total.Cents <= 0 {
+			return Ignored, nil
+		}
+		_, err = a.Payments.RefundPaymentPart(ctx, p.ID, total, a.change(in))
+		return Applied, err
+	}
 	_, err = a.Payments.RefundPayment(ctx, p.ID, a.change(in))
+	return Applied, err
+}
+
+// DisputeCreated revokes what is left of the grant of a payment whose
+// charge the payer disputed, recording the dispute's reason. A dispute of
+// a refunded payment changes nothing; of a failed one, neither.
+func (a *Applier) DisputeCreated(ctx context.Context, d *stripe.Dispute, in *store.InboundEvent) (Result, error) {
+	intent := ""
+	switch {
+	case d.PaymentIntent != nil:
+		intent = d.PaymentIntent.ID
+	case d.Charge != nil && d.Charge.PaymentIntent != nil:
+		intent = d.Charge.PaymentIntent.ID
+	}
+	if intent == "" && d.Metadata[payment.MetadataKey] == "" {
+		return Ignored, errNoIntent
+	}
+	p, ok, err := a.find(ctx, d.Metadata, intent)
+	if !ok || err != nil {
+		return Ignored, err
+	}
+	if p.Status == payment.StatusFailed {
+		a.log().Info("stripe dispute of a failed payment acknowledged; nothing to revoke", "payment", p.ID)
+		return Ignored, nil
+	}
+	ch := a.change(in)
+	ch.Reason = payment.CleanFailureReason(fmt.Sprintf("stripe: dispute %s opened (%s)", d.ID, d.Reason))
+	_, err = a.Payments.DisputePayment(ctx, p.ID, ch)
+	if err == nil {
+		a.log().Warn("stripe dispute opened: the payment's grant is revoked; answer the dispute at Stripe", "payment", p.ID, "dispute", d.ID, "reason", string(d.Reason))
+	}
 	return Applied, err
 }
 

@@ -34,7 +34,11 @@ const (
 	StripePaymentFailed = "payment_intent.payment_failed"
 	// StripePaymentCanceled ends an intent for good: the payment fails.
 	StripePaymentCanceled = "payment_intent.canceled"
-	StripeChargeRefunded  = "charge.refunded"
+	// StripeChargeRefunded revokes the grant of a payment refunded in
+	// full; a partial refund takes the refunded amount off its credits.
+	StripeChargeRefunded = "charge.refunded"
+	// StripeDisputeCreated revokes the grant of a disputed payment.
+	StripeDisputeCreated = "charge.dispute.created"
 	// StripeCheckoutCompleted completes the payment of a paid session; an
 	// unpaid one (a delayed payment method) stays pending until
 	// StripeCheckoutAsyncSucceeded or StripeCheckoutAsyncFailed.
@@ -94,7 +98,7 @@ func signedAt(header string) (time.Time, bool) {
 //
 //   - 200: applied, replayed (seen before), or deliberately ignored: an
 //     unknown event type, a failed attempt (the payment stays pending, see
-//     StripePaymentFailed), a partial refund, an object Stipend did not
+//     StripePaymentFailed), an object Stipend did not
 //     make (no Stipend metadata) and no payment is linked to, a manual
 //     payment's intent, or a stale cancellation of a payment that already
 //     succeeded.
@@ -195,6 +199,7 @@ func (h *Stripe) appliers() map[string]applyFunc {
 			return stripepay.Ignored, nil
 		}),
 		StripeChargeRefunded:         decoded(a.ChargeRefunded),
+		StripeDisputeCreated:         decoded(a.DisputeCreated),
 		StripeCheckoutCompleted:      decoded(a.SessionCompleted),
 		StripeCheckoutAsyncSucceeded: decoded(a.SessionAsyncSucceeded),
 		StripeCheckoutAsyncFailed:    failed("async payment failed"),

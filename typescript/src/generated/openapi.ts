@@ -777,7 +777,7 @@ export type components = {
          * @description What an event says happened (docs/webhooks.md lists the data of each).
          * @enum {string}
          */
-        EventType: "payment.succeeded" | "payment.failed" | "payment.refunded" | "entitlement.granted" | "entitlement.revoked" | "entitlement.depleted" | "consumption.refunded";
+        EventType: "payment.succeeded" | "payment.failed" | "payment.refunded" | "entitlement.granted" | "entitlement.revoked" | "entitlement.depleted" | "consumption.refunded" | "payment.partially_refunded" | "payment.disputed";
         Account: {
             agentId: string;
             displayName?: string;
@@ -1021,6 +1021,14 @@ export type components = {
             refundReceiptId?: string;
             entitlementIds?: string[];
             checkout?: components["schemas"]["Checkout"];
+            /** @description What partial refunds gave back so far (Stripe's charge.refunded with refunded false); absent when none did. */
+            refundedAmount?: components["schemas"]["Money"];
+            /**
+             * Format: date-time
+             * @description When the payer disputed the charge (Stripe's charge.dispute.created); the grant was revoked.
+             */
+            disputedAt?: string;
+            disputeReason?: string;
         };
         FailRequest: {
             reason?: string;
@@ -1250,6 +1258,14 @@ export type components = {
             checkout?: components["schemas"]["Checkout"];
             /** @description Only for a stripe payment whose PaymentIntent Stipend made (no providerIntentId sent): the intent's client secret, with which the payer confirms it. */
             clientSecret?: string;
+            /** @description What partial refunds gave back so far (Stripe's charge.refunded with refunded false); absent when none did. */
+            refundedAmount?: components["schemas"]["Money"];
+            /**
+             * Format: date-time
+             * @description When the payer disputed the charge (Stripe's charge.dispute.created); the grant was revoked.
+             */
+            disputedAt?: string;
+            disputeReason?: string;
         };
         PaymentList: {
             items: components["schemas"]["Payment"][];
