@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stipend-mcp/stipend/internal/pgtest"
 	"github.com/stipend-mcp/stipend/internal/stripemock"
@@ -79,5 +80,38 @@ func TestStripeCmd_Refusals(t *testing.T) {
 				t.Errorf("stipend %v = %d, stderr %q; want 2 naming %q", tc.args, code, stderr, tc.want)
 			}
 		})
+	}
+}
+
+// TestMain_StripeSweep: serve's own sweep, on the memory store, completes
+// a stripe payment whose success event never arrived.
+func TestMain_StripeSweep(t *testing.T) {
+	stripeURL := stripemock.Patched(t, stripemock.URL(t), map[string]any{"status": "succeeded", "amount_received": 700, "currency": "usd"})
+	env := map[string]string{"STIPEND_STRIPE_SECRET_KEY": stripemock.Key, "STIPEND_STRIPE_API_URL": stripeURL}
+	keysOut := filepath.Join(t.TempDir(), "keys.json")
+	m := startMainEnv(t, env, "--dev-keys-out", keysOut, "--webhook-concurrency", "0",
+		"--stripe-sweep-interval", "20ms", "--stripe-sweep-age", "1ns")
+	billing := readDevKeys(t, keysOut).Billing
+	status, body := callIdempotent(t, http.DefaultClient, "POST", m.URL()+"/v1/payments", billing, "order-2", map[string]any{
+		"agentId": "agent-demo", "amount": map[string]any{"cents": 700, "currency": "USD"}, "provider": "stripe",
+		"grant": map[string]any{"type": "credits", "scope": map[string]any{"service": "search"}},
+	})
+	if status != http.StatusCreated {
+		t.Fatalf("POST /v1/payments: %d %v, want 201", status, body)
+	}
+	id := body["id"].(string)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		status, body = call(t, http.DefaultClient, "GET", m.URL()+"/v1/payments/"+id, billing, nil)
+		if status == http.StatusOK && body["status"] == "succeeded" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("payment still %v after 30 s of sweeps every 20 ms; logs:\n%s", body["status"], m.stderr)
+		}
+		time.Sleep(20 * time.Millisecond) // the sweep's own interval: nothing to wait on but its next tick
+	}
+	if !strings.Contains(m.stderr.String(), "payment reconciled from Stripe") {
+		t.Errorf("serve did not log the reconciled payment:\n%s", m.stderr)
 	}
 }
