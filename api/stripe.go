@@ -129,6 +129,10 @@ func (s *Server) createIntentPayment(c echo.Context, p payment.Payment) error {
 		if err != nil {
 			return err
 		}
+		if prior.ProviderIntentID == "" {
+			// Made before Stipend made PaymentIntents: there is none to read.
+			return c.JSON(http.StatusOK, intentPayment{Payment: prior})
+		}
 		pi, err := s.stripe.PaymentIntent(ctx, prior.ProviderIntentID)
 		if err != nil {
 			return stripeProblem(err)

@@ -15,3 +15,9 @@ type Checkout struct {
 // holds the Stipend payment ID: events and reads of those objects are linked
 // to their payment by it first, by their PaymentIntent ID second.
 const MetadataKey = "stipend_payment_id"
+
+// IssuerMetadataKey is the metadata key, on the Stripe objects Stipend
+// makes, that holds the receipts' issuer of the deployment that made them:
+// a deployment ignores the events of another's objects on a Stripe account
+// they share (a staging and a production service on one test account).
+const IssuerMetadataKey = "stipend_issuer"

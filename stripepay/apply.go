@@ -75,8 +75,13 @@ func (a *Applier) log() *slog.Logger {
 // find returns the payment an object is about: the one its metadata names
 // (ErrNotYet while the store does not show it), else the one linked to
 // intentID. ok is false for an object that is not about a Stripe payment of
-// Stipend's: those are ignored.
+// this Stipend's (one made by another issuer's, see
+// payment.IssuerMetadataKey): those are ignored.
 func (a *Applier) find(ctx context.Context, meta map[string]string, intentID string) (p payment.Payment, ok bool, err error) {
+	if iss := meta[payment.IssuerMetadataKey]; iss != "" && a.Issuer != "" && iss != a.Issuer {
+		a.log().Info("stripe object of another Stipend deployment ignored", "issuer", iss, "payment", meta[payment.MetadataKey])
+		return payment.Payment{}, false, nil
+	}
 	if id := meta[payment.MetadataKey]; id != "" {
 		p, err = a.Payments.GetPayment(ctx, id)
 		if errors.Is(err, store.ErrNotFound) {

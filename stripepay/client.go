@@ -29,6 +29,10 @@ type Config struct {
 	URL string
 	// HTTPClient makes the requests; nil is stripe-go's default (80 s timeout).
 	HTTPClient *http.Client
+	// Issuer is the receipts' issuer of this deployment, written into the
+	// metadata of every object made (payment.IssuerMetadataKey) so that an
+	// Applier of another issuer ignores their events; empty writes none.
+	Issuer string
 	// MaxNetworkRetries is how often stripe-go retries a request that failed
 	// on the network or with a 409/5xx (with the same idempotency key, so a
 	// retried create makes one object); nil is stripe-go's default (2).
@@ -37,7 +41,8 @@ type Config struct {
 
 // Client makes and reads the Stripe objects of Stipend's payments.
 type Client struct {
-	sc *stripe.Client
+	sc     *stripe.Client
+	issuer string
 }
 
 // New returns a client of cfg; a missing secret key is an error.
@@ -55,7 +60,17 @@ func New(cfg Config) (*Client, error) {
 	if cfg.URL != "" {
 		bc.URL = stripe.String(strings.TrimRight(cfg.URL, "/"))
 	}
-	return &Client{sc: stripe.NewClient(strings.TrimSpace(cfg.SecretKey), stripe.WithBackends(stripe.NewBackendsWithConfig(bc)))}, nil
+	sc := stripe.NewClient(strings.TrimSpace(cfg.SecretKey), stripe.WithBackends(stripe.NewBackendsWithConfig(bc)))
+	return &Client{sc: sc, issuer: cfg.Issuer}, nil
+}
+
+// metadata is the metadata of p's objects: its ID, and the issuer.
+func (c *Client) metadata(p *payment.Payment) map[string]string {
+	m := map[string]string{payment.MetadataKey: p.ID}
+	if c.issuer != "" {
+		m[payment.IssuerMetadataKey] = c.issuer
+	}
+	return m
 }
 
 // PaymentID returns the ID of the payment created with a Stipend
@@ -85,7 +100,7 @@ func (c *Client) CreatePaymentIntent(ctx context.Context, p *payment.Payment, ke
 	params := &stripe.PaymentIntentCreateParams{
 		Amount:                  stripe.Int64(p.Amount.Cents),
 		Currency:                stripe.String(strings.ToLower(p.Amount.Currency)),
-		Metadata:                map[string]string{payment.MetadataKey: p.ID},
+		Metadata:                c.metadata(p),
 		AutomaticPaymentMethods: &stripe.PaymentIntentCreateAutomaticPaymentMethodsParams{Enabled: stripe.Bool(true)},
 	}
 	if p.Description != "" {
@@ -117,7 +132,7 @@ func (c *Client) CreateCheckoutSession(ctx context.Context, p *payment.Payment, 
 	if name == "" {
 		name = "Credits"
 	}
-	meta := map[string]string{payment.MetadataKey: p.ID}
+	meta := c.metadata(p)
 	params := &stripe.CheckoutSessionCreateParams{
 		Mode:              stripe.String(string(stripe.CheckoutSessionModePayment)),
 		SuccessURL:        stripe.String(r.SuccessURL),

@@ -148,11 +148,14 @@ func TestStripe_OutOfOrder(t *testing.T) {
 	}
 }
 
-// TestStripe_NotStipends: objects Stipend did not make (no metadata, no
-// linked intent) are acknowledged and ignored, and so are events about a
-// manual payment's intent.
+// TestStripe_NotStipends: objects this Stipend did not make (no metadata,
+// no linked intent, another issuer's metadata) are acknowledged and
+// ignored, and so are events about a manual payment's intent.
 func TestStripe_NotStipends(t *testing.T) {
 	e := newStripeEnv(t)
+	// Made by another Stipend on the same Stripe account: its issuer is not ours.
+	e.mustDeliver(t, stripeEvent("evt_other_issuer", webhook.StripePaymentSucceeded,
+		`{"id":"pi_theirs","object":"payment_intent","status":"succeeded","metadata":{"stipend_payment_id":"theirs","stipend_issuer":"https://staging.example"}}`), http.StatusOK)
 	e.mustDeliver(t, stripeEvent("evt_other_cs", webhook.StripeCheckoutCompleted,
 		`{"id":"cs_other","object":"checkout.session","status":"complete","payment_status":"paid","client_reference_id":"order-7","payment_intent":"pi_other"}`), http.StatusOK)
 	res, err := e.store.CreatePayment(context.Background(), payment.Payment{

@@ -26,7 +26,7 @@ func (m *Main) stripeClient() (*stripepay.Client, error) {
 	if key == "" {
 		return nil, nil
 	}
-	client, err := stripepay.New(stripepay.Config{SecretKey: key, URL: c.StripeAPIURL})
+	client, err := stripepay.New(stripepay.Config{SecretKey: key, URL: c.StripeAPIURL, Issuer: c.Issuer})
 	if err != nil {
 		return nil, err
 	}

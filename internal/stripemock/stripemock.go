@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"sync"
 	"testing"
 
 	"github.com/stipend-mcp/stipend/stripepay"
@@ -65,13 +66,54 @@ func Misrouted(tb testing.TB, base string) string {
 	return proxy(tb, base, "/stipend-misrouted", nil)
 }
 
+// Request is a request a Recording server passed on: its method, path,
+// Idempotency-Key header and form.
+type Request struct {
+	Method, Path, IdempotencyKey string
+	Form                         url.Values
+}
+
+// Recording starts a server in front of the stripe-mock at base that
+// passes every request on and records it; requests returns what it
+// recorded so far. It is stopped with the test.
+func Recording(tb testing.TB, base string) (srvURL string, requests func() []Request) {
+	tb.Helper()
+	var mu sync.Mutex
+	var got []Request
+	srvURL = proxyWith(tb, base, "", nil, func(r *http.Request, body []byte) {
+		form, _ := url.ParseQuery(string(body))
+		mu.Lock()
+		got = append(got, Request{Method: r.Method, Path: r.URL.Path, IdempotencyKey: r.Header.Get("Idempotency-Key"), Form: form})
+		mu.Unlock()
+	})
+	return srvURL, func() []Request {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]Request(nil), got...)
+	}
+}
+
 func proxy(tb testing.TB, base, prefix string, patch map[string]any) string {
+	return proxyWith(tb, base, prefix, patch, nil)
+}
+
+// proxyWith passes requests on to base under prefix, hands each (with its
+// body) to record if set, and patches the JSON objects answered.
+func proxyWith(tb testing.TB, base, prefix string, patch map[string]any, record func(*http.Request, []byte)) string {
 	target, err := url.Parse(base)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		out, err := http.NewRequestWithContext(r.Context(), r.Method, target.JoinPath(prefix, r.URL.Path).String()+"?"+r.URL.RawQuery, r.Body)
+		in, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		if record != nil {
+			record(r, in)
+		}
+		out, err := http.NewRequestWithContext(r.Context(), r.Method, target.JoinPath(prefix, r.URL.Path).String()+"?"+r.URL.RawQuery, bytes.NewReader(in))
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadGateway)
 			return
