@@ -98,10 +98,10 @@ func signedAt(header string) (time.Time, bool) {
 //
 //   - 200: applied, replayed (seen before), or deliberately ignored: an
 //     unknown event type, a failed attempt (the payment stays pending, see
-//     StripePaymentFailed), an object Stipend did not
-//     make (no Stipend metadata) and no payment is linked to, a manual
-//     payment's intent, or a stale cancellation of a payment that already
-//     succeeded.
+//     StripePaymentFailed), an object this Stipend did not make (no
+//     Stipend metadata, or another issuer's) and no payment is linked to,
+//     a manual payment's intent, or a stale cancellation or expiry of a
+//     payment that already succeeded.
 //   - 400: the signature is missing or wrong, its timestamp is more than the
 //     tolerance away from the clock (older or ahead), or the payload is
 //     malformed.
