@@ -50,6 +50,9 @@ func (b *paymentBody) Validate() error {
 	if b.Amount.Cents <= 0 {
 		return Invalid("amount.cents", "must be positive")
 	}
+	if b.Provider == payment.ProviderManual && b.ProviderIntentID != "" {
+		return Invalid("providerIntentId", "only a stripe payment is linked to a provider intent")
+	}
 	return b.Grant.validate("grant.")
 }
 
@@ -108,6 +111,9 @@ func (s *Server) createPayment(c echo.Context) error {
 		UpdatedAt:        now,
 		IdempotencyKey:   key,
 		Fingerprint:      fingerprint,
+	}
+	if p.Provider == payment.ProviderStripe && p.ProviderIntentID == "" {
+		return s.createIntentPayment(c, p)
 	}
 	res, err := s.store.CreatePayment(storeCtx(c), p)
 	if errors.Is(err, store.ErrConflict) {

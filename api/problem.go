@@ -33,7 +33,9 @@ type Error struct {
 	Detail  string
 	Errors  []problem.FieldError
 	Reasons []entitlement.Denial
-	Err     error
+	// ProviderRequestID is the payment provider's request ID, shown.
+	ProviderRequestID string
+	Err               error
 }
 
 // Error describes the problem for logs.
@@ -74,7 +76,7 @@ func problemOf(err error) (problem.Problem, bool) {
 	var ae *Error
 	if errors.As(err, &ae) {
 		p := problem.New(ae.Status, ae.Kind, ae.Detail)
-		p.Errors, p.Reasons = ae.Errors, ae.Reasons
+		p.Errors, p.Reasons, p.ProviderRequestID = ae.Errors, ae.Reasons, ae.ProviderRequestID
 		return p, ae.Status >= 500 && ae.Err != nil
 	}
 	var ke *idempotency.KeyError

@@ -26,6 +26,7 @@ import (
 	"github.com/stipend-mcp/stipend/problem"
 	"github.com/stipend-mcp/stipend/receipt"
 	"github.com/stipend-mcp/stipend/store"
+	"github.com/stipend-mcp/stipend/stripepay"
 )
 
 // DefaultBodyLimit is the largest request body accepted when Config.BodyLimit is 0.
@@ -78,6 +79,10 @@ type Config struct {
 	RouteMiddleware func(method, path string) []echo.MiddlewareFunc
 	// Webhooks, if set, adds the webhook endpoint, delivery and Stripe routes (webhooks.go).
 	Webhooks *WebhookConfig
+	// Stripe, if set, makes the Stripe objects of payments: Checkout
+	// Sessions (POST /v1/checkout-sessions) and the PaymentIntent of a
+	// stripe payment created without one (stripe.go).
+	Stripe *stripepay.Client
 }
 
 // Server is the REST service.
@@ -98,6 +103,7 @@ type Server struct {
 	ids       *requestIDs
 	cors      []string
 	routeMW   func(method, path string) []echo.MiddlewareFunc
+	stripe    *stripepay.Client
 	chains    sync.Map // "METHOD path" → echo.HandlerFunc: next wrapped in routeMW's middleware
 }
 
@@ -119,7 +125,7 @@ func New(cfg Config) (*Server, error) {
 		store: cfg.Store, keys: cfg.Keys, signer: cfg.Signer, issuer: cfg.Issuer,
 		log: cfg.Logger, registry: cfg.Registry, now: cfg.Now, bodyLimit: cfg.BodyLimit,
 		ready: cfg.ReadyTimeout, timeout: cfg.StoreTimeout, validate: newValidator(), ids: newRequestIDs(),
-		cors: cfg.CORSOrigins, routeMW: cfg.RouteMiddleware,
+		cors: cfg.CORSOrigins, routeMW: cfg.RouteMiddleware, stripe: cfg.Stripe,
 	}
 	if s.issuer == "" {
 		s.issuer = "stipend"
@@ -172,6 +178,7 @@ func (s *Server) routes() {
 	s.registerAccounts(v1)
 	s.registerPayments(v1)
 	s.registerReceipts(v1)
+	s.registerStripe(v1)
 }
 
 // group registers routes under a path prefix.

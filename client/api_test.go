@@ -33,7 +33,7 @@ type clients struct {
 // startStipend runs the REST service on the memory store on loopback, as
 // `stipend serve` runs it: its key-requiring routes go through an
 // idempotency ledger (in memory). Its clock moves only when told.
-func startStipend(t *testing.T) clients {
+func startStipend(t *testing.T, opts ...func(*api.Config)) clients {
 	t.Helper()
 	var entries []apikey.Key
 	raw := map[apikey.Role]string{}
@@ -55,8 +55,12 @@ func startStipend(t *testing.T) clients {
 	}
 	clock := conformance.NewClock()
 	st := memory.New(memory.WithClock(clock.Now))
-	srv, err := api.New(api.Config{Store: st, Keys: keys, Signer: signer,
-		Development: true, Now: clock.Now, Webhooks: &api.WebhookConfig{AllowPrivate: true}})
+	cfg := api.Config{Store: st, Keys: keys, Signer: signer,
+		Development: true, Now: clock.Now, Webhooks: &api.WebhookConfig{AllowPrivate: true}}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	srv, err := api.New(cfg)
 	if err != nil {
 		t.Fatalf("api.New: %v", err)
 	}

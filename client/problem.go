@@ -28,6 +28,9 @@ type Problem struct {
 	Reasons []entitlement.Denial `json:"reasons,omitempty"`
 	// RequestID is the server's id for the request, for its logs.
 	RequestID string `json:"requestId,omitempty"`
+	// ProviderRequestID is Stripe's id of the request Stipend made, on a
+	// 502 provider-error or a 400 Stripe refused.
+	ProviderRequestID string `json:"providerRequestId,omitempty"`
 	// RetryAfter is the server's Retry-After header, if any (seconds only).
 	RetryAfter time.Duration `json:"-"`
 }

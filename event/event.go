@@ -23,8 +23,20 @@ const (
 	ConsumptionRefunded Type = "consumption.refunded"
 )
 
+// The events of payments with Stripe (docs/stripe.md); data is the payment.
+const (
+	// PaymentPartiallyRefunded: part of a succeeded payment was refunded
+	// and taken off what is left of its credits grant; refundedAmount is
+	// the total so far.
+	PaymentPartiallyRefunded Type = "payment.partially_refunded"
+	// PaymentDisputed: the payer disputed the charge; the grant was revoked
+	// (an entitlement.revoked event each) and disputeReason says why.
+	PaymentDisputed Type = "payment.disputed"
+)
+
 // Types lists every event type, in a stable order.
-var Types = []Type{PaymentSucceeded, PaymentFailed, PaymentRefunded, EntitlementGranted, EntitlementRevoked, EntitlementDepleted, ConsumptionRefunded}
+var Types = []Type{PaymentSucceeded, PaymentFailed, PaymentRefunded, EntitlementGranted, EntitlementRevoked, EntitlementDepleted, ConsumptionRefunded,
+	PaymentPartiallyRefunded, PaymentDisputed}
 
 // Event is one outbox entry. Data is the JSON object delivered as the
 // webhook's "data"; it is stored and sent as these exact bytes.

@@ -13,6 +13,15 @@ func (p *Payment) Clone() Payment {
 	c.FailedAt = cloneTime(p.FailedAt)
 	c.RefundedAt = cloneTime(p.RefundedAt)
 	c.EntitlementIDs = slices.Clone(p.EntitlementIDs)
+	c.DisputedAt = cloneTime(p.DisputedAt)
+	if p.RefundedAmount != nil {
+		r := *p.RefundedAmount
+		c.RefundedAmount = &r
+	}
+	if p.Checkout != nil {
+		co := *p.Checkout
+		c.Checkout = &co
+	}
 	return c
 }
 

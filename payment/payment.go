@@ -89,6 +89,16 @@ type Payment struct {
 	ReceiptID        string      `json:"receiptId,omitempty"`
 	RefundReceiptID  string      `json:"refundReceiptId,omitempty"`
 	EntitlementIDs   []string    `json:"entitlementIds,omitempty"`
+	// RefundedAmount is what partial refunds gave back so far
+	// (ProviderPayments.RefundPaymentPart); absent when none did.
+	RefundedAmount *money.Money `json:"refundedAmount,omitempty"`
+	// DisputedAt and DisputeReason are set when the payer disputed the
+	// charge (ProviderPayments.DisputePayment): the grant was revoked.
+	DisputedAt    *time.Time `json:"disputedAt,omitempty"`
+	DisputeReason string     `json:"disputeReason,omitempty"`
+	// Checkout is the Stripe Checkout Session the payer pays through, for
+	// a payment made by POST /v1/checkout-sessions.
+	Checkout *Checkout `json:"checkout,omitempty"`
 	// IdempotencyKey and Fingerprint are how CreatePayment recognises a
 	// retry; they are stored, never shown.
 	IdempotencyKey string `json:"-"`

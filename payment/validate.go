@@ -27,6 +27,14 @@ func (p *Payment) Validate() error {
 	if p.Amount.Cents < 0 {
 		return &field.Error{Field: "amount.cents", Reason: "must not be negative"}
 	}
+	if p.Checkout != nil {
+		if p.Checkout.SessionID == "" {
+			return &field.Error{Field: "checkout.sessionId", Reason: "is required"}
+		}
+		if !entitlement.ValidInstant(p.Checkout.ExpiresAt) {
+			return &field.Error{Field: "checkout.expiresAt", Reason: "must be within the years 0001–9999 in UTC"}
+		}
+	}
 	for _, f := range []struct {
 		name string
 		t    *time.Time

@@ -46,6 +46,10 @@ const (
 	UnsupportedMediaType Kind = "unsupported-media-type" // 415
 	Internal             Kind = "internal"               // 500
 	Unavailable          Kind = "unavailable"            // 503
+	// ProviderError: the payment provider (Stripe) refused or did not
+	// answer a call Stipend made for the request (ProviderRequestID names
+	// Stripe's request). Nothing was left half-made.
+	ProviderError Kind = "provider-error" // 502
 
 	IdempotencyKeyMissing       Kind = "idempotency-key-missing"        // 400
 	IdempotencyKeyInvalid       Kind = "idempotency-key-invalid"        // 400
@@ -69,6 +73,7 @@ var titles = map[Kind]string{
 	UnsupportedMediaType: "Unsupported media type",
 	Internal:             "Internal error",
 	Unavailable:          "Service unavailable",
+	ProviderError:        "Payment provider error",
 
 	IdempotencyKeyMissing:       "Idempotency-Key required",
 	IdempotencyKeyInvalid:       "Invalid Idempotency-Key",
@@ -103,6 +108,10 @@ type Problem struct {
 	Reference   string `json:"reference,omitempty"`
 	OperationID string `json:"operationId,omitempty"`
 	TraceID     string `json:"traceId,omitempty"`
+	// ProviderRequestID is, on a provider-error 502 or a 400 the provider
+	// refused, the provider's ID of the request (Stripe's Request-Id), to
+	// look it up in the provider's dashboard.
+	ProviderRequestID string `json:"providerRequestId,omitempty"`
 }
 
 // FieldError names one refused field of a request. Field is a dotted JSON

@@ -11,20 +11,20 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stripe/stripe-go/v82"
 	stripewebhook "github.com/stripe/stripe-go/v82/webhook"
 
-	"github.com/stipend-mcp/stipend/money"
-	"github.com/stipend-mcp/stipend/payment"
 	"github.com/stipend-mcp/stipend/receipt"
 	"github.com/stipend-mcp/stipend/store"
+	"github.com/stipend-mcp/stipend/stripepay"
 )
 
 // StripeSource is the inbound source name of Stripe events
 // (store.InboundEvent.Source).
 const StripeSource = "stripe"
 
-// The Stripe event types Stripe reads; every other type is acknowledged and
-// ignored.
+// The Stripe event types Stipend reads; every other type is acknowledged and
+// ignored. docs/stripe.md says what each one does.
 const (
 	StripePaymentSucceeded = "payment_intent.succeeded"
 	// StripePaymentFailed reports a failed attempt, not a failed intent: the
@@ -34,22 +34,29 @@ const (
 	StripePaymentFailed = "payment_intent.payment_failed"
 	// StripePaymentCanceled ends an intent for good: the payment fails.
 	StripePaymentCanceled = "payment_intent.canceled"
-	StripeChargeRefunded  = "charge.refunded"
+	// StripeChargeRefunded revokes the grant of a payment refunded in
+	// full; a partial refund takes the refunded amount off its credits.
+	StripeChargeRefunded = "charge.refunded"
+	// StripeDisputeCreated revokes the grant of a disputed payment.
+	StripeDisputeCreated = "charge.dispute.created"
+	// StripeCheckoutCompleted completes the payment of a paid session; an
+	// unpaid one (a delayed payment method) stays pending until
+	// StripeCheckoutAsyncSucceeded or StripeCheckoutAsyncFailed.
+	StripeCheckoutCompleted      = "checkout.session.completed"
+	StripeCheckoutAsyncSucceeded = "checkout.session.async_payment_succeeded"
+	StripeCheckoutAsyncFailed    = "checkout.session.async_payment_failed"
+	// StripeCheckoutExpired fails the payment of a session never paid.
+	StripeCheckoutExpired = "checkout.session.expired"
 )
 
 // PaymentStore is the part of store.EntitlementStore that inbound provider
 // events change.
-type PaymentStore interface {
-	FindPaymentByProviderIntentID(ctx context.Context, intentID string) (payment.Payment, error)
-	CompletePayment(ctx context.Context, id string, ch store.PaymentChange) (store.Completion, error)
-	FailPayment(ctx context.Context, id string, ch store.PaymentChange) (payment.Payment, error)
-	RefundPayment(ctx context.Context, id string, ch store.PaymentChange) (store.Completion, error)
-}
+type PaymentStore = stripepay.Payments
 
-// Stripe applies verified Stripe webhook events to payments. Each change
-// carries the Stripe event ID as store.PaymentChange.Inbound, which the store
-// records in the same transaction as the change: a redelivered event
-// changes nothing.
+// Stripe applies verified Stripe webhook events to payments, through a
+// stripepay.Applier. Each change carries the Stripe event ID as
+// store.PaymentChange.Inbound, which the store records in the same
+// transaction as the change: a redelivered event changes nothing.
 type Stripe struct {
 	Payments PaymentStore
 	// Secret is the endpoint's signing secret (whsec_… from Stripe). Without
@@ -64,54 +71,6 @@ type Stripe struct {
 	Tolerance time.Duration
 	// Logger receives one line per ignored or refused event (default slog.Default()).
 	Logger *slog.Logger
-}
-
-// stripeObject holds the fields Stripe reads from an event's data.object:
-// a PaymentIntent (id, amount_received, currency, cancellation_reason,
-// last_payment_error) or a Charge (payment_intent, refunded).
-type stripeObject struct {
-	ID                 string `json:"id"`
-	AmountReceived     *int64 `json:"amount_received"`
-	Currency           string `json:"currency"`
-	PaymentIntent      string `json:"payment_intent"`
-	Refunded           bool   `json:"refunded"`
-	CancellationReason string `json:"cancellation_reason"`
-	LastPaymentError   *struct {
-		Message string `json:"message"`
-	} `json:"last_payment_error"`
-}
-
-// checkAmount refuses a succeeded intent that received another amount than
-// the payment's: completing it would grant what was not paid for. Stripe
-// amounts are in the currency's smallest unit, as Money's are; Stripe
-// writes currencies in lower case. An event without the fields (never one
-// from Stripe) is not checked.
-func (o *stripeObject) checkAmount(want money.Money) error {
-	if o.AmountReceived == nil && o.Currency == "" {
-		return nil
-	}
-	got := money.Money{Currency: strings.ToUpper(o.Currency)}
-	if o.AmountReceived != nil {
-		got.Cents = *o.AmountReceived
-	}
-	if got != want {
-		return fmt.Errorf("intent %s received %d %s, the payment is %d %s", o.ID, got.Cents, got.Currency, want.Cents, want.Currency)
-	}
-	return nil
-}
-
-// failureReason says why an intent was canceled, for Payment.FailureReason:
-// cleaned and capped as every failure reason is (payment.CleanFailureReason),
-// since the event's text is the payer's bank's or Stripe's, of any length.
-func (o *stripeObject) failureReason() string {
-	r := "stripe: payment canceled"
-	if o.CancellationReason != "" {
-		r += " (" + o.CancellationReason + ")"
-	}
-	if o.LastPaymentError != nil && o.LastPaymentError.Message != "" {
-		r += "; last attempt: " + o.LastPaymentError.Message
-	}
-	return payment.CleanFailureReason(r)
 }
 
 // signedAt returns the timestamp (t=) of a Stripe-Signature header that
@@ -139,18 +98,20 @@ func signedAt(header string) (time.Time, bool) {
 //
 //   - 200: applied, replayed (seen before), or deliberately ignored: an
 //     unknown event type, a failed attempt (the payment stays pending, see
-//     StripePaymentFailed), a partial refund, an intent no Stipend payment is
-//     linked to (billing integrations create the payment before confirming
-//     the intent), or a stale cancellation of a payment that already
-//     succeeded.
+//     StripePaymentFailed), an object this Stipend did not make (no
+//     Stipend metadata, or another issuer's) and no payment is linked to,
+//     a manual payment's intent, or a stale cancellation or expiry of a
+//     payment that already succeeded.
 //   - 400: the signature is missing or wrong, its timestamp is more than the
 //     tolerance away from the clock (older or ahead), or the payload is
 //     malformed.
-//   - 409: the payment is not in a state the event can change (a success for
-//     a failed payment, a refund before the success arrived): Stripe retries,
-//     which resolves events that arrived out of order. Also a success whose
-//     intent received another amount or currency than the payment's: nothing
-//     is granted, and Stripe's retries give an operator time to look.
+//   - 409: an object Stipend made whose payment the store does not show yet
+//     (an event that overtook the payment's creation), or a payment not in
+//     a state the event can change (a success for a failed payment, a
+//     refund before the success arrived): Stripe retries, which resolves
+//     events that arrived out of order. Also a success that received
+//     another amount or currency than the payment's: nothing is granted,
+//     and Stripe's retries give an operator time to look.
 //   - 503: no secret is configured, or the store is unavailable.
 //   - 500: anything else.
 func (h *Stripe) Handle(ctx context.Context, payload []byte, sig string) (int, error) {
@@ -176,73 +137,74 @@ func (h *Stripe) Handle(ctx context.Context, payload []byte, sig string) (int, e
 		return http.StatusBadRequest, errors.New("stripe event: no id or data")
 	}
 	typ := string(ev.Type)
-	if typ != StripePaymentSucceeded && typ != StripePaymentFailed && typ != StripePaymentCanceled && typ != StripeChargeRefunded {
+	apply, known := h.appliers()[typ]
+	if !known {
 		return http.StatusOK, nil
 	}
-	var obj stripeObject
-	if err := json.Unmarshal(ev.Data.Raw, &obj); err != nil {
+	_, err = apply(ctx, ev.Data.Raw, &store.InboundEvent{Source: StripeSource, EventID: ev.ID})
+	var bad *malformed
+	switch {
+	case err == nil:
+		return http.StatusOK, nil
+	case errors.As(err, &bad), stripepay.ErrMalformed(err):
 		return http.StatusBadRequest, fmt.Errorf("stripe event %s: data.object: %w", ev.ID, err)
+	case errors.Is(err, stripepay.ErrNotYet):
+		h.logger().Info("stripe event for a payment not visible yet; Stripe will deliver it again", "event", ev.ID, "type", typ, "err", err)
+		return http.StatusConflict, err
+	case errors.Is(err, stripepay.ErrAmountMismatch):
+		return http.StatusConflict, err
 	}
-	if typ == StripePaymentFailed {
-		msg := ""
-		if obj.LastPaymentError != nil {
-			msg = obj.LastPaymentError.Message
+	h.logger().Warn("stripe event not applied", "event", ev.ID, "type", typ, "err", err)
+	return statusOf(err), err
+}
+
+// malformed is a data.object that does not decode as its event type's object.
+type malformed struct{ err error }
+
+func (m *malformed) Error() string { return m.err.Error() }
+
+// applyFunc applies one event's data.object.
+type applyFunc func(ctx context.Context, raw []byte, in *store.InboundEvent) (stripepay.Result, error)
+
+// decoded returns an applyFunc that decodes data.object into a T (a
+// stripe-go object) and hands it to f.
+func decoded[T any](f func(context.Context, *T, *store.InboundEvent) (stripepay.Result, error)) applyFunc {
+	return func(ctx context.Context, raw []byte, in *store.InboundEvent) (stripepay.Result, error) {
+		var obj T
+		if err := json.Unmarshal(raw, &obj); err != nil {
+			return stripepay.Ignored, &malformed{err}
 		}
-		h.logger().Info("stripe payment attempt failed; the payment stays pending until the intent succeeds or is canceled",
-			"event", ev.ID, "intent", obj.ID, "error", msg)
-		return http.StatusOK, nil
+		return f(ctx, &obj, in)
 	}
-	intent := obj.ID
-	if typ == StripeChargeRefunded {
-		intent = obj.PaymentIntent
-		if !obj.Refunded {
-			h.logger().Info("stripe partial refund ignored", "event", ev.ID, "charge", obj.ID)
-			return http.StatusOK, nil
-		}
+}
+
+// appliers maps each event type Stipend reads to what it does.
+func (h *Stripe) appliers() map[string]applyFunc {
+	a := &stripepay.Applier{Payments: h.Payments, Issuer: h.Issuer, Sign: h.Sign, Logger: h.logger()}
+	failed := func(why string) applyFunc {
+		return decoded(func(ctx context.Context, s *stripe.CheckoutSession, in *store.InboundEvent) (stripepay.Result, error) {
+			return a.SessionFailed(ctx, s, why, in)
+		})
 	}
-	if intent == "" {
-		return http.StatusBadRequest, fmt.Errorf("stripe event %s: data.object names no payment intent", ev.ID)
+	return map[string]applyFunc{
+		StripePaymentSucceeded: decoded(a.IntentSucceeded),
+		StripePaymentCanceled:  decoded(a.IntentCanceled),
+		StripePaymentFailed: decoded(func(_ context.Context, pi *stripe.PaymentIntent, _ *store.InboundEvent) (stripepay.Result, error) {
+			msg := ""
+			if pi.LastPaymentError != nil {
+				msg = pi.LastPaymentError.Msg
+			}
+			h.logger().Info("stripe payment attempt failed; the payment stays pending until the intent succeeds or is canceled",
+				"intent", pi.ID, "error", msg)
+			return stripepay.Ignored, nil
+		}),
+		StripeChargeRefunded:         decoded(a.ChargeRefunded),
+		StripeDisputeCreated:         decoded(a.DisputeCreated),
+		StripeCheckoutCompleted:      decoded(a.SessionCompleted),
+		StripeCheckoutAsyncSucceeded: decoded(a.SessionAsyncSucceeded),
+		StripeCheckoutAsyncFailed:    failed("async payment failed"),
+		StripeCheckoutExpired:        failed("expired"),
 	}
-	p, err := h.Payments.FindPaymentByProviderIntentID(ctx, intent)
-	if errors.Is(err, store.ErrNotFound) {
-		h.logger().Warn("stripe event for an unknown payment intent ignored", "event", ev.ID, "type", typ, "intent", intent)
-		return http.StatusOK, nil
-	}
-	if err != nil {
-		return statusOf(err), err
-	}
-	ch := store.PaymentChange{Issuer: h.Issuer, Sign: h.Sign, Inbound: &store.InboundEvent{Source: StripeSource, EventID: ev.ID}}
-	switch typ {
-	case StripePaymentSucceeded:
-		if err := obj.checkAmount(p.Amount); err != nil {
-			h.logger().Error("stripe payment not completed: the intent received another amount than the payment's; "+
-				"refund the intent at Stripe and fail the payment (POST /v1/payments/{id}/fail), or succeed it by hand",
-				"event", ev.ID, "payment", p.ID, "err", err)
-			return http.StatusConflict, err
-		}
-		_, err = h.Payments.CompletePayment(ctx, p.ID, ch)
-	case StripePaymentCanceled:
-		ch.Reason = obj.failureReason()
-		_, err = h.Payments.FailPayment(ctx, p.ID, ch)
-		if errors.Is(err, store.ErrConflict) {
-			h.logger().Info("stale stripe cancellation ignored", "event", ev.ID, "payment", p.ID, "status", p.Status)
-			return http.StatusOK, nil
-		}
-	case StripeChargeRefunded:
-		if p.Status == payment.StatusFailed {
-			// Never granted here (failed by a cancellation or by the billing
-			// integration): nothing to revoke. Refusing would only make
-			// Stripe retry for days.
-			h.logger().Info("stripe refund of a failed payment acknowledged; nothing to revoke", "event", ev.ID, "payment", p.ID)
-			return http.StatusOK, nil
-		}
-		_, err = h.Payments.RefundPayment(ctx, p.ID, ch)
-	}
-	if err != nil {
-		h.logger().Warn("stripe event not applied", "event", ev.ID, "type", typ, "payment", p.ID, "err", err)
-		return statusOf(err), err
-	}
-	return http.StatusOK, nil
 }
 
 func (h *Stripe) logger() *slog.Logger {

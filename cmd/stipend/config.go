@@ -44,6 +44,11 @@ type Config struct {
 	APIKeysFile           string
 	SigningKeyFiles       []string // the first signs; all verify
 	StripeWebhookSecret   string
+	StripeSecretKeyFile   string
+	StripeSecretKey       string        // STIPEND_STRIPE_SECRET_KEY (no flag, so never in a process listing); never logged
+	StripeAPIURL          string        // "" = Stripe's own
+	StripeSweepInterval   time.Duration // how often pending Stripe payments are reconciled; 0 runs no sweep
+	StripeSweepAge        time.Duration // how long a Stripe payment stays pending before the sweep reads it
 	WebhookAllowPrivate   bool
 	WebhookConcurrency    int           // deliveries sent at once; 0 runs no dispatcher
 	HoldSweepInterval     time.Duration // how often expired holds are ended; 0 runs no sweep
@@ -83,6 +88,10 @@ var settings = []setting{
 	{"api-keys-file", "STIPEND_API_KEYS_FILE", "", "JSON file of hashed API keys (see `stipend keys api`)", stringVar(func(c *Config) *string { return &c.APIKeysFile })},
 	{"signing-key-file", "STIPEND_SIGNING_KEY_FILE", "", "receipt signing key file; repeat the flag (or comma-separate the variable): the first signs, all verify", listVar(func(c *Config) *[]string { return &c.SigningKeyFiles })},
 	{"stripe-webhook-secret", "STIPEND_STRIPE_WEBHOOK_SECRET", "", "Stripe webhook signing secret (whsec_…); without it the Stripe route refuses every event", stringVar(func(c *Config) *string { return &c.StripeWebhookSecret })},
+	{"stripe-secret-key-file", "STIPEND_STRIPE_SECRET_KEY_FILE", "", "file holding the Stripe secret key (its first line), with which Stipend makes Checkout Sessions and PaymentIntents and reconciles payments; or set STIPEND_STRIPE_SECRET_KEY", stringVar(func(c *Config) *string { return &c.StripeSecretKeyFile })},
+	{"stripe-api-url", "STIPEND_STRIPE_API_URL", "", "base URL of the Stripe API (empty: Stripe's); tests point it at stripe-mock", stringVar(func(c *Config) *string { return &c.StripeAPIURL })},
+	{"stripe-sweep-interval", "STIPEND_STRIPE_SWEEP_INTERVAL", "1m", "how often this instance reads pending Stripe payments from Stripe and applies their state (healing lost webhooks); 0 sweeps none (another instance, or `stipend stripe reconcile`, must)", durationVar(func(c *Config) *time.Duration { return &c.StripeSweepInterval })},
+	{"stripe-sweep-age", "STIPEND_STRIPE_SWEEP_AGE", "5m", "how long a Stripe payment stays pending before the sweep reads it", durationVar(func(c *Config) *time.Duration { return &c.StripeSweepAge })},
 	{"webhook-allow-private", "STIPEND_WEBHOOK_ALLOW_PRIVATE", "false", "let webhook endpoints on loopback/private addresses receive events", boolVar(func(c *Config) *bool { return &c.WebhookAllowPrivate })},
 	{"webhook-concurrency", "STIPEND_WEBHOOK_CONCURRENCY", "4", "webhook deliveries this instance sends at once; 0 sends none (another instance or process must)", intVar(func(c *Config) *int { return &c.WebhookConcurrency })},
 	{"hold-sweep-interval", "STIPEND_HOLD_SWEEP_INTERVAL", "30s", "how often this instance ends expired holds of idle entitlements; 0 sweeps none (another instance must)", durationVar(func(c *Config) *time.Duration { return &c.HoldSweepInterval })},
@@ -138,6 +147,7 @@ func readSettings(args []string, env map[string]string) (Config, *flag.FlagSet, 
 	c.FirestoreEmulatorHost = env["FIRESTORE_EMULATOR_HOST"]
 	// A secret: no flag, so it never shows in a process listing.
 	c.PostgresPassword = env["STIPEND_POSTGRES_PASSWORD"]
+	c.StripeSecretKey = env["STIPEND_STRIPE_SECRET_KEY"]
 	// Cloud Run (and other platforms) say which port to listen on in PORT.
 	if _, set := env["STIPEND_ADDR"]; !set && !flagSet(fs, "addr") && env["PORT"] != "" {
 		c.Addr = ":" + env["PORT"]
@@ -214,6 +224,12 @@ func (c Config) Validate() error {
 		return bad("webhook-concurrency", "must be between 0 and 256")
 	case c.HoldSweepInterval < 0:
 		return bad("hold-sweep-interval", "must not be negative")
+	case c.StripeSecretKeyFile != "" && c.StripeSecretKey != "":
+		return errors.New("--stripe-secret-key-file and STIPEND_STRIPE_SECRET_KEY: give the key one way")
+	case c.StripeSweepInterval < 0:
+		return bad("stripe-sweep-interval", "must not be negative")
+	case c.StripeSweepAge <= 0:
+		return bad("stripe-sweep-age", "must be positive")
 	case c.Issuer == "":
 		return bad("issuer", "is required")
 	}

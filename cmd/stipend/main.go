@@ -1,5 +1,5 @@
 // Command stipend is the Stipend service and its operator tools: serve (the
-// default), keys, receipt verify, ledger, migrate and version. Run `stipend help` for
+// default), keys, receipt verify, ledger, stripe reconcile, migrate and version. Run `stipend help` for
 // every command, flag and STIPEND_* environment variable, and `stipend
 // COMMAND --help` for one command's flags.
 package main
@@ -53,6 +53,8 @@ func RunCommand(ctx context.Context, args []string, env map[string]string, stdou
 		return groupUsage("receipt", receiptCommands, rest, stdout, stderr)
 	case "ledger":
 		return ledgerCmd(ctx, rest, env, stdout, stderr)
+	case "stripe":
+		return stripeCmd(ctx, rest, env, stdout, stderr)
 	case "migrate":
 		return migrateCmd(ctx, rest, env, stdout, stderr)
 	case "version":

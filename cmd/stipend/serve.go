@@ -39,13 +39,14 @@ type Main struct {
 	// DevKeys holds the raw development API keys when Run made them.
 	DevKeys *DevKeys
 
-	failpoints     failpoints // set by ParseFlags; empty outside the crash test's build
-	ln             net.Listener
-	closers        []func() error // released by Close, last first
-	serveErr       chan error     // receives the HTTP server's exit
-	stopDispatch   context.CancelFunc
-	dispatcherDone chan struct{}
-	stopSweep      context.CancelFunc
+	failpoints      failpoints // set by ParseFlags; empty outside the crash test's build
+	ln              net.Listener
+	closers         []func() error // released by Close, last first
+	serveErr        chan error     // receives the HTTP server's exit
+	stopDispatch    context.CancelFunc
+	dispatcherDone  chan struct{}
+	stopSweep       context.CancelFunc
+	stopStripeSweep context.CancelFunc
 }
 
 // MaxHeaderBytes bounds the request line and headers `stipend serve`
@@ -107,6 +108,10 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	stripeClient, err := m.stripeClient()
+	if err != nil {
+		return err
+	}
 	// The API adds its own metrics to the runtime and process ones.
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -122,6 +127,7 @@ func (m *Main) Run(ctx context.Context) error {
 		Now:          time.Now,
 		StoreTimeout: c.StoreTimeout,
 		Webhooks:     &api.WebhookConfig{StripeSecret: c.StripeWebhookSecret, AllowPrivate: c.WebhookAllowPrivate},
+		Stripe:       stripeClient,
 	})
 	if err != nil {
 		return fmt.Errorf("api: %w", err)
@@ -146,6 +152,7 @@ func (m *Main) Run(ctx context.Context) error {
 	go func() { m.serveErr <- m.HTTPServer.Serve(ln) }()
 	m.startDispatcher(st)
 	m.startHoldSweep(st)
+	m.startStripeSweep(st, stripeClient, signer)
 	return nil
 }
 
@@ -209,6 +216,10 @@ func (m *Main) Close() error {
 	if m.stopSweep != nil {
 		m.stopSweep() // a sweep cut short ends nothing twice: the next instance's finishes it
 		m.stopSweep = nil
+	}
+	if m.stopStripeSweep != nil {
+		m.stopStripeSweep() // likewise: the next sweep reads what this one did not
+		m.stopStripeSweep = nil
 	}
 	if m.ln != nil {
 		ctx, cancel := context.WithDeadline(context.Background(), deadline)

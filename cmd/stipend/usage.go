@@ -27,6 +27,7 @@ var (
 	cmdLedgerCollection = command{"ledger collection", "[--collection-prefix P]", "print the idempotency ledger's Firestore collection (for its TTL policy)"}
 	cmdLedgerInspect    = command{"ledger inspect", "REF [store flags]", `print the ledger row REF names (a 409's "reference") as JSON`}
 	cmdLedgerResolve    = command{"ledger resolve", "REF --update-time T (--delete | --complete-with FILE) [--retention D] [store flags]", "reconcile the row REF names, refused unless its update time is still T"}
+	cmdStripeReconcile  = command{"stripe reconcile", "[--age D] [store, Stripe and signing flags]", "read the Stripe payments pending for longer than D from Stripe and apply their state, once (the service's sweep)"}
 	cmdMigrate          = command{"migrate", "[--status] [--postgres-url URL] [--postgres-password-file FILE]", "apply the PostgreSQL store's and ledger's schema migrations (--status: list them, apply nothing)"}
 	cmdVersion          = command{"version", "", "print the version (also: stipend --version)"}
 	cmdHelp             = command{"help", "[COMMAND]", "print this help, or COMMAND's (also: --help or -h on any command)"}
@@ -37,10 +38,11 @@ var (
 	keysCommands    = []command{cmdKeysAPI, cmdKeysSigning}
 	receiptCommands = []command{cmdReceiptVerify}
 	ledgerCommands  = []command{cmdLedgerCollection, cmdLedgerInspect, cmdLedgerResolve}
+	stripeCommands  = []command{cmdStripeReconcile}
 )
 
 // commands is the overview, in its order.
-var commands = concat([]command{cmdServe}, keysCommands, receiptCommands, ledgerCommands, []command{cmdMigrate, cmdVersion, cmdHelp})
+var commands = concat([]command{cmdServe}, keysCommands, receiptCommands, ledgerCommands, stripeCommands, []command{cmdMigrate, cmdVersion, cmdHelp})
 
 func concat(lists ...[]command) []command {
 	var all []command

@@ -63,6 +63,14 @@ func paymentDoc(p *payment.Payment) map[string]any {
 	if len(p.EntitlementIDs) > 0 {
 		d["entitlementIds"] = p.EntitlementIDs
 	}
+	if p.RefundedAmount != nil {
+		d["refundedAmount"] = amountDoc(*p.RefundedAmount)
+	}
+	putTime(d, "disputedAt", p.DisputedAt)
+	putStr(d, "disputeReason", p.DisputeReason)
+	if c := p.Checkout; c != nil {
+		d["checkout"] = map[string]any{"sessionId": c.SessionID, "url": c.URL, "expiresAt": stamp(c.ExpiresAt)}
+	}
 	return d
 }
 
@@ -97,6 +105,14 @@ func paymentFrom(snap *firestore.DocumentSnapshot) (payment.Payment, error) {
 	}
 	if f.has("grant.limit") {
 		p.Grant.Limit = f.integer("grant.limit")
+	}
+	if f.has("refundedAmount") {
+		r := f.amount("refundedAmount")
+		p.RefundedAmount = &r
+	}
+	p.DisputedAt, p.DisputeReason = f.optInstant("disputedAt"), f.optStr("disputeReason")
+	if f.has("checkout") {
+		p.Checkout = &payment.Checkout{SessionID: f.str("checkout.sessionId"), URL: f.str("checkout.url"), ExpiresAt: f.instant("checkout.expiresAt")}
 	}
 	return p, f.err
 }

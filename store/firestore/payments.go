@@ -73,6 +73,11 @@ func (s *Store) CreatePayment(ctx context.Context, p payment.Payment) (store.Cre
 		np.SucceededAt, np.FailedAt, np.RefundedAt = nil, nil, nil
 		np.FailureReason, np.ReceiptID, np.RefundReceiptID, np.EntitlementIDs = "", "", "", nil
 		np.Grant.ValidUntil, np.Grant.ExpiresAt = stampPtr(np.Grant.ValidUntil), stampPtr(np.Grant.ExpiresAt)
+		if np.Checkout != nil {
+			co := *np.Checkout
+			co.ExpiresAt = stamp(co.ExpiresAt)
+			np.Checkout = &co
+		}
 		if err := tx.Create(ref, paymentDoc(&np)); err != nil {
 			return err
 		}

@@ -71,7 +71,7 @@ var (
 // Queries lists every query the adapter runs.
 var Queries = []Query{
 	qEntitlementsByAgent, qActiveEntitlements, qHoldsExpiring, qConsumptionsByAgent,
-	qPaymentByIntent, qReceiptsByAgent, qPendingEvents,
+	qPaymentByIntent, qReceiptsByAgent, qPendingEvents, qPendingPayments,
 	qEndpoints, qDeliveries, qDueDeliveries, qStaleClaims,
 }
 

@@ -42,6 +42,9 @@ func (s *Store) CreatePayment(_ context.Context, p payment.Payment) (store.Creat
 	stored := copyPayment(&p)
 	stored.Grant.ValidUntil = utcPtr(stored.Grant.ValidUntil)
 	stored.Grant.ExpiresAt = utcPtr(stored.Grant.ExpiresAt)
+	if stored.Checkout != nil {
+		stored.Checkout.ExpiresAt = stored.Checkout.ExpiresAt.UTC()
+	}
 	s.payments[p.ID] = &stored
 	s.byPayKey[p.IdempotencyKey] = p.ID
 	if p.ProviderIntentID != "" {

@@ -102,7 +102,7 @@ func (s *Store) RefundPayment(ctx context.Context, id string, ch store.PaymentCh
 	now := s.clock()
 	r := receipt.Receipt{
 		ID: uuid.NewString(), Version: receipt.Version, Kind: receipt.KindRefund,
-		Issuer: ch.Issuer, AgentID: p.AgentID, PaymentID: p.ID, Amount: p.Amount,
+		Issuer: ch.Issuer, AgentID: p.AgentID, PaymentID: p.ID, Amount: transition.Remaining(p),
 		Grants: []receipt.Grant{}, IssuedAt: now,
 	}
 	var revoked []revocation

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stipend-mcp/stipend/internal/pgfault"
+	"github.com/stipend-mcp/stipend/money"
 	"github.com/stipend-mcp/stipend/payment"
 	"github.com/stipend-mcp/stipend/receipt"
 	"github.com/stipend-mcp/stipend/store"
@@ -17,7 +18,8 @@ import (
 // paymentColumns are the columns scanPayment reads, in its order.
 const paymentColumns = `id, agent_id, amount_cents, amount_currency, provider, provider_intent_id, description,
 	grant_template, status, created_at, updated_at, succeeded_at, failed_at, failure_reason, refunded_at,
-	receipt_id, refund_receipt_id, entitlement_ids, idempotency_key, fingerprint`
+	receipt_id, refund_receipt_id, entitlement_ids, idempotency_key, fingerprint,
+	checkout_session_id, checkout_url, checkout_expires_at, refunded_cents, disputed_at, dispute_reason`
 
 // scanPayment reads one row of paymentColumns strictly.
 func scanPayment(rows pgx.Row) (payment.Payment, error) {
@@ -28,10 +30,14 @@ func scanPayment(rows pgx.Row) (payment.Payment, error) {
 		grant                       []byte
 		created, updated            *time.Time
 		succeeded, failed, refunded *time.Time
+		sessionID, checkoutURL      string
+		checkoutExpires, disputed   *time.Time
+		refundedCents               int64
 	)
 	err := rows.Scan(&p.ID, &p.AgentID, &cents, &currency, &provider, &p.ProviderIntentID, &p.Description,
 		&grant, &status, &created, &updated, &succeeded, &failed, &p.FailureReason, &refunded,
-		&p.ReceiptID, &p.RefundReceiptID, &p.EntitlementIDs, &p.IdempotencyKey, &p.Fingerprint)
+		&p.ReceiptID, &p.RefundReceiptID, &p.EntitlementIDs, &p.IdempotencyKey, &p.Fingerprint,
+		&sessionID, &checkoutURL, &checkoutExpires, &refundedCents, &disputed, &p.DisputeReason)
 	if err != nil {
 		return payment.Payment{}, err
 	}
@@ -47,6 +53,13 @@ func scanPayment(rows pgx.Row) (payment.Payment, error) {
 	p.SucceededAt, p.FailedAt, p.RefundedAt = instantPtr(succeeded), instantPtr(failed), instantPtr(refunded)
 	if len(p.EntitlementIDs) == 0 {
 		p.EntitlementIDs = nil
+	}
+	if refundedCents != 0 {
+		p.RefundedAmount = &money.Money{Cents: refundedCents, Currency: p.Amount.Currency}
+	}
+	p.DisputedAt = instantPtr(disputed)
+	if sessionID != "" {
+		p.Checkout = &payment.Checkout{SessionID: sessionID, URL: checkoutURL, ExpiresAt: r.required("checkout_expires_at", checkoutExpires)}
 	}
 	return p, r.err
 }
@@ -108,11 +121,19 @@ func (s *Store) CreatePayment(ctx context.Context, p payment.Payment) (store.Cre
 		if err != nil {
 			return err
 		}
+		var sessionID, checkoutURL string
+		var checkoutExpires *time.Time
+		if c := np.Checkout; c != nil {
+			co := *c
+			co.ExpiresAt = *nullTimePtr(&co.ExpiresAt)
+			np.Checkout = &co
+			sessionID, checkoutURL, checkoutExpires = co.SessionID, co.URL, &co.ExpiresAt
+		}
 		tag, err := tx.Exec(ctx, `INSERT INTO payments (`+paymentColumns+`)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, NULL, NULL, '', NULL, '', '', '{}', $12, $13)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, NULL, NULL, '', NULL, '', '', '{}', $12, $13, $14, $15, $16, 0, NULL, '')
 			ON CONFLICT DO NOTHING`,
 			np.ID, np.AgentID, np.Amount.Cents, np.Amount.Currency, string(np.Provider), np.ProviderIntentID, np.Description,
-			grant, string(np.Status), now, now, np.IdempotencyKey, np.Fingerprint)
+			grant, string(np.Status), now, now, np.IdempotencyKey, np.Fingerprint, sessionID, checkoutURL, checkoutExpires)
 		if err != nil {
 			return err
 		}

@@ -264,7 +264,7 @@ func (s *Store) RefundPayment(ctx context.Context, id string, ch store.PaymentCh
 		}
 		signed, err := transition.SignReceipt(&ch, receipt.Receipt{
 			ID: uuid.NewString(), Version: receipt.Version, Kind: receipt.KindRefund,
-			Issuer: ch.Issuer, AgentID: p.AgentID, PaymentID: p.ID, Amount: p.Amount,
+			Issuer: ch.Issuer, AgentID: p.AgentID, PaymentID: p.ID, Amount: transition.Remaining(&p),
 			Grants: grants, IssuedAt: now,
 		})
 		if err != nil {

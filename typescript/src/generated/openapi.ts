@@ -312,11 +312,15 @@ export type paths = {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * Find the payment linked to a provider intent
+         * @description Role: billing, admin. Answers the payment linked to the PaymentIntent, as a list of at most one (empty when none is).
+         */
+        get: operations["findPayments"];
         put?: never;
         /**
          * Create a payment, idempotently by Idempotency-Key
-         * @description Role: billing, admin.
+         * @description Role: billing, admin. A stripe payment without providerIntentId makes its PaymentIntent at Stripe (the answer carries clientSecret); a manual payment carries no providerIntentId.
          */
         post: operations["createPayment"];
         delete?: never;
@@ -714,6 +718,26 @@ export type paths = {
         patch?: never;
         trace?: never;
     };
+    "/v1/checkout-sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create a Stripe Checkout Session and its pending payment, idempotently by Idempotency-Key
+         * @description Role: billing, admin. Needs a Stripe secret key on the server (503 without). The session is in mode payment, one line item of the amount; the payment's id is its client_reference_id and in the metadata of the session and its PaymentIntent. Stripe's checkout.session.* events (or the reconciliation sweep) move the payment. Bad input, including an amount Stripe would refuse, is a 400 naming the field; a Stripe failure is a 502 and creates no payment.
+         */
+        post: operations["createCheckoutSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 };
 export type webhooks = Record<string, never>;
 export type components = {
@@ -753,7 +777,7 @@ export type components = {
          * @description What an event says happened (docs/webhooks.md lists the data of each).
          * @enum {string}
          */
-        EventType: "payment.succeeded" | "payment.failed" | "payment.refunded" | "entitlement.granted" | "entitlement.revoked" | "entitlement.depleted" | "consumption.refunded";
+        EventType: "payment.succeeded" | "payment.failed" | "payment.refunded" | "entitlement.granted" | "entitlement.revoked" | "entitlement.depleted" | "consumption.refunded" | "payment.partially_refunded" | "payment.disputed";
         Account: {
             agentId: string;
             displayName?: string;
@@ -966,6 +990,7 @@ export type components = {
             amount: components["schemas"]["PositiveMoney"];
             /** @enum {string} */
             provider: "stripe" | "manual";
+            /** @description Only for provider stripe: the PaymentIntent made elsewhere. Without it, Stipend makes the PaymentIntent (the server needs a Stripe secret key) and answers its clientSecret. */
             providerIntentId?: string;
             description?: string;
             grant: components["schemas"]["Grant"];
@@ -995,6 +1020,15 @@ export type components = {
             receiptId?: string;
             refundReceiptId?: string;
             entitlementIds?: string[];
+            checkout?: components["schemas"]["Checkout"];
+            /** @description What partial refunds gave back so far (Stripe's charge.refunded with refunded false); absent when none did. */
+            refundedAmount?: components["schemas"]["Money"];
+            /**
+             * Format: date-time
+             * @description When the payer disputed the charge (Stripe's charge.dispute.created); the grant was revoked.
+             */
+            disputedAt?: string;
+            disputeReason?: string;
         };
         FailRequest: {
             reason?: string;
@@ -1071,6 +1105,8 @@ export type components = {
             operationId?: string;
             /** @description 409 on a key-requiring route: the trace ID of the attempt that holds the Idempotency-Key. */
             traceId?: string;
+            /** @description 502 provider-error, or a 400 Stripe refused: Stripe's request ID (Request-Id), to find the request in Stripe's dashboard. */
+            providerRequestId?: string;
         };
         Endpoint: {
             id: string;
@@ -1186,6 +1222,83 @@ export type components = {
         };
         /** @description The body of an action route that takes no members: absent, empty, or {}. */
         EmptyRequest: Record<string, never>;
+        /** @description The Stripe Checkout Session a payment is paid through. */
+        Checkout: {
+            sessionId: string;
+            /** Format: uri */
+            url: string;
+            /** Format: date-time */
+            expiresAt: string;
+        };
+        PaymentCreated: {
+            id: string;
+            agentId: string;
+            amount: components["schemas"]["Money"];
+            /** @enum {string} */
+            provider: "stripe" | "manual";
+            providerIntentId?: string;
+            description?: string;
+            grant: components["schemas"]["Grant"];
+            /** @enum {string} */
+            status: "pending" | "succeeded" | "failed" | "refunded";
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+            /** Format: date-time */
+            succeededAt?: string;
+            /** Format: date-time */
+            failedAt?: string;
+            failureReason?: string;
+            /** Format: date-time */
+            refundedAt?: string;
+            receiptId?: string;
+            refundReceiptId?: string;
+            entitlementIds?: string[];
+            checkout?: components["schemas"]["Checkout"];
+            /** @description Only for a stripe payment whose PaymentIntent Stipend made (no providerIntentId sent): the intent's client secret, with which the payer confirms it. */
+            clientSecret?: string;
+            /** @description What partial refunds gave back so far (Stripe's charge.refunded with refunded false); absent when none did. */
+            refundedAmount?: components["schemas"]["Money"];
+            /**
+             * Format: date-time
+             * @description When the payer disputed the charge (Stripe's charge.dispute.created); the grant was revoked.
+             */
+            disputedAt?: string;
+            disputeReason?: string;
+        };
+        PaymentList: {
+            items: components["schemas"]["Payment"][];
+            /** @description Absent on the last page. */
+            nextCursor?: string;
+        };
+        CheckoutRequest: {
+            agentId: components["schemas"]["Name"];
+            amount: components["schemas"]["PositiveMoney"];
+            /** @description Also the name of the session's line item (default "Credits"). */
+            description?: string;
+            grant: components["schemas"]["Grant"];
+            /**
+             * Format: uri
+             * @description Absolute http or https URL Stripe sends the payer to after paying.
+             */
+            successUrl: string;
+            /** Format: uri */
+            cancelUrl?: string;
+            /** Format: email */
+            customerEmail?: string;
+        };
+        CheckoutSession: {
+            payment: components["schemas"]["Payment"];
+            sessionId: string;
+            /**
+             * Format: uri
+             * @description Where the payer pays.
+             */
+            url: string;
+            /** Format: date-time */
+            expiresAt: string;
+        };
     };
     responses: {
         /** @description Invalid request: the errors member names each field. */
@@ -1336,6 +1449,16 @@ export type components = {
                 [name: string]: unknown;
             };
             content?: never;
+        };
+        /** @description Stripe refused a call Stipend made for the request, or did not answer; nothing was left half-made (no payment was created) and a retry with the same Idempotency-Key is safe. providerRequestId names Stripe's request. */
+        P502: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
         };
     };
     parameters: {
@@ -2008,6 +2131,34 @@ export interface operations {
             503: components["responses"]["P503"];
         };
     };
+    findPayments: {
+        parameters: {
+            query: {
+                providerIntentId: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the payment linked to the intent, if any */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaymentList"];
+                };
+            };
+            400: components["responses"]["P400"];
+            401: components["responses"]["P401"];
+            403: components["responses"]["P403"];
+            500: components["responses"]["P500"];
+            503: components["responses"]["P503"];
+        };
+    };
     createPayment: {
         parameters: {
             query?: never;
@@ -2031,7 +2182,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Payment"];
+                    "application/json": components["schemas"]["PaymentCreated"];
                 };
             };
             /** @description created */
@@ -2041,7 +2192,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Payment"];
+                    "application/json": components["schemas"]["PaymentCreated"];
                 };
             };
             400: components["responses"]["P400"];
@@ -2052,6 +2203,7 @@ export interface operations {
             415: components["responses"]["P415"];
             422: components["responses"]["P422"];
             500: components["responses"]["P500"];
+            502: components["responses"]["P502"];
             503: components["responses"]["P503"];
         };
     };
@@ -2773,6 +2925,53 @@ export interface operations {
             409: components["responses"]["P409"];
             413: components["responses"]["P413"];
             500: components["responses"]["P500"];
+            503: components["responses"]["P503"];
+        };
+    };
+    createCheckoutSession: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description One rule on every route that takes it (docs/idempotency.md): sent once, 1–255 printable ASCII characters without " or \, bare or as a structured-field string ("k-1"), both forms naming the same key. On the ledger's routes the same key and request replays the stored answer with Idempotent-Replayed: true, 409 while the first request is in progress, 422 for a different request; on POST /v1/payments the same key and body returns the same payment. */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CheckoutRequest"];
+            };
+        };
+        responses: {
+            /** @description an earlier request with this key and body created it */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CheckoutSession"];
+                };
+            };
+            /** @description created */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CheckoutSession"];
+                };
+            };
+            400: components["responses"]["P400"];
+            401: components["responses"]["P401"];
+            403: components["responses"]["P403"];
+            413: components["responses"]["P413"];
+            415: components["responses"]["P415"];
+            422: components["responses"]["P422"];
+            500: components["responses"]["P500"];
+            502: components["responses"]["P502"];
             503: components["responses"]["P503"];
         };
     };

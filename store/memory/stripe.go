@@ -1,0 +1,54 @@
+package memory
+
+import (
+	"context"
+
+	"github.com/stipend-mcp/stipend/payment"
+	"github.com/stipend-mcp/stipend/store"
+	"github.com/stipend-mcp/stipend/store/internal/transition"
+)
+
+// LinkProviderIntent links payment id to intentID.
+func (s *Store) LinkProviderIntent(_ context.Context, id, intentID string) (payment.Payment, error) {
+	if intentID == "" {
+		return payment.Payment{}, store.Errorf(store.CodeInvalid, "intentId: required")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.payments[id]
+	if p == nil {
+		return payment.Payment{}, store.Errorf(store.CodeNotFound, "payment %q", id)
+	}
+	other, taken := s.byIntent[intentID]
+	if err := transition.CheckLink(p, intentID, taken && other != id); err != nil || p.ProviderIntentID == intentID {
+		return copyPayment(p), err
+	}
+	p.ProviderIntentID, p.UpdatedAt = intentID, s.clock()
+	s.byIntent[intentID] = id
+	return copyPayment(p), nil
+}
+
+// ListPendingPayments lists the pending payments f selects, oldest first.
+func (s *Store) ListPendingPayments(_ context.Context, f store.PendingFilter, p store.Page) ([]payment.Payment, string, error) {
+	if err := transition.CheckPendingFilter(f); err != nil {
+		return nil, "", err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var rows []*payment.Payment
+	for _, pay := range s.payments {
+		if pay.Status == payment.StatusPending && pay.Provider == f.Provider && !pay.CreatedAt.After(f.CreatedBefore) {
+			rows = append(rows, pay)
+		}
+	}
+	pos := func(p *payment.Payment) position { return position{p.CreatedAt, p.ID} }
+	page, next, err := pageOf(rows, p, listID("pending-payments", string(f.Provider), f.CreatedBefore.UTC().String()), pos)
+	if err != nil {
+		return nil, "", err
+	}
+	out := make([]payment.Payment, len(page))
+	for i, pay := range page {
+		out[i] = copyPayment(pay)
+	}
+	return out, next, nil
+}

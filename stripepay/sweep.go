@@ -1,0 +1,183 @@
+package stripepay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/stripe/stripe-go/v82"
+
+	"github.com/stipend-mcp/stipend/payment"
+	"github.com/stipend-mcp/stipend/store"
+)
+
+// DefaultSweepAge is how long a Stripe payment stays pending before the
+// sweep reads it from Stripe: long enough for its webhook to have arrived.
+const DefaultSweepAge = 5 * time.Minute
+
+// Pending is the part of store.EntitlementStore the sweep lists.
+type Pending interface {
+	ListPendingPayments(ctx context.Context, f store.PendingFilter, p store.Page) ([]payment.Payment, string, error)
+}
+
+// Sweep reconciles the Stripe payments still pending after Age with their
+// objects at Stripe: it reads each one's Checkout Session or PaymentIntent
+// and applies its state as the webhook would have, so a lost or misrouted
+// event never loses a grant. Every instance may sweep at once: the store's
+// transitions replay, so a payment is granted once, whoever applies it.
+type Sweep struct {
+	Store   Pending
+	Stripe  *Client
+	Applier *Applier
+	// Age is how old a pending payment must be to be read (default
+	// DefaultSweepAge).
+	Age time.Duration
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// Logger receives a line per failed read and per healed payment
+	// (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// Report says what one sweep did.
+type Report struct {
+	// Checked payments were read from Stripe; Applied of them moved (or had
+	// moved meanwhile); Failed could not be read or applied and are tried
+	// again at the next sweep.
+	Checked, Applied, Failed int
+}
+
+func (r Report) String() string {
+	return fmt.Sprintf("checked %d, applied %d, failed %d", r.Checked, r.Applied, r.Failed)
+}
+
+// Once sweeps every pending Stripe payment older than Age, page by page. A
+// payment whose read or change fails is counted and logged, and the sweep
+// goes on; only a failure to list stops it.
+func (s *Sweep) Once(ctx context.Context) (Report, error) {
+	now, age := time.Now, s.Age
+	if s.Now != nil {
+		now = s.Now
+	}
+	if age <= 0 {
+		age = DefaultSweepAge
+	}
+	f := store.PendingFilter{Provider: payment.ProviderStripe, CreatedBefore: now().Add(-age)}
+	var r Report
+	cursor := ""
+	for {
+		items, next, err := s.Store.ListPendingPayments(ctx, f, store.Page{Cursor: cursor})
+		if err != nil {
+			return r, fmt.Errorf("stripe sweep: listing pending payments: %w", err)
+		}
+		for i := range items {
+			res, err := s.reconcile(ctx, &items[i])
+			if errors.Is(err, errUnread) {
+				continue
+			}
+			r.Checked++
+			switch {
+			case err != nil:
+				r.Failed++
+				s.log().Warn("stripe sweep: payment not reconciled; trying again at the next sweep", "payment", items[i].ID, "error", err.Error())
+			case res == Applied:
+				r.Applied++
+				s.log().Info("stripe sweep: payment reconciled from Stripe", "payment", items[i].ID)
+			}
+		}
+		if next == "" || ctx.Err() != nil {
+			return r, ctx.Err()
+		}
+		cursor = next
+	}
+}
+
+// errUnread is a payment the sweep has nothing to read for: a Stripe
+// payment with neither a session nor an intent.
+var errUnread = errors.New("nothing to read at Stripe")
+
+// reconcile reads p's object at Stripe and applies its state.
+func (s *Sweep) reconcile(ctx context.Context, p *payment.Payment) (Result, error) {
+	if p.Checkout != nil {
+		cs, err := s.Stripe.CheckoutSession(ctx, p.Checkout.SessionID)
+		if err != nil {
+			return Ignored, err
+		}
+		cs.Metadata = owned(cs.Metadata, p.ID)
+		switch {
+		case cs.Status == stripe.CheckoutSessionStatusExpired:
+			return s.Applier.SessionFailed(ctx, cs, "expired", nil)
+		case cs.Status == stripe.CheckoutSessionStatusComplete && cs.PaymentStatus != stripe.CheckoutSessionPaymentStatusUnpaid:
+			return s.Applier.SessionCompleted(ctx, cs, nil)
+		case cs.Status != stripe.CheckoutSessionStatusComplete || sessionIntent(cs) == "":
+			return Ignored, nil // open: the payer has not paid yet
+		}
+		// Complete but unpaid: the delayed payment's intent says how it ends.
+		if _, _, err := s.Applier.find(ctx, cs.Metadata, sessionIntent(cs)); err != nil {
+			return Ignored, err
+		}
+		return s.intent(ctx, p.ID, sessionIntent(cs))
+	}
+	if p.ProviderIntentID == "" {
+		return Ignored, errUnread
+	}
+	return s.intent(ctx, p.ID, p.ProviderIntentID)
+}
+
+// owned returns meta naming paymentID: an object read by the link its
+// payment holds is that payment's, whatever its metadata says (an intent
+// made by a billing integration has none).
+func owned(meta map[string]string, paymentID string) map[string]string {
+	m := make(map[string]string, len(meta)+1)
+	for k, v := range meta {
+		m[k] = v
+	}
+	m[payment.MetadataKey] = paymentID
+	return m
+}
+
+// intent reads PaymentIntent id of payment paymentID and applies its end,
+// if it has one.
+func (s *Sweep) intent(ctx context.Context, paymentID, id string) (Result, error) {
+	pi, err := s.Stripe.PaymentIntent(ctx, id)
+	if err != nil {
+		return Ignored, err
+	}
+	pi.Metadata = owned(pi.Metadata, paymentID)
+	switch pi.Status {
+	case stripe.PaymentIntentStatusSucceeded:
+		return s.Applier.IntentSucceeded(ctx, pi, nil)
+	case stripe.PaymentIntentStatusCanceled:
+		return s.Applier.IntentCanceled(ctx, pi, nil)
+	}
+	return Ignored, nil // still in progress, or waiting for the payer
+}
+
+// Run sweeps every interval until ctx is done; a failed sweep is logged and
+// tried again at the next tick.
+func (s *Sweep) Run(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		r, err := s.Once(ctx)
+		if err != nil && ctx.Err() == nil {
+			s.log().Warn("stripe sweep failed; retrying at the next tick", "error", err.Error())
+		} else if r.Applied > 0 || r.Failed > 0 {
+			s.log().Info("stripe sweep", "checked", r.Checked, "applied", r.Applied, "failed", r.Failed)
+		}
+	}
+}
+
+func (s *Sweep) log() *slog.Logger {
+	if s.Logger != nil {
+		return s.Logger
+	}
+	return slog.Default()
+}
