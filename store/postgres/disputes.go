@@ -43,6 +43,7 @@ func (s *Store) RefundPaymentPart(ctx context.Context, id string, total money.Mo
 		if err != nil {
 			return err
 		}
+		now = s.clock() // after the entitlements' locks: see Store.clock
 		grants := make([]receipt.Grant, 0, len(es))
 		for i := range es {
 			e := &es[i]
@@ -110,6 +111,7 @@ func (s *Store) DisputePayment(ctx context.Context, id string, ch store.PaymentC
 		if err != nil {
 			return err
 		}
+		now = s.clock() // after the entitlements' locks: see Store.clock
 		for i := range es {
 			if es[i].Status == entitlement.StatusActive {
 				if err := revoke(ctx, tx, &es[i], now); err != nil {
