@@ -72,6 +72,10 @@ type Entitlement struct {
 	Credits      Credits           `json:"credits,omitzero"`
 	Quota        Quota             `json:"quota,omitzero"`
 	Subscription Subscription      `json:"subscription,omitzero"`
+	// Limits are the spend controls (limits.go); Alerts the low-balance
+	// thresholds (alerts.go).
+	Limits Limits  `json:"limits,omitzero"`
+	Alerts []Alert `json:"alerts,omitempty"`
 	// Holds are the open holds on e: what each reserves and until when.
 	// Stores keep them with the entitlement, so every spending decision sees
 	// them in the same transaction; only the rules in hold.go change them.
@@ -165,5 +169,6 @@ func (e *Entitlement) Clone() Entitlement {
 		c.Subscription.ValidUntil = &t
 	}
 	c.Holds = slices.Clone(e.Holds)
+	cloneControls(&c, e)
 	return c
 }
