@@ -113,9 +113,9 @@ func (s *Store) consumeLocked(req *entitlement.ConsumeRequest, stored *entitleme
 	}
 	res := store.ConsumeResult{Outcome: store.Consumed, Consumption: c, Entitlement: next.Clone()}
 	var depleted []event.Event
-	if c.Depleted() {
+	if c.Depleted() || c.LowBalance {
 		after := res.Entitlement // only this branch's copy escapes to the heap
-		evs, err := s.newEvents(pending(event.EntitlementDepleted, next.AgentID, &after))
+		evs, err := s.newEvents(chargeEvents(&c, &after)...)
 		if err != nil {
 			return store.ConsumeResult{}, err
 		}
