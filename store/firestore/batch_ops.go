@@ -28,10 +28,8 @@ func (b *batch) consume(c *call, k *batchKey) (outcome, error) {
 	k.Cons = &cons
 	b.touch(k)
 	after := b.after()
-	if cons.Depleted() {
-		if err := b.event(event.EntitlementDepleted, &after); err != nil {
-			return outcome{}, err
-		}
+	if err := b.chargeEvents(&cons, &after); err != nil {
+		return outcome{}, err
 	}
 	return outcome{consume: store.ConsumeResult{Outcome: store.Consumed, Consumption: cons, Entitlement: after}}, nil
 }
@@ -70,10 +68,8 @@ func (b *batch) capture(c *call, k *batchKey) (outcome, error) {
 	k.Cons = &cons
 	b.touch(k)
 	after := b.after()
-	if cons.Depleted() {
-		if err := b.event(event.EntitlementDepleted, &after); err != nil {
-			return outcome{}, err
-		}
+	if err := b.chargeEvents(&cons, &after); err != nil {
+		return outcome{}, err
 	}
 	return outcome{hold: store.HoldResult{Outcome: store.Captured, Hold: *h, Entitlement: after, Consumption: cons}}, nil
 }
@@ -188,4 +184,19 @@ func holdNotFound(id string) error { return store.Errorf(store.CodeNotFound, "ho
 
 func consumptionNotFound(id string) error {
 	return store.Errorf(store.CodeNotFound, "consumption %q", id)
+}
+
+// chargeEvents writes the events of the charge cons, with the entitlement
+// after it as data: entitlement.balance_low when it crossed an alert,
+// entitlement.depleted when it emptied the entitlement.
+func (b *batch) chargeEvents(cons *entitlement.Consumption, after *entitlement.Entitlement) error {
+	if cons.LowBalance {
+		if err := b.event(event.EntitlementBalanceLow, after); err != nil {
+			return err
+		}
+	}
+	if cons.Depleted() {
+		return b.event(event.EntitlementDepleted, after)
+	}
+	return nil
 }

@@ -92,6 +92,7 @@ func entitlementDoc(e *entitlement.Entitlement) map[string]any {
 		putTime(sub, "validUntil", e.Subscription.ValidUntil)
 		d["subscription"] = sub
 	}
+	putControls(d, e)
 	putHolds(d, e.Holds)
 	return d
 }
@@ -156,6 +157,9 @@ func entitlementFrom(snap *firestore.DocumentSnapshot) (entitlement.Entitlement,
 		}
 	default:
 		f.corrupt("type", "unknown type %q", e.Type)
+	}
+	if f.err == nil && (f.has("limits") || f.has("alerts")) {
+		readControls(f, &e)
 	}
 	f.each("holds", func(h *fields) {
 		o := entitlement.OpenHold{ID: h.str("id"), Amount: h.integer("amount"), ExpiresAt: h.instant("expiresAt")}

@@ -1,0 +1,34 @@
+package postgres
+
+import (
+	"github.com/stipend-mcp/stipend/entitlement"
+)
+
+// controlsJSON is the controls column: an entitlement's spend controls and
+// low-balance alerts, in the shape the API shows them.
+type controlsJSON struct {
+	Limits entitlement.Limits  `json:"limits,omitzero"`
+	Alerts []entitlement.Alert `json:"alerts,omitempty"`
+}
+
+// controlsArg encodes e's spend controls and alerts for the controls column.
+func controlsArg(e *entitlement.Entitlement) ([]byte, error) {
+	return jsonArg(controlsJSON{Limits: e.Limits, Alerts: e.Alerts})
+}
+
+// controls decodes the controls column into e strictly.
+func (r *row) controls(raw []byte, e *entitlement.Entitlement) {
+	var c controlsJSON
+	if err := strictJSON(raw, &c); err != nil {
+		r.corrupt("controls", "not spend controls and alerts: %v", err)
+		return
+	}
+	e.Limits, e.Alerts = c.Limits, c.Alerts
+	e.Limits.Spend.ResetAt, e.Limits.Spend.Anchor = e.Limits.Spend.ResetAt.UTC(), e.Limits.Spend.Anchor.UTC()
+	for i := range e.Alerts {
+		if t := e.Alerts[i].TriggeredAt; t != nil {
+			u := t.UTC()
+			e.Alerts[i].TriggeredAt = &u
+		}
+	}
+}
