@@ -16,6 +16,7 @@ import (
 
 func (s *Server) registerLimits(g group) {
 	g.add(http.MethodPatch, "/entitlements/:id", s.updateEntitlement, s.auth(apikey.RoleAdmin))
+	g.PUT("/accounts/:agentId/limits", s.putAccountLimits, s.auth(apikey.RoleAdmin))
 }
 
 // patchable names the members PATCH /v1/entitlements/{id} changes.

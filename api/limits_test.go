@@ -178,3 +178,30 @@ func FuzzPatchEntitlement(f *testing.F) {
 		}
 	})
 }
+
+func TestAccountLimits(t *testing.T) {
+	e := newEnv(t)
+	e.grantCredits(agentA, 1000)
+	var a entitlement.Account
+	e.must(http.StatusOK, req{Method: "PUT", Path: "/v1/accounts/" + agentA + "/limits", Key: e.keys.Admin,
+		Body: map[string]any{"maxPerCall": []any{usdBody(40)}}}).decode(t, &a)
+	if len(a.Limits.MaxPerCall) != 1 || a.Limits.MaxPerCall[0].Cents != 40 {
+		t.Fatalf("account limits = %+v, want 40 USD per call", a.Limits)
+	}
+	p := e.must(http.StatusPaymentRequired, req{Method: "POST", Path: "/v1/consume", Key: e.keys.Host, Body: consumeBody(agentA, "k1", 41)}).problem(t)
+	if len(p.Reasons) != 1 || p.Reasons[0] != (entitlement.Denial{Reason: entitlement.ReasonMaxPerCall}) {
+		t.Errorf("consume of 41 under an account cap of 40: reasons %+v, want one max_per_call_exceeded without an entitlement", p.Reasons)
+	}
+	e.must(http.StatusOK, req{Method: "POST", Path: "/v1/consume", Key: e.keys.Host, Body: consumeBody(agentA, "k2", 40)})
+	p = e.must(http.StatusBadRequest, req{Method: "PUT", Path: "/v1/accounts/" + agentA + "/limits", Key: e.keys.Admin,
+		Body: map[string]any{"maxPerCall": []any{usdBody(40), usdBody(50)}}}).problem(t)
+	if len(p.Errors) != 1 || p.Errors[0].Field != "maxPerCall[1].currency" {
+		t.Errorf("two USD caps: errors %+v, want maxPerCall[1].currency", p.Errors)
+	}
+	e.must(http.StatusForbidden, req{Method: "PUT", Path: "/v1/accounts/" + agentA + "/limits", Key: e.keys.Billing, Body: `{}`})
+	a = entitlement.Account{}
+	e.must(http.StatusOK, req{Method: "PUT", Path: "/v1/accounts/" + agentA + "/limits", Key: e.keys.Admin, Body: `{}`}).decode(t, &a)
+	if !a.Limits.IsZero() {
+		t.Errorf("after {}: limits %+v, want none", a.Limits)
+	}
+}

@@ -147,6 +147,7 @@ func TestOpenAPI_Responses(t *testing.T) {
 	e.must(404, req{Method: "POST", Path: "/v1/entitlements/nope/revoke", Key: admin})
 	e.must(400, req{Method: "PATCH", Path: "/v1/entitlements/nope", Key: admin, Body: `{"balance":{"cents":1,"currency":"USD"}}`})
 	e.must(404, req{Method: "PATCH", Path: "/v1/entitlements/nope", Key: admin, Body: `{}`})
+	e.must(400, req{Method: "PUT", Path: "/v1/accounts/" + agentA + "/limits", Key: admin, Body: `{"maxUnitsPerCall":0}`})
 	e.must(400, req{Method: "POST", Path: "/v1/payments", Key: billing, Body: paymentBody(agentA, 1)})
 	e.must(422, req{Method: "POST", Path: "/v1/payments", Key: billing, Body: paymentBody(agentA, 2), Header: map[string]string{"Idempotency-Key": "matrix"}})
 	e.must(404, req{Method: "GET", Path: "/v1/payments/nope", Key: billing})

@@ -77,3 +77,15 @@ func (c *Client) UpdateEntitlement(ctx context.Context, id string, p Entitlement
 	}
 	return &out, nil
 }
+
+// SetAccountLimits replaces the account-wide limits of an agent's account
+// (creating the account if absent) and returns the account; zero limits
+// remove them. It is idempotent. Role: admin.
+func (c *Client) SetAccountLimits(ctx context.Context, agentID string, l entitlement.AccountLimits) (*entitlement.Account, error) {
+	var out entitlement.Account
+	path := "/v1/accounts/" + seg(agentID) + "/limits"
+	if _, err := c.do(ctx, call{method: http.MethodPut, path: path, body: l, retry: true}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}

@@ -53,4 +53,13 @@ func TestClient_Limits(t *testing.T) {
 	if got, err = c.admin.UpdateEntitlement(ctx, e.ID, client.EntitlementPatch{Limits: client.Remove[client.Limits](), Alerts: client.Remove[[]client.Threshold]()}); err != nil || !got.Limits.IsZero() || len(got.Alerts) != 0 {
 		t.Errorf("UpdateEntitlement removing limits and alerts = %+v, %v", got, err)
 	}
+
+	acct, err := c.admin.SetAccountLimits(ctx, agent, entitlement.AccountLimits{MaxPerCall: []money.Money{*usd(20)}})
+	if err != nil || len(acct.Limits.MaxPerCall) != 1 {
+		t.Fatalf("SetAccountLimits = %+v, %v", acct, err)
+	}
+	_, err = c.host.Consume(ctx, client.ConsumeRequest{AgentID: agent, Service: "svc", Tool: "t", IdempotencyKey: "k2", Cost: usd(21)})
+	if !errors.As(err, &p) || len(p.Reasons) != 1 || p.Reasons[0] != (entitlement.Denial{Reason: entitlement.ReasonMaxPerCall}) {
+		t.Errorf("Consume above the account cap: %v, want one max_per_call_exceeded", err)
+	}
 }

@@ -29,7 +29,7 @@ func RunTests(t *testing.T, newStore NewStore) {
 	runTable(t, newStore, accountTests, entitlementTests, consumeTests, denialTests,
 		selectionTests, checkTests, consumptionTests, eventTests, paymentTests,
 		authorizeTests, holdDenialTests, captureTests, releaseTests, expiryTests, refundTests, instantTests,
-		limitTests)
+		limitTests, accountLimitTests)
 }
 
 // RunConcurrencyTests runs the guarantees of store.EntitlementStore under

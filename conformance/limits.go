@@ -221,3 +221,57 @@ var limitTests = []subtest{
 		}
 	}},
 }
+
+var accountLimitTests = []subtest{
+	{"AccountMaxPerCall", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
+		ctx := t.Context()
+		agent := newAgent()
+		_, err := s.SetAccountLimits(ctx, agent, entitlement.AccountLimits{MaxPerCall: []money.Money{usd(30), usd(40)}})
+		wantCode(t, "SetAccountLimits(two USD amounts)", err, store.CodeInvalid)
+		var fe *field.Error
+		if !errors.As(err, &fe) || fe.Field != "maxPerCall[1].currency" {
+			t.Errorf("SetAccountLimits(two USD amounts): %v, want a field error on maxPerCall[1].currency", err)
+		}
+		l := entitlement.AccountLimits{MaxPerCall: []money.Money{usd(30), {Cents: 5, Currency: "EUR"}}, MaxUnitsPerCall: ptr(int64(5))}
+		a, err := s.SetAccountLimits(ctx, agent, l) // creates the account
+		if err != nil {
+			t.Fatalf("SetAccountLimits: %v", err)
+		}
+		if d := cmpDiff(l, a.Limits); d != "" {
+			t.Errorf("SetAccountLimits answer (-want +got):\n%s", d)
+		}
+		if _, err := s.UpsertAccount(ctx, entitlement.Account{AgentID: agent, DisplayName: "A"}); err != nil {
+			t.Fatalf("UpsertAccount: %v", err)
+		}
+		got, err := s.GetAccount(ctx, agent)
+		if err != nil || cmpDiff(l, got.Limits) != "" || got.DisplayName != "A" {
+			t.Errorf("GetAccount after UpsertAccount = %+v, %v; want the limits kept", got, err)
+		}
+		createEntitlement(t, s, credits(agent, 1000, clock.Now()))
+		refused := entitlement.Denial{Reason: entitlement.ReasonMaxPerCall}
+		wantDenied(t, s, request(agent, "k1", 31), refused)
+		if res, err := s.Check(ctx, request(agent, "k1", 31)); err != nil || res.Outcome != store.Denied || len(res.Denials) != 1 || res.Denials[0] != refused {
+			t.Errorf("Check(31 under an account cap of 30) = %s %+v, %v; want denied by the account", res.Outcome, res.Denials, err)
+		}
+		if res := authorize(t, s, holdRequest(agent, "h1", 31)); res.Outcome != store.Denied || len(res.Denials) != 1 || res.Denials[0] != refused {
+			t.Errorf("Authorize(31 under an account cap of 30) = %s %+v; want denied by the account", res.Outcome, res.Denials)
+		}
+		r := request(agent, "k2", 30)
+		r.Units = 6
+		wantDenied(t, s, r, refused)
+		r.Units = 5
+		first := mustConsume(t, s, r)
+		// A used key replays, whatever the limits say now.
+		if _, err := s.SetAccountLimits(ctx, agent, entitlement.AccountLimits{MaxPerCall: []money.Money{usd(10)}}); err != nil {
+			t.Fatalf("SetAccountLimits(10): %v", err)
+		}
+		if res := checkAndConsume(t, s, r); res.Outcome != store.Replay || res.Consumption.ID != first.Consumption.ID {
+			t.Errorf("replay after lowering the cap = %s, want a replay of %s", res.Outcome, first.Consumption.ID)
+		}
+		wantDenied(t, s, request(agent, "k3", 11), refused)
+		if _, err := s.SetAccountLimits(ctx, agent, entitlement.AccountLimits{}); err != nil {
+			t.Fatalf("SetAccountLimits(none): %v", err)
+		}
+		mustConsume(t, s, request(agent, "k3", 11))
+	}},
+}

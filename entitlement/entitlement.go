@@ -52,8 +52,10 @@ type Account struct {
 	AgentID     string            `json:"agentId"`
 	DisplayName string            `json:"displayName,omitempty"`
 	Metadata    map[string]string `json:"metadata,omitempty"`
-	CreatedAt   time.Time         `json:"createdAt"`
-	UpdatedAt   time.Time         `json:"updatedAt"`
+	// Limits are the account-wide spend controls (account_limits.go).
+	Limits    AccountLimits `json:"limits,omitzero"`
+	CreatedAt time.Time     `json:"createdAt"`
+	UpdatedAt time.Time     `json:"updatedAt"`
 }
 
 // Entitlement is one thing an agent may consume from. Exactly one of Credits,

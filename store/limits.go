@@ -6,9 +6,17 @@ import (
 	"github.com/stipend-mcp/stipend/entitlement"
 )
 
-// EntitlementUpdater changes an entitlement after its grant: what an admin
-// may change (spend controls, low-balance alerts, metadata, expiry) and
-// nothing else.
+// EntitlementUpdater changes the spend controls after a grant: what an
+// admin may change on an entitlement (spend controls, low-balance alerts,
+// metadata, expiry) and nothing else, and an account's account-wide limits.
+//
+// Account-wide limits (entitlement.AccountLimits) bound every call of the
+// agent: CheckAndConsume, Check and Authorize answer a call they refuse
+// with Denied and one max_per_call_exceeded denial without an entitlement
+// ID, before any entitlement is tried (after the replay check: a used key
+// still replays). They are read beside the key lookup, outside the
+// transaction of the charge: a call that overlaps a change of them may be
+// judged by either version.
 type EntitlementUpdater interface {
 	// UpdateEntitlement applies u to the entitlement id at the store's now
 	// (entitlement.Entitlement.Apply has the rules: the spend of the
@@ -22,4 +30,9 @@ type EntitlementUpdater interface {
 	// safe; while calls charge the entitlement it may answer Unavailable
 	// under contention, as RevokeEntitlement does.
 	UpdateEntitlement(ctx context.Context, id string, u entitlement.Update) (entitlement.Entitlement, error)
+	// SetAccountLimits replaces the account-wide limits of agentID's
+	// account, creating the account if absent (as UpsertAccount does), in
+	// ONE atomic step, and returns the account. Invalid (a *field.Error
+	// inside) for limits that fail their Validate. It is idempotent.
+	SetAccountLimits(ctx context.Context, agentID string, l entitlement.AccountLimits) (entitlement.Account, error)
 }

@@ -101,3 +101,34 @@ func stampControls(e *entitlement.Entitlement) {
 		e.Alerts[i].TriggeredAt = stampPtr(e.Alerts[i].TriggeredAt)
 	}
 }
+
+// putAccountLimits stores an account's limits ("limits"); an account
+// without them stores no such field.
+func putAccountLimits(d map[string]any, l *entitlement.AccountLimits) {
+	if l.IsZero() {
+		return
+	}
+	m := map[string]any{}
+	if len(l.MaxPerCall) > 0 {
+		list := make([]any, len(l.MaxPerCall))
+		for i, a := range l.MaxPerCall {
+			list[i] = map[string]any{"amount": amountDoc(a)} // an element is a map, as each reads it
+		}
+		m["maxPerCall"] = list
+	}
+	if l.MaxUnitsPerCall != nil {
+		m["maxUnitsPerCall"] = *l.MaxUnitsPerCall
+	}
+	d["limits"] = m
+}
+
+// readAccountLimits decodes what putAccountLimits stored.
+func readAccountLimits(f *fields, l *entitlement.AccountLimits) {
+	f.each("limits.maxPerCall", func(h *fields) {
+		l.MaxPerCall = append(l.MaxPerCall, h.amount("amount"))
+	})
+	if f.has("limits.maxUnitsPerCall") {
+		n := f.integer("limits.maxUnitsPerCall")
+		l.MaxUnitsPerCall = &n
+	}
+}

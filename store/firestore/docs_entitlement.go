@@ -39,6 +39,7 @@ func accountDoc(a *entitlement.Account) map[string]any {
 		d["displayName"] = a.DisplayName
 	}
 	putStrMap(d, "metadata", a.Metadata)
+	putAccountLimits(d, &a.Limits)
 	return d
 }
 
@@ -51,6 +52,7 @@ func accountFrom(snap *firestore.DocumentSnapshot) (entitlement.Account, error) 
 		CreatedAt:   f.instant("createdAt"),
 		UpdatedAt:   f.instant("updatedAt"),
 	}
+	readAccountLimits(f, &a.Limits)
 	return a, f.err
 }
 

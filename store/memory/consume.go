@@ -27,6 +27,11 @@ func (s *Store) CheckAndConsume(_ context.Context, req entitlement.ConsumeReques
 	if prior, ok := s.used(req.AgentID, req.IdempotencyKey, now); ok {
 		return charge.ReplayOf(prior, &req), nil
 	}
+	if l := s.accountLimits(req.AgentID); !l.IsZero() {
+		if reason := l.Check(&req); reason != "" {
+			return charge.AccountDenied([]entitlement.Denial{{Reason: reason}}), nil
+		}
+	}
 	if req.EntitlementID != "" {
 		return s.consumeLocked(&req, s.entitlements[req.EntitlementID], req.EntitlementID, now)
 	}

@@ -32,3 +32,12 @@ func (r *row) controls(raw []byte, e *entitlement.Entitlement) {
 		}
 	}
 }
+
+// accountLimits decodes the limits column of accounts strictly.
+func (r *row) accountLimits(raw []byte) entitlement.AccountLimits {
+	var l entitlement.AccountLimits
+	if err := strictJSON(raw, &l); err != nil {
+		r.corrupt("limits", "not account limits: %v", err)
+	}
+	return l
+}

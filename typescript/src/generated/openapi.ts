@@ -718,6 +718,29 @@ export type paths = {
         patch?: never;
         trace?: never;
     };
+    "/v1/accounts/{agentId}/limits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The agent (account) ID. */
+                agentId: components["schemas"]["Name"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Replace an account's account-wide limits (creating the account if absent)
+         * @description Role: admin. The body replaces the limits whole; {} removes them. Idempotent.
+         */
+        put: operations["putAccountLimits"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 };
 export type webhooks = Record<string, never>;
 export type components = {
@@ -766,6 +789,7 @@ export type components = {
             createdAt: string;
             /** Format: date-time */
             updatedAt: string;
+            limits?: components["schemas"]["AccountLimits"];
         };
         AccountRequest: {
             displayName?: string;
@@ -1276,6 +1300,13 @@ export type components = {
              * @description Later than now; null removes the expiry.
              */
             expiresAt?: string | null;
+        };
+        /** @description Account-wide limits: every call of the agent priced above them is refused with max_per_call_exceeded (one reason, without an entitlementId) before any entitlement is tried. */
+        AccountLimits: {
+            /** @description The most one call may cost, at most one amount per currency; calls priced in another currency are not bounded. */
+            maxPerCall?: components["schemas"]["PositiveMoney"][];
+            /** @description The most units one call may ask for. */
+            maxUnitsPerCall?: number;
         };
     };
     responses: {
@@ -2899,6 +2930,41 @@ export interface operations {
             400: components["responses"]["P400"];
             409: components["responses"]["P409"];
             413: components["responses"]["P413"];
+            500: components["responses"]["P500"];
+            503: components["responses"]["P503"];
+        };
+    };
+    putAccountLimits: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The agent (account) ID. */
+                agentId: components["schemas"]["Name"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AccountLimits"];
+            };
+        };
+        responses: {
+            /** @description the account */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Account"];
+                };
+            };
+            400: components["responses"]["P400"];
+            401: components["responses"]["P401"];
+            403: components["responses"]["P403"];
+            413: components["responses"]["P413"];
+            415: components["responses"]["P415"];
             500: components["responses"]["P500"];
             503: components["responses"]["P503"];
         };
