@@ -73,7 +73,9 @@ func (e *Entitlement) Apply(u Update, now time.Time) error {
 	if next.ExpiresAt != nil && u.ExpiresAt != nil && !next.ExpiresAt.After(now) {
 		return &field.Error{Field: "expiresAt", Reason: "must be later than now (" + now.Format(time.RFC3339) + "); revoke the entitlement to end it now"}
 	}
-	next.settleAlerts(now, true) // the starting states: nothing crossed them
+	if u.Alerts != nil {
+		next.settleAlerts(now, true) // the starting states of new alerts: nothing crossed them
+	}
 	*e = next
 	return nil
 }
