@@ -185,18 +185,3 @@ func holdNotFound(id string) error { return store.Errorf(store.CodeNotFound, "ho
 func consumptionNotFound(id string) error {
 	return store.Errorf(store.CodeNotFound, "consumption %q", id)
 }
-
-// chargeEvents writes the events of the charge cons, with the entitlement
-// after it as data: entitlement.balance_low when it crossed an alert,
-// entitlement.depleted when it emptied the entitlement.
-func (b *batch) chargeEvents(cons *entitlement.Consumption, after *entitlement.Entitlement) error {
-	if cons.LowBalance {
-		if err := b.event(event.EntitlementBalanceLow, after); err != nil {
-			return err
-		}
-	}
-	if cons.Depleted() {
-		return b.event(event.EntitlementDepleted, after)
-	}
-	return nil
-}

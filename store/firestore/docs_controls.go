@@ -69,6 +69,9 @@ func readControls(f *fields, e *entitlement.Entitlement) {
 		} else {
 			s.MaxUnits, s.SpentUnits = f.integer("limits.spend.maxUnits"), f.integer("limits.spend.spentUnits")
 		}
+		if f.err == nil && !s.Period.Valid() {
+			f.corrupt("limits.spend.period", "unknown period %q", s.Period)
+		}
 		e.Limits.Spend = s
 	}
 	f.each("alerts", func(h *fields) {
@@ -84,7 +87,7 @@ func readControls(f *fields, e *entitlement.Entitlement) {
 			n := h.integer("units")
 			a.Units = &n
 		default:
-			h.corrupt("", "an alert with no threshold")
+			h.corrupt("amount", "absent, as are percent and units: an alert with no threshold")
 		}
 		a.TriggeredAt = h.optInstant("triggeredAt")
 		a.Triggered = a.TriggeredAt != nil

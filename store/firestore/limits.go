@@ -6,6 +6,7 @@ import (
 	"cloud.google.com/go/firestore"
 
 	"github.com/stipend-mcp/stipend/entitlement"
+	"github.com/stipend-mcp/stipend/event"
 	"github.com/stipend-mcp/stipend/internal/fsfault"
 	"github.com/stipend-mcp/stipend/store"
 )
@@ -87,4 +88,19 @@ func (s *Store) SetAccountLimits(ctx context.Context, agentID string, l entitlem
 		return entitlement.Account{}, err
 	}
 	return out, nil
+}
+
+// chargeEvents writes the events of the charge cons, with the entitlement
+// after it as data: entitlement.balance_low when it crossed an alert,
+// entitlement.depleted when it emptied the entitlement.
+func (b *batch) chargeEvents(cons *entitlement.Consumption, after *entitlement.Entitlement) error {
+	if cons.LowBalance {
+		if err := b.event(event.EntitlementBalanceLow, after); err != nil {
+			return err
+		}
+	}
+	if cons.Depleted() {
+		return b.event(event.EntitlementDepleted, after)
+	}
+	return nil
 }

@@ -23,6 +23,16 @@ func (r *row) controls(raw []byte, e *entitlement.Entitlement) {
 		r.corrupt("controls", "not spend controls and alerts: %v", err)
 		return
 	}
+	if p := c.Limits.Spend.Period; p != "" && !p.Valid() {
+		r.corrupt("controls", "unknown spend-limit period %q", p)
+		return
+	}
+	for i, a := range c.Alerts {
+		if a.Amount == nil && a.Percent == nil && a.Units == nil {
+			r.corrupt("controls", "alert %d has no threshold", i)
+			return
+		}
+	}
 	e.Limits, e.Alerts = c.Limits, c.Alerts
 	e.Limits.Spend.ResetAt, e.Limits.Spend.Anchor = e.Limits.Spend.ResetAt.UTC(), e.Limits.Spend.Anchor.UTC()
 	for i := range e.Alerts {
