@@ -135,9 +135,9 @@ func TestPatchEntitlement(t *testing.T) {
 	})
 }
 
-// FuzzPatchEntitlement: whatever the body, PATCH answers the entitlement or
-// a 4xx problem naming a field; it never panics. The seeds run in every
-// normal test run.
+// FuzzPatchEntitlement: whatever the body, PATCH /v1/entitlements/{id} and
+// PUT /v1/accounts/{agentId}/limits answer 200 or a 4xx problem naming a
+// field; they never panic. The seeds run in every normal test run.
 func FuzzPatchEntitlement(f *testing.F) {
 	for _, s := range []string{
 		`{"limits":{"maxPerCall":{"cents":5,"currency":"USD"},"spendLimit":{"period":"day","max":{"cents":50,"currency":"USD"}}}}`,
@@ -152,6 +152,9 @@ func FuzzPatchEntitlement(f *testing.F) {
 		`{"limits":{"limits":{}}}`,
 		`{"alerts":[` + `{"percent":1},{"percent":2},{"percent":3},{"percent":4},{"percent":5},{"percent":6},{"percent":7},{"percent":8},{"percent":9},{"percent":10},{"percent":11}]}`,
 		`{"limits":1}`, `{"expiresAt":"yesterday"}`, `{"limits":{"maxPerCall":null,"maxPerCall":null}}`,
+		`{"maxPerCall":[{"cents":5,"currency":"USD"},{"cents":7,"currency":"EUR"}],"maxUnitsPerCall":3}`,
+		`{"maxPerCall":[{"cents":5,"currency":"USD"},{"cents":7,"currency":"USD"}]}`,
+		`{"maxPerCall":null,"maxUnitsPerCall":0}`,
 		`[]`, `null`, ``, `{`, `{}`, `{} {}`,
 	} {
 		f.Add([]byte(s))
@@ -164,16 +167,21 @@ func FuzzPatchEntitlement(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		e := base.with(t)
 		e.noSpec = true // TestPatchEntitlement checks the answers against the spec
-		for _, id := range []string{credits, quota.ID} {
-			res := e.do(req{Method: "PATCH", Path: "/v1/entitlements/" + id, Key: e.keys.Admin, Body: body})
+		for _, r := range []req{
+			{Method: "PATCH", Path: "/v1/entitlements/" + credits},
+			{Method: "PATCH", Path: "/v1/entitlements/" + quota.ID},
+			{Method: "PUT", Path: "/v1/accounts/" + agentA + "/limits"},
+		} {
+			r.Key, r.Body = e.keys.Admin, body
+			res := e.do(r)
 			switch {
 			case res.Status == http.StatusOK:
 				continue
 			case res.Status >= 500 || res.Status < 400:
-				t.Fatalf("PATCH %q: status %d body %s", body, res.Status, res.Body)
+				t.Fatalf("%s %s %q: status %d body %s", r.Method, r.Path, body, res.Status, res.Body)
 			}
 			if p := res.problem(t); len(p.Errors) == 0 || p.Detail == "" {
-				t.Fatalf("PATCH %q: problem %+v names no field", body, p)
+				t.Fatalf("%s %s %q: problem %+v names no field", r.Method, r.Path, body, p)
 			}
 		}
 	})
