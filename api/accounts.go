@@ -100,6 +100,10 @@ type entitlementBody struct {
 	grantBody
 	Balance  *money.Money      `json:"balance"`
 	Metadata map[string]string `json:"metadata"`
+	// Limits and Alerts are the spend controls and low-balance alerts
+	// (limits_body.go), checked against the entitlement once it is made.
+	Limits *limitsBody `json:"limits"`
+	Alerts []alertBody `json:"alerts"`
 }
 
 // Validate checks the rules across fields.
@@ -114,6 +118,9 @@ func (b *entitlementBody) Validate() error {
 		return Invalid("balance", "is only for credits")
 	case b.Balance != nil && b.Balance.Cents <= 0:
 		return Invalid("balance.cents", "must be positive")
+	}
+	if err := b.Limits.validate(); err != nil {
+		return err
 	}
 	return entitlement.ValidateMetadata("metadata", b.Metadata)
 }
@@ -137,6 +144,11 @@ func (s *Server) grantEntitlement(c echo.Context) error {
 	}
 	e := b.template().Entitlement(uuid.NewString(), &p, now)
 	e.Metadata = b.Metadata
+	var u entitlement.Update
+	controls(&u, b.Limits, nullable[[]alertBody]{Set: b.Alerts != nil, V: b.Alerts})
+	if err := e.Apply(u, now); err != nil {
+		return fieldErrorOf(err)
+	}
 	out, err := s.store.CreateEntitlement(storeCtx(c), e)
 	if err != nil {
 		return err

@@ -65,6 +65,8 @@ func routeTable(f fixtures) []route {
 		{method: "GET", path: a + "/receipts", roles: billing, reader: readerByAgent, ok: []int{200}},
 		{method: "GET", path: "/v1/entitlements/" + f.entitlementID, roles: billing, reader: readerByOwner, ok: []int{200}},
 		{method: "POST", path: "/v1/entitlements/" + f.revokableID + "/revoke", ok: []int{200}},
+		{method: "PATCH", path: "/v1/entitlements/" + f.entitlementID, body: map[string]any{"metadata": map[string]string{"k": "v"}}, ok: []int{200}},
+		{method: "PUT", path: a + "/limits", body: map[string]any{"maxUnitsPerCall": 1000000}, ok: []int{200}},
 		{method: "POST", path: "/v1/payments", body: paymentBody(agentA, 100), header: map[string]string{"Idempotency-Key": "matrix"},
 			roles: billing, ok: []int{200, 201}},
 		{method: "GET", path: "/v1/payments/" + f.paymentID, roles: billing, ok: []int{200}},

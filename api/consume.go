@@ -118,13 +118,15 @@ func (s *Server) chargeRefused(route string, outcome store.Outcome, denials []en
 var reasonRank = map[entitlement.Reason]int{
 	entitlement.ReasonInsufficientBalance: 0,
 	entitlement.ReasonQuotaExhausted:      1,
-	entitlement.ReasonTooManyHolds:        2,
-	entitlement.ReasonExpired:             3,
-	entitlement.ReasonCurrencyMismatch:    4,
-	entitlement.ReasonCostRequired:        5,
-	entitlement.ReasonRevoked:             6,
-	entitlement.ReasonScopeMismatch:       7,
-	entitlement.ReasonNotFound:            8,
+	entitlement.ReasonSpendLimit:          2,
+	entitlement.ReasonMaxPerCall:          3,
+	entitlement.ReasonTooManyHolds:        4,
+	entitlement.ReasonExpired:             5,
+	entitlement.ReasonCurrencyMismatch:    6,
+	entitlement.ReasonCostRequired:        7,
+	entitlement.ReasonRevoked:             8,
+	entitlement.ReasonScopeMismatch:       9,
+	entitlement.ReasonNotFound:            10,
 }
 
 // mainReason picks the one reason that sums up a denial, for the metric

@@ -172,6 +172,8 @@ func FuzzDecodeJSON(f *testing.F) {
 		`{"units":"1"}`,
 		`{"agentId":`,
 		`{"grant":{"scope":{"tools":[1]}}}`,
+		`{"type":"credits","scope":{"service":"s"},"balance":{"cents":100,"currency":"USD"},"limits":{"maxPerCall":{"cents":5,"currency":"USD"},"spendLimit":{"period":"day","max":{"cents":50,"currency":"USD"}}},"alerts":[{"percent":10},{"amount":{"cents":5,"currency":"USD"}}]}`,
+		`{"type":"quota","scope":{"service":"s"},"limit":5,"period":"day","limits":{"maxUnitsPerCall":2,"spendLimit":{"period":"hour","maxUnits":3}},"alerts":[{"units":-1}]}`,
 		`{"metadata":{"a":"b","a":"c"}}`,
 		`{"x":1}`,
 		`[]`, `null`, ``, `{}}`, `{"agentId":"a"} trailing`,

@@ -176,6 +176,7 @@ func (s *Server) routes() {
 	s.registerHolds(v1)
 	s.registerRefunds(v1)
 	s.registerAccounts(v1)
+	s.registerLimits(v1)
 	s.registerPayments(v1)
 	s.registerReceipts(v1)
 	s.registerStripe(v1)

@@ -94,11 +94,14 @@ func (c *Client) GetEntitlement(ctx context.Context, id string) (*entitlement.En
 }
 
 // EntitlementGrant is the body of a direct grant: a payment grant template
-// plus, for credits, the balance to put in.
+// plus, for credits, the balance to put in, and spend controls and
+// low-balance alerts (limits.go).
 type EntitlementGrant struct {
 	payment.Grant
 	Balance  *money.Money      `json:"balance,omitempty"`
 	Metadata map[string]string `json:"metadata,omitempty"`
+	Limits   *Limits           `json:"limits,omitempty"`
+	Alerts   []Threshold       `json:"alerts,omitempty"`
 }
 
 // GrantEntitlement grants an entitlement to an agent directly, without a

@@ -28,7 +28,8 @@ func RunTests(t *testing.T, newStore NewStore) {
 	t.Helper()
 	runTable(t, newStore, accountTests, entitlementTests, consumeTests, denialTests,
 		selectionTests, checkTests, consumptionTests, eventTests, paymentTests,
-		authorizeTests, holdDenialTests, captureTests, releaseTests, expiryTests, refundTests, instantTests)
+		authorizeTests, holdDenialTests, captureTests, releaseTests, expiryTests, refundTests, instantTests,
+		limitTests, accountLimitTests)
 	runTable(t, newStore, providerPaymentTests, providerRefundTests)
 }
 
@@ -60,7 +61,10 @@ func RunConcurrencyTests(t *testing.T, newStore NewStore, opts ConcurrencyOption
 // the invariants of holds (available never below zero, during and after;
 // one call per key; every hold ended exactly once, as its captures and
 // releases answered; initial − final = Σ consumes + Σ captures; replays
-// identical). Run it under -race. A failure names the seed and the round;
+// identical). A third round (LimitsNN) puts spend controls on a credits
+// entitlement and a quota and checks, under MaxCallers concurrent consumes,
+// holds, captures and releases, that no limit is ever exceeded (limitRound).
+// Run it under -race. A failure names the seed and the round;
 // rerun with ConcurrencyOptions{Seed: seed} to reproduce the same rounds. It
 // stops after the first failing round.
 func RunPropertyTests(t *testing.T, newStore NewStore, opts ConcurrencyOptions) {
@@ -78,6 +82,11 @@ func RunPropertyTests(t *testing.T, newStore NewStore, opts ConcurrencyOptions) 
 			clock := NewClock()
 			r := &holdRound{property: p, s: newStore(t, clock.Now), clock: clock}
 			r.run(opts.MaxCallers)
+		})
+		passed = passed && t.Run(fmt.Sprintf("Limits%02d", round), func(t *testing.T) {
+			p := &property{t: t, seed: opts.Seed, round: round, rng: rand.New(rand.NewPCG(uint64(opts.Seed), uint64(round)|2<<32))}
+			clock := NewClock()
+			(&limitRound{property: p, s: newStore(t, clock.Now)}).run(clock, opts.MaxCallers)
 		})
 		if !passed {
 			return // one failing round is enough to read

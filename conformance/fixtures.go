@@ -32,7 +32,7 @@ const (
 // the compared Held views show.
 var equate = cmp.Options{
 	cmpopts.EquateEmpty(),
-	cmpopts.IgnoreFields(entitlement.Consumption{}, "Fingerprint"),
+	cmpopts.IgnoreFields(entitlement.Consumption{}, "Fingerprint", "LowBalance"),
 	cmpopts.IgnoreFields(entitlement.Hold{}, "Fingerprint"),
 	cmpopts.IgnoreFields(entitlement.Entitlement{}, "Holds"),
 	cmpopts.IgnoreFields(payment.Payment{}, "IdempotencyKey", "Fingerprint"),

@@ -142,6 +142,7 @@ const (
 	ReasonCurrencyMismatch    Reason = "currency_mismatch"
 	ReasonInsufficientBalance Reason = "insufficient_balance"
 	ReasonQuotaExhausted      Reason = "quota_exhausted"
+	// ReasonMaxPerCall and ReasonSpendLimit are in limits.go.
 	// ReasonCostRequired: a credits entitlement cannot pay for a call that
 	// carries no cost.
 	ReasonCostRequired Reason = "cost_required"
@@ -175,6 +176,11 @@ type Consumption struct {
 	HoldID string `json:"holdId,omitempty"`
 	// Refund is set once the consumption has been refunded (RefundConsumption).
 	Refund *Refund `json:"refund,omitempty"`
+	// LowBalance is true on the charge that crossed one or more armed
+	// low-balance alerts of its entitlement (alerts.go): the store writes an
+	// entitlement.balance_low event in the same transaction. It is not
+	// stored.
+	LowBalance bool `json:"-"`
 	// Fingerprint is the request's Fingerprint, for the replay check; it is
 	// never shown. Consumptions read back from a store carry it; the result
 	// of a fresh charge may leave it empty.
@@ -182,24 +188,32 @@ type Consumption struct {
 }
 
 // Refresh applies the lazy quota reset at now: once now ≥ ResetAt, Remaining
-// becomes Limit and ResetAt the first boundary after now. It reports whether
-// anything changed. It also sets Credits.Held or Quota.Held to what the open
+// becomes Limit and ResetAt the first boundary after now. The spend limit's
+// period resets the same way, and alerts that the balance is above again
+// are armed again. It reports whether anything changed. It also sets Credits.Held or Quota.Held to what the open
 // holds not yet expired at now reserve (a view of Holds that is never stored
 // on its own, so it is not counted as a change).
 func (e *Entitlement) Refresh(now time.Time) bool {
 	e.tally(now)
-	if e.Type != TypeQuota || now.Before(e.Quota.ResetAt) {
-		return false
+	changed := e.refreshSpend(now)
+	if e.Type == TypeQuota && !now.Before(e.Quota.ResetAt) {
+		e.Quota.Remaining = e.Quota.Limit
+		e.Quota.ResetAt = e.Quota.Period.NextBoundary(e.Quota.Anchor, now)
+		changed = true
 	}
-	e.Quota.Remaining = e.Quota.Limit
-	e.Quota.ResetAt = e.Quota.Period.NextBoundary(e.Quota.Anchor, now)
-	return true
+	if len(e.Alerts) > 0 {
+		_, rearmed := e.settleAlerts(now, false)
+		changed = changed || rearmed
+	}
+	return changed
 }
 
 // Check reports why e cannot pay for r at now, or "" if it can. Only what is
 // available counts: the balance (or remaining quota) less what open holds
 // reserve. It applies the lazy quota reset to e first, so a caller about to
-// write e writes the reset too.
+// write e writes the reset too. The spend controls come last (limits.go): a
+// call above the most per call, or one that would take the period's spend
+// (with what holds reserve) above its limit, is refused.
 func (e *Entitlement) Check(now time.Time, r *ConsumeRequest) Reason {
 	switch {
 	case e.Status == StatusRevoked:
@@ -226,7 +240,11 @@ func (e *Entitlement) Check(now time.Time, r *ConsumeRequest) Reason {
 			return ReasonQuotaExhausted
 		}
 	}
-	return ""
+	if e.Limits.IsZero() {
+		return ""
+	}
+	e.refreshSpend(now)
+	return e.checkLimits(now, r)
 }
 
 // Consume charges r to e at now: it checks (applying the lazy reset), debits
@@ -259,7 +277,20 @@ func (e *Entitlement) Consume(now time.Time, r *ConsumeRequest, id, fingerprint 
 		rem := e.Quota.Remaining
 		c.RemainingAfter = &rem
 	}
+	c.LowBalance = e.spent(now, e.reserve(r))
 	return c, ""
+}
+
+// spent records a charge of n (in e's terms) made at now: it counts toward
+// the period's spend and may cross alerts, which it reports. The caller has
+// applied the lazy resets.
+func (e *Entitlement) spent(now time.Time, n int64) (crossed bool) {
+	e.addSpend(n)
+	if len(e.Alerts) == 0 {
+		return false
+	}
+	crossed, _ = e.settleAlerts(now, true)
+	return crossed
 }
 
 func units(r *ConsumeRequest) int64 {

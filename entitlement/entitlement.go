@@ -52,8 +52,10 @@ type Account struct {
 	AgentID     string            `json:"agentId"`
 	DisplayName string            `json:"displayName,omitempty"`
 	Metadata    map[string]string `json:"metadata,omitempty"`
-	CreatedAt   time.Time         `json:"createdAt"`
-	UpdatedAt   time.Time         `json:"updatedAt"`
+	// Limits are the account-wide spend controls (account_limits.go).
+	Limits    AccountLimits `json:"limits,omitzero"`
+	CreatedAt time.Time     `json:"createdAt"`
+	UpdatedAt time.Time     `json:"updatedAt"`
 }
 
 // Entitlement is one thing an agent may consume from. Exactly one of Credits,
@@ -72,6 +74,10 @@ type Entitlement struct {
 	Credits      Credits           `json:"credits,omitzero"`
 	Quota        Quota             `json:"quota,omitzero"`
 	Subscription Subscription      `json:"subscription,omitzero"`
+	// Limits are the spend controls (limits.go); Alerts the low-balance
+	// thresholds (alerts.go).
+	Limits Limits  `json:"limits,omitzero"`
+	Alerts []Alert `json:"alerts,omitempty"`
 	// Holds are the open holds on e: what each reserves and until when.
 	// Stores keep them with the entitlement, so every spending decision sees
 	// them in the same transaction; only the rules in hold.go change them.
@@ -165,5 +171,6 @@ func (e *Entitlement) Clone() Entitlement {
 		c.Subscription.ValidUntil = &t
 	}
 	c.Holds = slices.Clone(e.Holds)
+	cloneControls(&c, e)
 	return c
 }

@@ -333,6 +333,14 @@ func (e *Entitlement) Capture(now time.Time, h *Hold, ch Charge, consumptionID s
 		rem := e.Quota.Remaining
 		c.RemainingAfter = &rem
 	}
+	var n int64
+	switch e.Type {
+	case TypeCredits:
+		n = ch.Cost.Cents
+	case TypeQuota:
+		n = ch.Units
+	}
+	c.LowBalance = e.spent(now, n)
 	h.end(HoldCaptured, now)
 	h.Captured, h.ConsumptionID = &ch, consumptionID
 	return c, true
@@ -434,7 +442,10 @@ func (c *Consumption) RefundCharge(a Amount) (Charge, error) {
 
 // Refund gives a (from Amount; nil fields: all that was charged) of the
 // consumption c back to e at now and marks c refunded. A consumption is
-// refunded at most once. Errors: a *field.Error from RefundCharge, checked
+// refunded at most once. What it gives back no longer counts toward the
+// spend limit if c was charged in the limit's current period (a refund
+// never adds room to a later period), and alerts the balance is above
+// again are armed again. Errors: a *field.Error from RefundCharge, checked
 // first, or an error wrapping ErrRefundRefused (c already refunded, e
 // revoked, or a quota consumption of an earlier period: its units are not
 // given back into another period).
@@ -453,15 +464,22 @@ func (e *Entitlement) Refund(now time.Time, c *Consumption, a Amount) error {
 	case e.Status == StatusRevoked:
 		return fmt.Errorf("%w: entitlement %s is revoked", ErrRefundRefused, e.ID)
 	}
+	var n int64
 	switch e.Type {
 	case TypeCredits:
 		e.Credits.Balance.Cents += ch.Cost.Cents
+		n = ch.Cost.Cents
 	case TypeQuota:
 		if !e.Quota.Period.NextBoundary(e.Quota.Anchor, c.OccurredAt).Equal(e.Quota.ResetAt) {
 			return fmt.Errorf("%w: the consumption is from an earlier quota period", ErrRefundRefused)
 		}
 		e.Quota.Remaining = min(e.Quota.Remaining+ch.Units, e.Quota.Limit)
+		n = ch.Units
 	}
+	if e.inSpendPeriod(c.OccurredAt) {
+		e.addSpend(-n) // a refund gives back to the period it was charged in, never to a later one
+	}
+	e.settleAlerts(now, false)
 	e.tally(now)
 	c.Refund = &Refund{Charge: ch, RefundedAt: now}
 	return nil

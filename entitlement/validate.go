@@ -81,6 +81,9 @@ func (e *Entitlement) Validate() error {
 			return err
 		}
 	}
+	if err := e.validateControls(); err != nil {
+		return err
+	}
 	switch e.Type {
 	case TypeCredits:
 		if err := moneyField("credits.balance", e.Credits.Balance); err != nil {
@@ -102,3 +105,15 @@ func (e *Entitlement) Validate() error {
 
 // moneyField validates m and names its field under path.
 func moneyField(path string, m money.Money) error { return field.Within(path, m.Validate()) }
+
+// validateControls checks the spend controls and alerts once the balance
+// they refer to is known to be valid.
+func (e *Entitlement) validateControls() error {
+	if e.Type == TypeCredits && moneyField("credits.balance", e.Credits.Balance) != nil {
+		return nil // the balance's own error comes first
+	}
+	if err := e.validateLimits(); err != nil {
+		return err
+	}
+	return e.validateAlerts()
+}

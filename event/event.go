@@ -34,9 +34,18 @@ const (
 	PaymentDisputed Type = "payment.disputed"
 )
 
+// The spend-control events.
+const (
+	// EntitlementBalanceLow: a charge or capture took what an entitlement
+	// has left to or below an armed low-balance alert (entitlement.Alert),
+	// once per crossing; data is the entitlement right after that charge,
+	// its alerts showing which are triggered (and when).
+	EntitlementBalanceLow Type = "entitlement.balance_low"
+)
+
 // Types lists every event type, in a stable order.
 var Types = []Type{PaymentSucceeded, PaymentFailed, PaymentRefunded, EntitlementGranted, EntitlementRevoked, EntitlementDepleted, ConsumptionRefunded,
-	PaymentPartiallyRefunded, PaymentDisputed}
+	PaymentPartiallyRefunded, PaymentDisputed, EntitlementBalanceLow}
 
 // Event is one outbox entry. Data is the JSON object delivered as the
 // webhook's "data"; it is stored and sent as these exact bytes.

@@ -28,10 +28,8 @@ func (b *batch) consume(c *call, k *batchKey) (outcome, error) {
 	k.Cons = &cons
 	b.touch(k)
 	after := b.after()
-	if cons.Depleted() {
-		if err := b.event(event.EntitlementDepleted, &after); err != nil {
-			return outcome{}, err
-		}
+	if err := b.chargeEvents(&cons, &after); err != nil {
+		return outcome{}, err
 	}
 	return outcome{consume: store.ConsumeResult{Outcome: store.Consumed, Consumption: cons, Entitlement: after}}, nil
 }
@@ -70,10 +68,8 @@ func (b *batch) capture(c *call, k *batchKey) (outcome, error) {
 	k.Cons = &cons
 	b.touch(k)
 	after := b.after()
-	if cons.Depleted() {
-		if err := b.event(event.EntitlementDepleted, &after); err != nil {
-			return outcome{}, err
-		}
+	if err := b.chargeEvents(&cons, &after); err != nil {
+		return outcome{}, err
 	}
 	return outcome{hold: store.HoldResult{Outcome: store.Captured, Hold: *h, Entitlement: after, Consumption: cons}}, nil
 }

@@ -39,6 +39,7 @@ func accountDoc(a *entitlement.Account) map[string]any {
 		d["displayName"] = a.DisplayName
 	}
 	putStrMap(d, "metadata", a.Metadata)
+	putAccountLimits(d, &a.Limits)
 	return d
 }
 
@@ -51,6 +52,7 @@ func accountFrom(snap *firestore.DocumentSnapshot) (entitlement.Account, error) 
 		CreatedAt:   f.instant("createdAt"),
 		UpdatedAt:   f.instant("updatedAt"),
 	}
+	readAccountLimits(f, &a.Limits)
 	return a, f.err
 }
 
@@ -92,6 +94,7 @@ func entitlementDoc(e *entitlement.Entitlement) map[string]any {
 		putTime(sub, "validUntil", e.Subscription.ValidUntil)
 		d["subscription"] = sub
 	}
+	putControls(d, e)
 	putHolds(d, e.Holds)
 	return d
 }
@@ -156,6 +159,9 @@ func entitlementFrom(snap *firestore.DocumentSnapshot) (entitlement.Entitlement,
 		}
 	default:
 		f.corrupt("type", "unknown type %q", e.Type)
+	}
+	if f.err == nil && (f.has("limits") || f.has("alerts")) {
+		readControls(f, &e)
 	}
 	f.each("holds", func(h *fields) {
 		o := entitlement.OpenHold{ID: h.str("id"), Amount: h.integer("amount"), ExpiresAt: h.instant("expiresAt")}

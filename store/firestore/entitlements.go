@@ -69,6 +69,7 @@ func normalized(e entitlement.Entitlement, now time.Time) entitlement.Entitlemen
 		e.CreatedAt = now
 	}
 	e.CreatedAt = stamp(e.CreatedAt)
+	stampControls(&e)
 	for _, t := range []*time.Time{e.ExpiresAt, e.RevokedAt} {
 		if t != nil {
 			*t = stamp(*t)

@@ -27,6 +27,11 @@ func (s *Store) CheckAndConsume(_ context.Context, req entitlement.ConsumeReques
 	if prior, ok := s.used(req.AgentID, req.IdempotencyKey, now); ok {
 		return charge.ReplayOf(prior, &req), nil
 	}
+	if l := s.accountLimits(req.AgentID); !l.IsZero() {
+		if reason := l.Check(&req); reason != "" {
+			return charge.AccountDenied([]entitlement.Denial{{Reason: reason}}), nil
+		}
+	}
 	if req.EntitlementID != "" {
 		return s.consumeLocked(&req, s.entitlements[req.EntitlementID], req.EntitlementID, now)
 	}
@@ -113,9 +118,9 @@ func (s *Store) consumeLocked(req *entitlement.ConsumeRequest, stored *entitleme
 	}
 	res := store.ConsumeResult{Outcome: store.Consumed, Consumption: c, Entitlement: next.Clone()}
 	var depleted []event.Event
-	if c.Depleted() {
+	if c.Depleted() || c.LowBalance {
 		after := res.Entitlement // only this branch's copy escapes to the heap
-		evs, err := s.newEvents(pending(event.EntitlementDepleted, next.AgentID, &after))
+		evs, err := s.newEvents(chargeEvents(&c, &after)...)
 		if err != nil {
 			return store.ConsumeResult{}, err
 		}

@@ -23,6 +23,7 @@ func copyTime(t *time.Time) *time.Time {
 func copyAccount(a *entitlement.Account) entitlement.Account {
 	c := *a
 	c.Metadata = maps.Clone(a.Metadata)
+	c.Limits = a.Limits.Clone()
 	return c
 }
 

@@ -63,6 +63,8 @@ func normalizeTimes(e *entitlement.Entitlement) {
 	e.Quota.Anchor = utc(e.Quota.Anchor)
 	e.Subscription.ValidFrom = utc(e.Subscription.ValidFrom)
 	e.Subscription.ValidUntil = utcPtr(e.Subscription.ValidUntil)
+	e.Limits.Spend.ResetAt = utc(e.Limits.Spend.ResetAt)
+	e.Limits.Spend.Anchor = utc(e.Limits.Spend.Anchor)
 }
 
 // shown returns a copy of e with a pending lazy quota reset applied.

@@ -133,8 +133,8 @@ func (s *Store) CaptureHold(_ context.Context, id, agentID string, amount entitl
 	}
 	res := store.HoldResult{Outcome: store.Captured, Hold: captured, Entitlement: next.Clone(), Consumption: c}
 	var depleted []event.Event
-	if c.Depleted() {
-		if depleted, err = s.newEvents(pending(event.EntitlementDepleted, e.AgentID, &res.Entitlement)); err != nil {
+	if c.Depleted() || c.LowBalance {
+		if depleted, err = s.newEvents(chargeEvents(&c, &res.Entitlement)...); err != nil {
 			return store.HoldResult{}, err
 		}
 	}

@@ -12,17 +12,18 @@ import (
 	"github.com/stipend-mcp/stipend/store"
 )
 
-const accountColumns = `agent_id, display_name, metadata, created_at, updated_at`
+const accountColumns = `agent_id, display_name, metadata, created_at, updated_at, limits`
 
 func scanAccount(rows pgx.Row) (entitlement.Account, error) {
 	var a entitlement.Account
-	var metadata []byte
+	var metadata, limits []byte
 	var created, updated *time.Time
-	if err := rows.Scan(&a.AgentID, &a.DisplayName, &metadata, &created, &updated); err != nil {
+	if err := rows.Scan(&a.AgentID, &a.DisplayName, &metadata, &created, &updated, &limits); err != nil {
 		return entitlement.Account{}, err
 	}
 	r := &row{table: "accounts", id: a.AgentID}
 	a.Metadata = r.strings("metadata", metadata)
+	a.Limits = r.accountLimits(limits)
 	a.CreatedAt, a.UpdatedAt = r.required("created_at", created), r.required("updated_at", updated)
 	return a, r.err
 }
@@ -38,7 +39,7 @@ func (s *Store) UpsertAccount(ctx context.Context, a entitlement.Account) (entit
 		return entitlement.Account{}, err
 	}
 	out, err := scanAccount(s.pool.QueryRow(ctx, `INSERT INTO accounts AS a (`+accountColumns+`)
-		VALUES ($1, $2, $3, $4, $4)
+		VALUES ($1, $2, $3, $4, $4, '{}')
 		ON CONFLICT (agent_id) DO UPDATE SET display_name = EXCLUDED.display_name, metadata = EXCLUDED.metadata,
 			updated_at = CASE WHEN (a.display_name, a.metadata) IS DISTINCT FROM (EXCLUDED.display_name, EXCLUDED.metadata)
 				THEN EXCLUDED.updated_at ELSE a.updated_at END

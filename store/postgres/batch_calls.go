@@ -151,13 +151,19 @@ func (b *batch) release(o *op) (store.HoldResult, error) {
 	return store.HoldResult{Outcome: store.Released, Hold: h, Entitlement: b.shown()}, nil
 }
 
-// addConsumption records a new consumption, and the depleted event of a
-// charge that emptied the entitlement.
+// addConsumption records a new consumption, and the events of its charge:
+// balance_low when it crossed an alert, depleted when it emptied the
+// entitlement.
 func (b *batch) addConsumption(c entitlement.Consumption) {
 	b.consumptions = append(b.consumptions, c)
-	if c.Depleted() {
+	if c.LowBalance || c.Depleted() {
 		after := b.shown()
-		b.events = append(b.events, pending(event.EntitlementDepleted, b.e.AgentID, &after))
+		if c.LowBalance {
+			b.events = append(b.events, pending(event.EntitlementBalanceLow, b.e.AgentID, &after))
+		}
+		if c.Depleted() {
+			b.events = append(b.events, pending(event.EntitlementDepleted, b.e.AgentID, &after))
+		}
 	}
 }
 

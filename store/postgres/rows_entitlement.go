@@ -14,7 +14,7 @@ import (
 // entitlementColumns are the columns scanEntitlement reads, in its order.
 const entitlementColumns = `id, agent_id, type, scope_service, scope_tools, status, created_at, expires_at,
 	revoked_at, payment_id, metadata, balance_cents, balance_currency, granted_cents, granted_currency,
-	quota_limit, quota_period, quota_remaining, quota_reset_at, quota_anchor, valid_from, valid_until, holds`
+	quota_limit, quota_period, quota_remaining, quota_reset_at, quota_anchor, valid_from, valid_until, holds, controls`
 
 // openHoldJSON is one element of the holds column.
 type openHoldJSON struct {
@@ -30,12 +30,12 @@ func scanEntitlement(rows pgx.Row) (entitlement.Entitlement, error) {
 		typ, status, period, balCur, grantCur  string
 		created, expires, revoked              *time.Time
 		resetAt, anchor, validFrom, validUntil *time.Time
-		metadata, holds                        []byte
+		metadata, holds, controls              []byte
 		balCents, grantCents, limit, remaining int64
 	)
 	err := rows.Scan(&e.ID, &e.AgentID, &typ, &e.Scope.Service, &e.Scope.Tools, &status, &created, &expires,
 		&revoked, &e.PaymentID, &metadata, &balCents, &balCur, &grantCents, &grantCur,
-		&limit, &period, &remaining, &resetAt, &anchor, &validFrom, &validUntil, &holds)
+		&limit, &period, &remaining, &resetAt, &anchor, &validFrom, &validUntil, &holds, &controls)
 	if err != nil {
 		return entitlement.Entitlement{}, err
 	}
@@ -67,6 +67,7 @@ func scanEntitlement(rows pgx.Row) (entitlement.Entitlement, error) {
 		e.Subscription = entitlement.Subscription{ValidFrom: instant(validFrom), ValidUntil: instantPtr(validUntil)}
 	}
 	e.Holds = r.openHolds(holds)
+	r.controls(controls, &e)
 	if r.err != nil {
 		return entitlement.Entitlement{}, r.err
 	}
@@ -106,7 +107,7 @@ func holdsArg(e *entitlement.Entitlement) ([]byte, error) {
 
 // insertEntitlementSQL inserts one entitlement unless its ID exists.
 const insertEntitlementSQL = `INSERT INTO entitlements (` + entitlementColumns + `)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)
 	ON CONFLICT (id) DO NOTHING`
 
 // entitlementArgs are the parameters of insertEntitlementSQL for e.
@@ -119,6 +120,10 @@ func entitlementArgs(e *entitlement.Entitlement) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
+	controls, err := controlsArg(e)
+	if err != nil {
+		return nil, err
+	}
 	tools := e.Scope.Tools
 	if tools == nil {
 		tools = []string{}
@@ -128,14 +133,16 @@ func entitlementArgs(e *entitlement.Entitlement) ([]any, error) {
 		nullTimePtr(e.RevokedAt), e.PaymentID, metadata, e.Credits.Balance.Cents, e.Credits.Balance.Currency,
 		e.Credits.Granted.Cents, e.Credits.Granted.Currency,
 		e.Quota.Limit, string(e.Quota.Period), e.Quota.Remaining, nullTime(e.Quota.ResetAt), nullTime(e.Quota.Anchor),
-		nullTime(e.Subscription.ValidFrom), nullTimePtr(e.Subscription.ValidUntil), holds,
+		nullTime(e.Subscription.ValidFrom), nullTimePtr(e.Subscription.ValidUntil), holds, controls,
 	}, nil
 }
 
 // updateEntitlementSQL writes what transactions change on an entitlement:
-// its balance or quota, its open holds and its status.
+// its balance or quota, its open holds, its status, and what an update may
+// change (spend controls and alerts, metadata, expiry).
 const updateEntitlementSQL = `UPDATE entitlements SET balance_cents = $2, quota_remaining = $3,
-	quota_reset_at = $4, holds = $5, status = $6, revoked_at = $7 WHERE id = $1`
+	quota_reset_at = $4, holds = $5, status = $6, revoked_at = $7, controls = $8, metadata = $9,
+	expires_at = $10 WHERE id = $1`
 
 // updateEntitlementArgs are the parameters of updateEntitlementSQL for e.
 func updateEntitlementArgs(e *entitlement.Entitlement) ([]any, error) {
@@ -143,8 +150,16 @@ func updateEntitlementArgs(e *entitlement.Entitlement) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
+	controls, err := controlsArg(e)
+	if err != nil {
+		return nil, err
+	}
+	metadata, err := jsonArg(metadataOrEmpty(e.Metadata))
+	if err != nil {
+		return nil, err
+	}
 	return []any{e.ID, e.Credits.Balance.Cents, e.Quota.Remaining, nullTime(e.Quota.ResetAt), holds,
-		string(e.Status), nullTimePtr(e.RevokedAt)}, nil
+		string(e.Status), nullTimePtr(e.RevokedAt), controls, metadata, nullTimePtr(e.ExpiresAt)}, nil
 }
 
 func metadataOrEmpty(m map[string]string) map[string]string {

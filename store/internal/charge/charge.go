@@ -39,6 +39,10 @@ type Charger interface {
 	AuthorizeOne(ctx context.Context, req *entitlement.HoldRequest, entitlementID string) (store.HoldResult, error)
 	// GetEntitlement is store.EntitlementStore.GetEntitlement.
 	GetEntitlement(ctx context.Context, id string) (entitlement.Entitlement, error)
+	// AccountLimits returns the account-wide limits of the agent's account
+	// (zero when it has none, or no account), read outside any transaction;
+	// it may run concurrently with the other lookups (account.go).
+	AccountLimits(ctx context.Context, agentID string) (entitlement.AccountLimits, error)
 }
 
 // Used is what an (agent, idempotency key) pair was used for: a consume
@@ -74,10 +78,16 @@ func Consume(ctx context.Context, c Charger, req entitlement.ConsumeRequest) (st
 	if err := req.Normalize(); err != nil {
 		return store.ConsumeResult{}, store.Wrap(store.CodeInvalid, err, "consume request")
 	}
+	account := readAccount(ctx, c, req.AgentID)
 	if prior, err := c.FindKey(ctx, req.AgentID, req.IdempotencyKey); err == nil {
 		return ReplayOf(prior, &req), nil
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return store.ConsumeResult{}, err
+	}
+	if d, err := account.refuse(&req); err != nil {
+		return store.ConsumeResult{}, err
+	} else if d != nil {
+		return AccountDenied(d), nil
 	}
 	if req.EntitlementID != "" {
 		return c.ConsumeOne(ctx, &req, req.EntitlementID)
@@ -98,10 +108,16 @@ func Authorize(ctx context.Context, c Charger, req entitlement.HoldRequest) (sto
 	if err := req.Normalize(); err != nil {
 		return store.HoldResult{}, store.Wrap(store.CodeInvalid, err, "authorize request")
 	}
+	account := readAccount(ctx, c, req.AgentID)
 	if prior, err := c.FindKey(ctx, req.AgentID, req.IdempotencyKey); err == nil {
 		return HoldReplayOf(prior, &req), nil
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return store.HoldResult{}, err
+	}
+	if d, err := account.refuse(&req.ConsumeRequest); err != nil {
+		return store.HoldResult{}, err
+	} else if d != nil {
+		return store.HoldResult{Outcome: store.Denied, Denials: d}, nil
 	}
 	if req.EntitlementID != "" {
 		return c.AuthorizeOne(ctx, &req, req.EntitlementID)
@@ -142,10 +158,16 @@ func Check(ctx context.Context, c Charger, req entitlement.ConsumeRequest, now t
 	if err := req.Normalize(); err != nil {
 		return store.ConsumeResult{}, store.Wrap(store.CodeInvalid, err, "check request")
 	}
+	account := readAccount(ctx, c, req.AgentID)
 	if prior, err := c.FindKey(ctx, req.AgentID, req.IdempotencyKey); err == nil {
 		return ReplayOf(prior, &req), nil
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return store.ConsumeResult{}, err
+	}
+	if d, err := account.refuse(&req); err != nil {
+		return store.ConsumeResult{}, err
+	} else if d != nil {
+		return AccountDenied(d), nil
 	}
 	candidates, denials, err := candidates(ctx, c, &req)
 	if err != nil {

@@ -279,7 +279,11 @@ export type paths = {
         /** CORS preflight and the methods of this path (no key needed) */
         options: operations["optionsEntitlementsById"];
         head?: never;
-        patch?: never;
+        /**
+         * Change an entitlement's spend controls, alerts, metadata or expiry
+         * @description Role: admin. Absent members stay as they are; null removes one. Nothing else can change (a 400 names every other member given). The change is made in one transaction with the entitlement's charges.
+         */
+        patch: operations["updateEntitlement"];
         trace?: never;
     };
     "/v1/entitlements/{id}/revoke": {
@@ -738,6 +742,29 @@ export type paths = {
         patch?: never;
         trace?: never;
     };
+    "/v1/accounts/{agentId}/limits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The agent (account) ID. */
+                agentId: components["schemas"]["Name"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Replace an account's account-wide limits (creating the account if absent)
+         * @description Role: admin. The body replaces the limits whole; {} removes them. Idempotent.
+         */
+        put: operations["putAccountLimits"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 };
 export type webhooks = Record<string, never>;
 export type components = {
@@ -777,7 +804,7 @@ export type components = {
          * @description What an event says happened (docs/webhooks.md lists the data of each).
          * @enum {string}
          */
-        EventType: "payment.succeeded" | "payment.failed" | "payment.refunded" | "entitlement.granted" | "entitlement.revoked" | "entitlement.depleted" | "consumption.refunded" | "payment.partially_refunded" | "payment.disputed";
+        EventType: "payment.succeeded" | "payment.failed" | "payment.refunded" | "entitlement.granted" | "entitlement.revoked" | "entitlement.depleted" | "consumption.refunded" | "payment.partially_refunded" | "payment.disputed" | "entitlement.balance_low";
         Account: {
             agentId: string;
             displayName?: string;
@@ -786,6 +813,7 @@ export type components = {
             createdAt: string;
             /** Format: date-time */
             updatedAt: string;
+            limits?: components["schemas"]["AccountLimits"];
         };
         AccountRequest: {
             displayName?: string;
@@ -829,6 +857,8 @@ export type components = {
                 /** Format: date-time */
                 validUntil?: string;
             };
+            limits?: components["schemas"]["Limits"];
+            alerts?: components["schemas"]["Alert"][];
         };
         /** @description The template of the entitlement a payment grants. Credits get the payment's amount as balance. */
         Grant: {
@@ -856,6 +886,9 @@ export type components = {
             /** @description Credits only (required there). */
             balance?: components["schemas"]["PositiveMoney"];
             metadata?: components["schemas"]["Metadata"];
+            limits?: components["schemas"]["LimitsRequest"];
+            /** @description Low-balance alerts (credits and quota only). */
+            alerts?: components["schemas"]["AlertRequest"][] | null;
         };
         ConsumeRequest: {
             agentId: components["schemas"]["Name"];
@@ -1097,7 +1130,7 @@ export type components = {
             reasons?: {
                 entitlementId?: string;
                 /** @enum {string} */
-                reason: "not_found" | "revoked" | "expired" | "scope_mismatch" | "currency_mismatch" | "insufficient_balance" | "quota_exhausted" | "cost_required" | "too_many_holds";
+                reason: "not_found" | "revoked" | "expired" | "scope_mismatch" | "currency_mismatch" | "insufficient_balance" | "quota_exhausted" | "cost_required" | "too_many_holds" | "max_per_call_exceeded" | "spend_limit_reached";
             }[];
             /** @description 409 on a key-requiring route: the sanitized idempotency ledger reference (<backend>/<collection>/<hashed-id>) an operator reconciles; never the raw key. */
             reference?: string;
@@ -1298,6 +1331,95 @@ export type components = {
             url: string;
             /** Format: date-time */
             expiresAt: string;
+        };
+        /** @description An entitlement's spend controls, in its own terms: money of its currency for credits, units for a quota. */
+        Limits: {
+            /** @description Credits: the most one call (or a hold's maximum) may cost; a call above it is refused with max_per_call_exceeded. */
+            maxPerCall?: components["schemas"]["Money"];
+            /** @description Quota: the most units one call may use. */
+            maxUnitsPerCall?: number;
+            spendLimit?: components["schemas"]["SpendLimit"];
+        };
+        /** @description The most an entitlement pays per period; what open holds reserve counts against it too. A call that would go above it is refused with spend_limit_reached. */
+        SpendLimit: {
+            period: components["schemas"]["Period"];
+            /** @description Credits: the most charged per period. */
+            max?: components["schemas"]["Money"];
+            /** @description Quota: the most units used per period. */
+            maxUnits?: number;
+            /** @description Credits: charged in the current period (refunds of its charges deducted). */
+            spent?: components["schemas"]["Money"];
+            /** @description Quota: units used in the current period. */
+            spentUnits?: number;
+            /**
+             * Format: date-time
+             * @description When the current period ends (the reset is lazy, as a quota's).
+             */
+            resetAt: string;
+            /**
+             * Format: date-time
+             * @description When the limit was set: periods are counted from it.
+             */
+            anchor: string;
+        };
+        /** @description A low-balance alert: exactly one of amount, percent and units. */
+        Alert: {
+            /** @description Credits: low at or below this balance. */
+            amount?: components["schemas"]["Money"];
+            /** @description Low at or below this percentage of what was granted (credits) or of the quota's limit. */
+            percent?: number;
+            /** @description Quota: low at or below this many units left. */
+            units?: number;
+            /** @description A charge took what is left to or below the threshold (and wrote entitlement.balance_low); armed again once it is above. */
+            triggered: boolean;
+            /** Format: date-time */
+            triggeredAt?: string;
+        };
+        /** @description Spend controls to set; absent members stay as they are. */
+        LimitsRequest: {
+            /** @description Credits only, in the entitlement's currency; null removes it. */
+            maxPerCall?: components["schemas"]["PositiveMoney"] | null;
+            /** @description Quota only; null removes it. */
+            maxUnitsPerCall?: number | null;
+            /** @description null removes it. */
+            spendLimit?: components["schemas"]["SpendLimitRequest"] | null;
+        };
+        /** @description A spend limit per period. The same period keeps what was spent in it; another period, or a new limit, starts a period now with nothing spent. */
+        SpendLimitRequest: {
+            period: components["schemas"]["Period"];
+            /** @description Credits only (required there), in the entitlement's currency. */
+            max?: components["schemas"]["PositiveMoney"];
+            /** @description Quota only (required there). */
+            maxUnits?: number;
+        };
+        /** @description A low-balance threshold: exactly one of amount, percent and units. */
+        AlertRequest: {
+            /** @description Credits only, in the entitlement's currency. */
+            amount?: components["schemas"]["NonNegativeMoney"];
+            percent?: number;
+            /** @description Quota only. */
+            units?: number;
+        };
+        /** @description What PATCH may change; any other member is a 400 naming it. Absent members stay as they are. */
+        EntitlementPatch: {
+            /** @description Absent members stay as they are; null removes every limit. */
+            limits?: components["schemas"]["LimitsRequest"] | null;
+            /** @description Replaces every alert; null or [] removes them. An alert the balance is already at or below starts triggered, with no event. */
+            alerts?: components["schemas"]["AlertRequest"][] | null;
+            /** @description Replaces the metadata; null removes it. */
+            metadata?: components["schemas"]["Metadata"] | null;
+            /**
+             * Format: date-time
+             * @description Later than now; null removes the expiry.
+             */
+            expiresAt?: string | null;
+        };
+        /** @description Account-wide limits: every call of the agent priced above them is refused with max_per_call_exceeded (one reason, without an entitlementId) before any entitlement is tried. */
+        AccountLimits: {
+            /** @description The most one call may cost, at most one amount per currency; calls priced in another currency are not bounded. */
+            maxPerCall?: components["schemas"]["PositiveMoney"][];
+            /** @description The most units one call may ask for. */
+            maxUnitsPerCall?: number;
         };
     };
     responses: {
@@ -2092,6 +2214,42 @@ export interface operations {
         responses: {
             204: components["responses"]["Options"];
             400: components["responses"]["P400"];
+        };
+    };
+    updateEntitlement: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Entitlement ID. */
+                id: components["schemas"]["Name"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EntitlementPatch"];
+            };
+        };
+        responses: {
+            /** @description the entitlement as changed */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Entitlement"];
+                };
+            };
+            400: components["responses"]["P400"];
+            401: components["responses"]["P401"];
+            403: components["responses"]["P403"];
+            404: components["responses"]["P404"];
+            413: components["responses"]["P413"];
+            415: components["responses"]["P415"];
+            500: components["responses"]["P500"];
+            503: components["responses"]["P503"];
         };
     };
     revokeEntitlement: {
@@ -2972,6 +3130,41 @@ export interface operations {
             422: components["responses"]["P422"];
             500: components["responses"]["P500"];
             502: components["responses"]["P502"];
+            503: components["responses"]["P503"];
+        };
+    };
+    putAccountLimits: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The agent (account) ID. */
+                agentId: components["schemas"]["Name"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AccountLimits"];
+            };
+        };
+        responses: {
+            /** @description the account */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Account"];
+                };
+            };
+            400: components["responses"]["P400"];
+            401: components["responses"]["P401"];
+            403: components["responses"]["P403"];
+            413: components["responses"]["P413"];
+            415: components["responses"]["P415"];
+            500: components["responses"]["P500"];
             503: components["responses"]["P503"];
         };
     };
