@@ -46,6 +46,9 @@ type batch struct {
 	// marked are those whose mark the batch has written.
 	fences map[string]*fenced
 	marked map[string]bool
+	// gathered are the leases the batch folded (batch_lease.go), to be
+	// written closed.
+	gathered []entitlement.Lease
 }
 
 // batchKey is one consumptions document in a batch.
@@ -65,10 +68,10 @@ type batchKey struct {
 // leaves the rest for the next batch: the answers are as many as the calls
 // it took on. It only computes from what it reads, so it may run more than
 // once.
-func (s *Store) applyBatch(tx *firestore.Transaction, entitlementID string, calls []*call) ([]outcome, error) {
+func (s *Store) applyBatch(tx *firestore.Transaction, entitlementID string, calls []*call) ([]outcome, *batch, error) {
 	b, err := s.readBatch(tx, entitlementID, calls)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	out := make([]outcome, 0, len(calls))
 	for _, c := range calls {
@@ -81,11 +84,11 @@ func (s *Store) applyBatch(tx *firestore.Transaction, entitlementID string, call
 		}
 		o, err := b.apply(c)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		out = append(out, o)
 	}
-	return out, b.write()
+	return out, b, b.write()
 }
 
 // readBatch reads the batch's documents and ends the entitlement's expired
@@ -143,6 +146,9 @@ func (s *Store) readBatch(tx *firestore.Transaction, entitlementID string, calls
 		}
 	}
 	if err := b.confirm(known); err != nil {
+		return nil, err
+	}
+	if err := b.gatherIfNeeded(calls); err != nil {
 		return nil, err
 	}
 	b.now = s.clock() // after the reads: see instantAfterReads
@@ -286,6 +292,11 @@ func (b *batch) apply(c *call) (outcome, error) {
 func (b *batch) write() error {
 	if b.changed {
 		if err := b.tx.Set(b.entRef, entitlementDoc(&b.e)); err != nil {
+			return err
+		}
+	}
+	for i := range b.gathered {
+		if err := b.tx.Set(b.s.leaseRef(b.e.ID, b.gathered[i].ID), leaseDoc(&b.gathered[i])); err != nil {
 			return err
 		}
 	}

@@ -93,6 +93,7 @@ func entitlementDoc(e *entitlement.Entitlement) map[string]any {
 		d["subscription"] = sub
 	}
 	putHolds(d, e.Holds)
+	putLeases(d, e.Leases)
 	return d
 }
 
@@ -164,6 +165,7 @@ func entitlementFrom(snap *firestore.DocumentSnapshot) (entitlement.Entitlement,
 		}
 		e.Holds = append(e.Holds, o)
 	})
+	leasesFrom(f, &e)
 	return e, f.err
 }
 

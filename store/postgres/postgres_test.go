@@ -103,3 +103,15 @@ func TestStore_PingUnreachable(t *testing.T) {
 		t.Errorf("Ping with no server: got %v (code %q), want code %q", err, got, store.CodeUnavailable)
 	}
 }
+
+// TestStore_Instances runs the multi-instance suite on n stores, each on
+// its own pool, on one schema.
+func TestStore_Instances(t *testing.T) {
+	conformance.RunInstanceTests(t, func(t *testing.T, n int, now func() time.Time) []store.EntitlementStore {
+		var out []store.EntitlementStore
+		for _, s := range open(t, migrated(t), n, now) {
+			out = append(out, s)
+		}
+		return out
+	}, conformance.InstanceOptions{})
+}
