@@ -2,10 +2,13 @@ package firestore
 
 import (
 	"math"
+	"time"
 
 	"cloud.google.com/go/firestore"
+	"github.com/google/uuid"
 
 	"github.com/stipend-mcp/stipend/entitlement"
+	"github.com/stipend-mcp/stipend/store"
 )
 
 // gatherIfNeeded folds every lease of the batch's entitlement when its
@@ -114,4 +117,107 @@ func (s *Store) gatherAll(tx *firestore.Transaction, es ...*entitlement.Entitlem
 		}
 		return nil
 	}, nil
+}
+
+// recentWriter is how recent another instance's write of an entitlement
+// must be for a hot lane to take a lease without having met contention.
+// It only decides when to lease, never what is safe.
+const recentWriter = 5 * time.Second
+
+// leaseWish is what a lane asks of its next batch on the entitlement: off
+// (never take a lease: leases are off, or the lane has one or is
+// refilling), force (LeaseOptions.Force), lane (the lane leases already and
+// needs a lease), want (the size to ask for; 0: from the batch), and the
+// attempt of the transaction (a retry means another instance contends).
+type leaseWish struct {
+	// other: a batch of this instance saw another instance active lately.
+	off, force, lane, other bool
+	want, maxSize           int64
+	attempt                 int
+}
+
+// leaseWish is the wish of lane ll (nil if none) of entitlementID for its
+// next batch.
+func (s *Store) leaseWish(entitlementID string, ll *leaseLane) leaseWish {
+	w := leaseWish{off: s.leaseOpt.Off, force: s.leaseOpt.Force, maxSize: s.leaseOpt.MaxSize,
+		other: s.leasing.sawOther(entitlementID)}
+	if ll == nil || w.off {
+		return w
+	}
+	ll.mu.Lock()
+	busy := ll.active != "" || ll.next != "" || ll.refilling
+	ll.mu.Unlock()
+	if busy {
+		w.off = true
+		return w
+	}
+	w.lane, w.want = true, ll.wantSize(s.leaseOpt.MaxSize)
+	return w
+}
+
+// takeLease takes a lease for this instance in the batch, after its calls
+// (answered in out), when the lane asks for one, or when the batch is hot
+// (several consumes, or one in a retry after contention) and another
+// instance is active: this attempt is a retry after contention, another
+// instance holds leases, or another instance wrote the entitlement
+// recently (seen by this batch or a recent one). A lone instance never
+// leases.
+func (b *batch) takeLease(w leaseWish, out []outcome) {
+	if w.off || !b.found || b.e.Type == entitlement.TypeSubscription || b.e.Status != entitlement.StatusActive ||
+		b.writes+1 > maxWrites {
+		return
+	}
+	var consumes int
+	var units, largest int64
+	for i := range out {
+		if c := out[i].consume; c.Outcome == store.Consumed {
+			consumes++
+			n := c.Consumption.Units
+			if b.e.Type == entitlement.TypeCredits {
+				n = c.Consumption.Cost.Cents
+			}
+			units += n
+			largest = max(largest, n)
+		}
+	}
+	other := len(b.e.Leases) > 0 || w.attempt > 1 ||
+		(b.writer != "" && b.writer != b.s.owner && b.now.Sub(b.writtenAt) < recentWriter)
+	b.other = other
+	// A retry is contention right now: the entitlement is hot across
+	// instances even if this batch holds one call.
+	hot := consumes >= 2 || (consumes == 1 && w.attempt > 1)
+	if !w.lane && !(w.force && consumes > 0) && !(hot && (other || w.other)) {
+		return
+	}
+	want := w.want
+	if want == 0 {
+		want = max(4096*largest, 256*units)
+		if w.maxSize > 0 {
+			want = min(want, w.maxSize)
+		}
+	}
+	n := b.e.LeaseSize(b.now, want)
+	if n <= 0 {
+		return
+	}
+	l := b.e.TakeLease(uuid.NewString(), b.s.owner, n)
+	b.took, b.changed = &l, true
+	b.writes++
+}
+
+// writtenDoc is e's document as this instance writes it at now: with the
+// writer, so other instances see that this one is active.
+func (s *Store) writtenDoc(e *entitlement.Entitlement, now time.Time) map[string]any {
+	d := entitlementDoc(e)
+	d["writer"] = map[string]any{"owner": s.owner, "at": now}
+	return d
+}
+
+// writerOf reads the writer of an entitlement's document.
+func writerOf(snap *firestore.DocumentSnapshot) (owner string, at time.Time) {
+	f := read(snap)
+	if t := f.optInstant("writer.at"); t != nil {
+		at = *t
+	}
+	return f.optStr("writer.owner"), at
 }

@@ -237,7 +237,7 @@ func (s *Store) drain(entitlementID string) {
 // (corrupt data stays Internal). Nothing of the batch was written then,
 // unless the commit's answer was lost (the error is Uncertain): a retry of
 // a keyed call replays or applies it, either way once.
-func (s *Store) runBatch(entitlementID string, calls []*call) (int, directInfo, bool) {
+func (s *Store) runBatch(entitlementID string, calls []*call, w leaseWish) (int, directInfo, bool) {
 	// The batch serves all its callers: it runs until the last of them
 	// leaves, within the latest of their deadlines and the retry budget.
 	ctxs := make([]context.Context, len(calls))
@@ -254,7 +254,8 @@ func (s *Store) runBatch(entitlementID string, calls []*call) (int, directInfo, 
 	err := s.run(ctx, "batch on entitlement", func(ctx context.Context, tx *firestore.Transaction) error {
 		var err error
 		attempts++
-		results, b, err = s.applyBatch(tx, entitlementID, calls)
+		w.attempt = attempts
+		results, b, err = s.applyBatch(tx, entitlementID, calls, w)
 		return err
 	})
 	if err != nil {
@@ -270,15 +271,10 @@ func (s *Store) runBatch(entitlementID string, calls []*call) (int, directInfo, 
 	for i := range results {
 		calls[i].done <- results[i]
 	}
-	info := directInfo{e: b.e, found: b.found, contended: attempts > 1, gathered: len(b.gathered) > 0}
+	info := directInfo{e: b.e, found: b.found, gathered: len(b.gathered) > 0, took: b.took, other: b.other}
 	s.counters.batches.Add(1)
 	if info.gathered {
 		s.counters.gathers.Add(1)
-	}
-	for _, c := range calls[:len(results)] {
-		if c.op == opConsume {
-			info.consumes++
-		}
 	}
 	return len(results), info, true
 }
@@ -288,13 +284,14 @@ func (s *Store) runBatch(entitlementID string, calls []*call) (int, directInfo, 
 // updates the lane's leases after it (afterDirect). It returns how many
 // calls the batch took on.
 func (s *Store) runDirect(entitlementID string, calls []*call) int {
-	if ll := s.leasing.lane(entitlementID); ll != nil {
+	ll := s.leasing.lane(entitlementID)
+	if ll != nil {
 		ll.tx.Lock()
 		defer ll.tx.Unlock()
 	}
-	n, info, ok := s.runBatch(entitlementID, calls)
+	n, info, ok := s.runBatch(entitlementID, calls, s.leaseWish(entitlementID, ll))
 	if ok {
-		s.afterDirect(n, info)
+		s.afterDirect(ll, info)
 	}
 	return n
 }

@@ -1,6 +1,7 @@
 package firestore
 
 import (
+	"context"
 	"sync"
 	"time"
 
@@ -58,6 +59,29 @@ const refillPause = 500 * time.Millisecond
 type leasing struct {
 	mu sync.Mutex
 	m  map[string]*leaseLane
+	// seen is when a batch last saw another instance active on an
+	// entitlement, so its next hot batch leases even if that one alone
+	// saw nothing (entries are dropped once stale).
+	seen map[string]time.Time
+}
+
+// saw records that another instance is active on entitlementID.
+func (l *leasing) saw(entitlementID string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.seen == nil || len(l.seen) > 1000 {
+		l.seen = make(map[string]time.Time) // a bound, not a cache policy: a hot entitlement is seen again at once
+	}
+	l.seen[entitlementID] = time.Now()
+}
+
+// sawOther reports whether another instance was seen on entitlementID
+// within recentWriter.
+func (l *leasing) sawOther(entitlementID string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t, ok := l.seen[entitlementID]
+	return ok && time.Since(t) < recentWriter
 }
 
 // leaseLane is what this instance knows of its leases on one entitlement.
@@ -81,6 +105,7 @@ type leaseLane struct {
 	// left and limit are the active lease's, as its last batch read it.
 	left, limit int64
 	refilling   bool
+	refilled    chan struct{} // closed when the running refill ends
 	closing     bool
 	pauseUntil  time.Time
 	// charged (since since) and maxCall size the next lease.
@@ -197,17 +222,40 @@ func (ll *leaseLane) spent(n, largest int64) {
 	ll.lastUse = time.Now()
 }
 
-// wantSize is the size to ask a refill for: two seconds of what the lane
-// charged since its last refill, at least 64 of its largest calls, at most
-// maxSize (if set). It restarts the count.
+// wantSize is the size to ask a refill for: ten seconds of what the lane
+// charged since its last refill, at least 4096 of its largest calls, at most
+// maxSize (if set). It restarts the count. LeaseSize bounds it by what is
+// free.
 func (ll *leaseLane) wantSize(maxSize int64) int64 {
 	ll.mu.Lock()
 	defer ll.mu.Unlock()
 	elapsed := max(time.Since(ll.since), 50*time.Millisecond)
-	want := max(int64(float64(ll.charged)*float64(2*time.Second)/float64(elapsed)), 64*max(ll.maxCall, 1))
+	want := max(int64(float64(ll.charged)*float64(10*time.Second)/float64(elapsed)), 4096*max(ll.maxCall, 1))
 	ll.charged, ll.since = 0, time.Now()
 	if maxSize > 0 {
 		want = min(want, maxSize)
 	}
 	return want
+}
+
+// awaitRefill waits for the lane's running refill, if any, to end, or for
+// the last of calls' callers to leave; it reports whether there was one.
+func (ll *leaseLane) awaitRefill(calls []*call) bool {
+	ll.mu.Lock()
+	ch := ll.refilled
+	ll.mu.Unlock()
+	if ch == nil {
+		return false
+	}
+	ctxs := make([]context.Context, len(calls))
+	for i, c := range calls {
+		ctxs[i] = c.ctx
+	}
+	ctx, stop := sharedContext(ctxs, time.Minute)
+	defer stop()
+	select {
+	case <-ch:
+	case <-ctx.Done():
+	}
+	return true
 }

@@ -20,6 +20,9 @@ func (s *Store) leaseCharge(entitlementID string, calls []*call) []*call {
 	if ll == nil {
 		return calls
 	}
+	ll.mu.Lock()
+	ll.lastUse = time.Now() // not idle: calls keep coming
+	ll.mu.Unlock()
 	var consumes, rest []*call
 	for _, c := range calls {
 		if c.op == opConsume {
@@ -28,12 +31,22 @@ func (s *Store) leaseCharge(entitlementID string, calls []*call) []*call {
 			rest = append(rest, c)
 		}
 	}
-	// Two leases at most: the active one, then the next one if the active
-	// one ran dry on the way.
-	for range 2 {
-		id := ll.current()
-		if id == "" || len(consumes) == 0 {
+	// Three leases at most: the active one, then the next ones if the
+	// active one runs dry on the way. A lane out of leases with a refill
+	// on its way waits for it: on the entitlement, its calls would contend
+	// with the other instances.
+	for range 3 {
+		if len(consumes) == 0 {
 			break
+		}
+		id := ll.current()
+		if id == "" && !ll.awaitRefill(consumes) {
+			break
+		}
+		if id == "" {
+			if id = ll.current(); id == "" {
+				break
+			}
 		}
 		left, dry, err := s.runLeaseBatch(ll, id, consumes)
 		if err != nil {

@@ -12,66 +12,64 @@ import (
 	"github.com/stipend-mcp/stipend/entitlement"
 )
 
-// directInfo is what an entitlement batch saw, for the lane's lease
-// decisions.
+// directInfo is what an entitlement batch saw, for the lane's leases.
 type directInfo struct {
-	e         entitlement.Entitlement // as the batch left it
-	found     bool
-	contended bool // an attempt before the one that committed failed
-	gathered  bool // the batch folded every lease
-	consumes  int  // the consumes among its calls
+	e        entitlement.Entitlement // as the batch left it
+	found    bool
+	gathered bool               // the batch folded every lease
+	took     *entitlement.Lease // the lease the batch took for this instance
+	other    bool               // it saw another instance active
 }
 
-// afterDirect updates the lease lane of the entitlement after one of its
-// batches committed: a gather leaves the lane without leases; and a lane
-// that is hot (a batch of several calls, consumes among them) while another
-// instance is active (its batch was contended, or the registry holds
-// leases that are not this instance's) starts leasing. With
-// LeaseOptions.Force any consume starts it.
-func (s *Store) afterDirect(calls int, d directInfo) {
-	ll := s.leasing.lane(d.e.ID)
-	if ll != nil {
-		ll.mu.Lock()
-		ll.ent = d.e.Clone()
-		ll.mu.Unlock()
-		if d.gathered {
-			ll.forgetAll()
+// afterDirect updates the lease lane ll (nil if none) of the entitlement
+// after one of its batches committed: a gather leaves the lane without
+// leases, a lease the batch took becomes the lane's (making the lane if
+// need be), and a lane whose lease is being spent may refill.
+func (s *Store) afterDirect(ll *leaseLane, d directInfo) {
+	if d.other {
+		s.leasing.saw(d.e.ID)
+	}
+	if ll == nil && d.took == nil {
+		return
+	}
+	if ll == nil {
+		var created bool
+		if ll, created = s.leasing.ensure(&d.e); created {
+			s.watchIdle(ll)
 		}
 	}
-	if s.leaseOpt.Off || !d.found || d.consumes == 0 || d.e.Type == entitlement.TypeSubscription ||
-		d.e.Status != entitlement.StatusActive {
-		return
+	ll.mu.Lock()
+	ll.ent = d.e.Clone()
+	if d.gathered {
+		ll.active, ll.next, ll.retired = "", "", nil
 	}
-	if ll != nil {
-		s.maybeRefill(ll)
-		return
+	if d.took != nil {
+		s.counters.refills.Add(1)
+		if ll.active == "" {
+			ll.active, ll.left, ll.limit = d.took.ID, d.took.Limit, d.took.Limit
+		} else {
+			ll.next = d.took.ID
+		}
 	}
-	// With no lane here, every registered lease is another instance's.
-	others := len(d.e.Leases) > 0
-	hot := calls >= 2
-	if !s.leaseOpt.Force && !(hot && (d.contended || others)) {
-		return
-	}
-	ll, created := s.leasing.ensure(&d.e)
-	if created {
-		s.watchIdle(ll)
-	}
+	ll.mu.Unlock()
 	s.maybeRefill(ll)
 }
 
 // maybeRefill starts a refill of ll in the background when it has no
-// refill running or refilled, and its active lease is missing or half
-// spent.
+// refill running or refilled, and half of its active lease is spent: the
+// next lease is there long before this one runs dry (leases are sized for
+// seconds of traffic, so a refill delayed by contention still is).
 func (s *Store) maybeRefill(ll *leaseLane) {
 	ll.mu.Lock()
 	defer ll.mu.Unlock()
 	if ll.closing || ll.refilling || ll.next != "" || time.Now().Before(ll.pauseUntil) {
 		return
 	}
-	if ll.active != "" && ll.left*2 > ll.limit {
+	// With no active lease, the next batch on the entitlement takes one.
+	if ll.active == "" || ll.left*2 > ll.limit {
 		return
 	}
-	ll.refilling = true
+	ll.refilling, ll.refilled = true, make(chan struct{})
 	go s.refill(ll)
 }
 
@@ -95,12 +93,9 @@ func (s *Store) refill(ll *leaseLane) {
 	)
 	err := s.run(ctx, "refill lease", func(ctx context.Context, tx *firestore.Transaction) error {
 		took, gathered = "", false
-		e, err := s.foldLeases(tx, ll.id, func(e *entitlement.Entitlement, now time.Time) []string {
-			if e.NeedsGather(now, 0) {
-				gathered = true
-				return nil // all
-			}
-			return retired
+		e, err := s.foldLeases(tx, ll.id, func(e *entitlement.Entitlement, now time.Time) ([]string, bool) {
+			gathered = e.NeedsGather(now, 0)
+			return retired, gathered
 		})
 		if err != nil || e == nil {
 			return err
@@ -115,11 +110,15 @@ func (s *Store) refill(ll *leaseLane) {
 			took = l.ID
 		}
 		after = *e
-		return tx.Set(s.entitlementRef(e.ID), entitlementDoc(e))
+		return tx.Set(s.entitlementRef(e.ID), s.writtenDoc(e, now))
 	})
 	ll.mu.Lock()
 	defer ll.mu.Unlock()
 	ll.refilling = false
+	if ll.refilled != nil {
+		close(ll.refilled)
+		ll.refilled = nil
+	}
 	if err != nil || took == "" {
 		ll.pauseUntil = time.Now().Add(refillPause)
 		if err == nil {
@@ -142,10 +141,10 @@ func (s *Store) refill(ll *leaseLane) {
 }
 
 // foldLeases reads the entitlement id in tx and folds the leases pick
-// names (nil: every registered one) that it still registers, writing them
+// names (all: every registered one) that it still registers, writing them
 // closed; the caller writes the entitlement. It returns nil for a missing
 // entitlement.
-func (s *Store) foldLeases(tx *firestore.Transaction, id string, pick func(*entitlement.Entitlement, time.Time) []string) (*entitlement.Entitlement, error) {
+func (s *Store) foldLeases(tx *firestore.Transaction, id string, pick func(*entitlement.Entitlement, time.Time) (ids []string, all bool)) (*entitlement.Entitlement, error) {
 	snap, err := tx.Get(s.entitlementRef(id))
 	if isNotFound(err) {
 		return nil, nil
@@ -156,10 +155,10 @@ func (s *Store) foldLeases(tx *firestore.Transaction, id string, pick func(*enti
 	if err != nil {
 		return nil, err
 	}
-	ids := pick(&e, s.clock())
+	ids, all := pick(&e, s.clock())
 	var refs []*firestore.DocumentRef
 	for _, o := range e.Leases {
-		if ids == nil || slices.Contains(ids, o.ID) {
+		if all || slices.Contains(ids, o.ID) {
 			refs = append(refs, s.leaseRef(id, o.ID))
 		}
 	}
@@ -221,14 +220,14 @@ func (s *Store) release(ctx context.Context, ll *leaseLane) error {
 	ctx, cancel := context.WithTimeout(ctx, s.retryBudget)
 	defer cancel()
 	return s.run(ctx, "release leases", func(ctx context.Context, tx *firestore.Transaction) error {
-		e, err := s.foldLeases(tx, ll.id, func(e *entitlement.Entitlement, _ time.Time) []string {
-			ids := []string{""} // not nil: only ours
+		e, err := s.foldLeases(tx, ll.id, func(e *entitlement.Entitlement, _ time.Time) ([]string, bool) {
+			var ids []string
 			for _, o := range e.Leases {
 				if ll.ours(o.ID) {
 					ids = append(ids, o.ID)
 				}
 			}
-			return ids
+			return ids, false
 		})
 		if err != nil || e == nil {
 			return err
