@@ -12,6 +12,7 @@
 //
 //	accounts              agent ID (encoded by docID)
 //	entitlements          entitlement ID (encoded by docID)
+//	  leases              (subcollection) an instance's escrow lease (lease.go)
 //	consumptions          entitlement.ConsumptionKey(agent, idempotency key): a consumption or a hold
 //	payments              payment ID (encoded by docID)
 //	payments_idempotency  payment idempotency key (encoded by docID) → {paymentId}
