@@ -141,6 +141,9 @@ type leaseWish struct {
 func (s *Store) leaseWish(entitlementID string, ll *leaseLane) leaseWish {
 	w := leaseWish{off: s.leaseOpt.Off, force: s.leaseOpt.Force, maxSize: s.leaseOpt.MaxSize,
 		other: s.leasing.sawOther(entitlementID)}
+	if ll == nil && s.leasing.releasing(entitlementID) {
+		w.off = true // its release would miss a lease taken now
+	}
 	if ll == nil || w.off {
 		return w
 	}

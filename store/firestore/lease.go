@@ -133,6 +133,20 @@ func (l *leasing) lane(entitlementID string) *leaseLane {
 	return ll
 }
 
+// releasing reports whether the lease lane of entitlementID is being
+// released.
+func (l *leasing) releasing(entitlementID string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ll := l.m[entitlementID]
+	if ll == nil {
+		return false
+	}
+	ll.mu.Lock()
+	defer ll.mu.Unlock()
+	return ll.closing
+}
+
 // ensure returns the lease lane of e, making it if new (created true).
 func (l *leasing) ensure(e *entitlement.Entitlement) (ll *leaseLane, created bool) {
 	l.mu.Lock()
