@@ -209,11 +209,11 @@ func (e *Entitlement) Refresh(now time.Time) bool {
 }
 
 // Check reports why e cannot pay for r at now, or "" if it can. Only what is
-// available counts: the balance (or remaining quota) less what open holds
-// reserve. It applies the lazy quota reset to e first, so a caller about to
-// write e writes the reset too. The spend controls come last (limits.go): a
-// call above the most per call, or one that would take the period's spend
-// (with what holds reserve) above its limit, is refused.
+// free counts: the balance (or remaining quota) less what open holds and
+// leases reserve (Free). It applies the lazy quota reset to e first, so a
+// caller about to write e writes the reset too. The spend controls come
+// last (limits.go): a call above the most per call, or one that would take
+// the period's spend (with what holds reserve) above its limit, is refused.
 func (e *Entitlement) Check(now time.Time, r *ConsumeRequest) Reason {
 	switch {
 	case e.Status == StatusRevoked:
@@ -231,12 +231,12 @@ func (e *Entitlement) Check(now time.Time, r *ConsumeRequest) Reason {
 		if r.Cost.Currency != e.Credits.Balance.Currency {
 			return ReasonCurrencyMismatch
 		}
-		if e.Credits.Balance.Cents-e.held() < r.Cost.Cents {
+		if e.Free() < r.Cost.Cents {
 			return ReasonInsufficientBalance
 		}
 	case TypeQuota:
 		e.Refresh(now)
-		if e.Quota.Remaining-e.held() < units(r) {
+		if e.Free() < units(r) {
 			return ReasonQuotaExhausted
 		}
 	}

@@ -82,6 +82,8 @@ type Entitlement struct {
 	// Stores keep them with the entitlement, so every spending decision sees
 	// them in the same transaction; only the rules in hold.go change them.
 	Holds []OpenHold `json:"-"`
+	// Leases are the open leases on e (lease.go): what each may spend.
+	Leases []OpenLease `json:"-"`
 }
 
 // Credits is a prepaid balance. Granted is what was put in; Balance is what is
@@ -172,5 +174,6 @@ func (e *Entitlement) Clone() Entitlement {
 	}
 	c.Holds = slices.Clone(e.Holds)
 	cloneControls(&c, e)
+	c.Leases = slices.Clone(e.Leases)
 	return c
 }

@@ -34,6 +34,10 @@ type result struct {
 	latencies           []time.Duration
 	balance             string
 	firstErr            string
+	// multi marks a multi-process scenario, whose children's store
+	// counters are stats.
+	multi bool
+	stats fsstore.Stats
 }
 
 // consumeFunc charges one call to entitlement ent with key.
@@ -83,12 +87,16 @@ func runBench(ctx context.Context, c config, host string, out io.Writer) error {
 		}
 	}
 	if c.procs > 0 {
-		if err := add(multiProcess(ctx, client, c)); err != nil {
-			return err
+		// Back to back, shared first: the same machine state for both.
+		for _, own := range []bool{false, true} {
+			if err := add(multiProcess(ctx, client, c, own)); err != nil {
+				return err
+			}
 		}
 	}
 	printTable(out, results)
 	printRatios(out, results)
+	printStats(out, results)
 	return nil
 }
 
@@ -145,7 +153,7 @@ func createEntitlements(ctx context.Context, s *fsstore.Store, n, calls int) ([]
 
 func scenario(ctx context.Context, client *firestore.Client, c config, name, path string, callers, ents, calls int, mk pathFunc) (result, error) {
 	prefix := "bench" + uuid.NewString()[:8] + "_"
-	s := fsstore.New(client, fsstore.WithCollectionPrefix(prefix))
+	s := fsstore.New(client, fsstore.WithCollectionPrefix(prefix), fsstore.WithLeases(fsstore.LeaseOptions{Off: c.leases == "off"}))
 	ids, initial, err := createEntitlements(ctx, s, ents, calls)
 	if err != nil {
 		return result{}, err
@@ -302,4 +310,33 @@ func ratio(t, base float64) string {
 		return "     -"
 	}
 	return fmt.Sprintf("%5.1fx", t/base)
+}
+
+// printStats shows the multi-process scenarios' transaction counters and
+// the shared entitlement's rate against the own-entitlement one.
+func printStats(out io.Writer, rs []result) {
+	var shared, own float64
+	fmt.Fprintln(out, "\nmulti-process store counters (all children):")
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "scenario\tbatches\tlease batches\taborts/1k batches\tlock timeouts/1k batches\trefills/s\tgathers/s\t")
+	for _, r := range rs {
+		if !r.multi {
+			continue
+		}
+		tput := float64(r.ok) / r.wall.Seconds()
+		if r.ents == 1 {
+			shared = tput
+		} else {
+			own = tput
+		}
+		st := r.stats
+		all := float64(max(st.Batches+st.LeaseBatches, 1))
+		fmt.Fprintf(w, "%s\t%d\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t\n", r.name, st.Batches, st.LeaseBatches,
+			1000*float64(st.Aborts)/all, 1000*float64(st.LockTimeouts)/all,
+			float64(st.Refills)/r.wall.Seconds(), float64(st.Gathers)/r.wall.Seconds())
+	}
+	w.Flush()
+	if own > 0 {
+		fmt.Fprintf(out, "\none entitlement / own entitlements: %.2fx\n", shared/own)
+	}
 }

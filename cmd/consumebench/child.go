@@ -26,6 +26,7 @@ type childConfig struct {
 	callers       int
 	calls         int
 	deadline      time.Duration
+	leases        string // "auto" or "off"
 }
 
 // childReport is what a child prints when done.
@@ -34,6 +35,7 @@ type childReport struct {
 	FirstErr    string
 	LatenciesNs []int64
 	Start, End  int64 // Unix nanoseconds
+	Stats       fsstore.Stats
 }
 
 // runChild connects its own client and store (its own process, as a
@@ -45,7 +47,7 @@ func runChild(ctx context.Context, c childConfig, in io.Reader, out io.Writer) e
 		return err
 	}
 	defer client.Close()
-	s := fsstore.New(client, fsstore.WithCollectionPrefix(c.prefix))
+	s := fsstore.New(client, fsstore.WithCollectionPrefix(c.prefix), fsstore.WithLeases(fsstore.LeaseOptions{Off: c.leases == "off"}))
 	consume := stipendPath(client, s, c.prefix)
 	// Warm the connection so the measured part is the consumes.
 	if err := s.Ping(ctx); err != nil {
@@ -61,7 +63,12 @@ func runChild(ctx context.Context, c childConfig, in io.Reader, out io.Writer) e
 	l := drive(runCtx, c.callers, c.calls, func(ctx context.Context, i int) error {
 		return consume(ctx, c.entitlementID, c.keyPrefix+strconv.Itoa(i))
 	})
-	rep := childReport{OK: l.ok, Failed: l.failed, FirstErr: l.firstErr, Start: start.UnixNano(), End: start.Add(l.wall).UnixNano()}
+	rep := childReport{OK: l.ok, Failed: l.failed, FirstErr: l.firstErr, Start: start.UnixNano(), End: start.Add(l.wall).UnixNano(),
+		Stats: s.Stats()}
+	// As on SIGTERM: what this instance reserved goes back.
+	if err := s.ReleaseLeases(ctx); err != nil {
+		return err
+	}
 	for _, d := range l.latencies {
 		rep.LatenciesNs = append(rep.LatenciesNs, int64(d))
 	}
@@ -69,8 +76,9 @@ func runChild(ctx context.Context, c childConfig, in io.Reader, out io.Writer) e
 }
 
 // multiProcess runs c.procs child processes of this binary on one shared
-// entitlement, starts them together, and merges their reports.
-func multiProcess(ctx context.Context, client *firestore.Client, c config) (result, error) {
+// entitlement (own: each on an entitlement of its own), starts them
+// together, and merges their reports.
+func multiProcess(ctx context.Context, client *firestore.Client, c config, own bool) (result, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return result{}, err
@@ -78,7 +86,14 @@ func multiProcess(ctx context.Context, client *firestore.Client, c config) (resu
 	prefix := "bench" + uuid.NewString()[:8] + "_"
 	s := fsstore.New(client, fsstore.WithCollectionPrefix(prefix))
 	total := c.procs * c.procCalls
-	ids, initial, err := createEntitlements(ctx, s, 1, total)
+	// Each entitlement holds 100 times what the run spends, as an agent's
+	// credits do for one burst of calls: leases are sized by what is
+	// free, and the end of a balance is the gathers' (the conformance
+	// suites drain entitlements to zero across instances).
+	ids, initial, err := createEntitlements(ctx, s, 1, 100*total)
+	if own {
+		ids, initial, err = createEntitlements(ctx, s, c.procs, 100*c.procCalls)
+	}
 	if err != nil {
 		return result{}, err
 	}
@@ -92,9 +107,9 @@ func multiProcess(ctx context.Context, client *firestore.Client, c config) (resu
 	}
 	children := make([]child, c.procs)
 	for i := range children {
-		cmd := exec.CommandContext(ctx, exe, "-child", "-child-prefix", prefix, "-child-entitlement", ids[0],
+		cmd := exec.CommandContext(ctx, exe, "-child", "-child-prefix", prefix, "-child-entitlement", ids[i%len(ids)],
 			"-child-keys", fmt.Sprintf("p%d-", i), "-proc-callers", strconv.Itoa(c.procCallers),
-			"-proc-calls", strconv.Itoa(c.procCalls), "-deadline", c.deadline.String())
+			"-proc-calls", strconv.Itoa(c.procCalls), "-deadline", c.deadline.String(), "-leases", c.leases)
 		cmd.Stderr = os.Stderr
 		stdin, err := cmd.StdinPipe()
 		if err != nil {
@@ -120,7 +135,10 @@ func multiProcess(ctx context.Context, client *firestore.Client, c config) (resu
 		ch.stdin.Close()
 	}
 	r := result{name: fmt.Sprintf("%d processes x %d callers, 1 entitlement", c.procs, c.procCallers), path: "stipend",
-		callers: c.procs * c.procCallers, ents: 1, want: total}
+		callers: c.procs * c.procCallers, ents: len(ids), want: total, multi: true}
+	if own {
+		r.name = fmt.Sprintf("%d processes x %d callers, own entitlements", c.procs, c.procCallers)
+	}
 	var first, last int64
 	for i, ch := range children {
 		var rep childReport
@@ -129,6 +147,12 @@ func multiProcess(ctx context.Context, client *firestore.Client, c config) (resu
 		}
 		r.ok += rep.OK
 		r.failed += rep.Failed
+		r.stats.Batches += rep.Stats.Batches
+		r.stats.LeaseBatches += rep.Stats.LeaseBatches
+		r.stats.Aborts += rep.Stats.Aborts
+		r.stats.LockTimeouts += rep.Stats.LockTimeouts
+		r.stats.Refills += rep.Stats.Refills
+		r.stats.Gathers += rep.Stats.Gathers
 		if r.firstErr == "" {
 			r.firstErr = rep.FirstErr
 		}

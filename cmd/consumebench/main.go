@@ -42,6 +42,8 @@ type config struct {
 	naive        bool
 	mode         string
 	rounds       int
+	leases       string
+	latency      time.Duration
 	child        childConfig
 }
 
@@ -63,6 +65,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs.StringVar(&c.child.prefix, "child-prefix", "", "internal")
 	fs.StringVar(&c.child.entitlementID, "child-entitlement", "", "internal")
 	fs.StringVar(&c.child.keyPrefix, "child-keys", "", "internal")
+	fs.StringVar(&c.leases, "leases", "auto", `the stores' escrow leases: "auto" (the default: when another instance is active) or "off"`)
+	fs.DurationVar(&c.latency, "latency", 0, "put a loopback proxy adding this delay each way in front of the emulator (e.g. 5ms), closer to production's transaction times")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -71,8 +75,20 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return fmt.Errorf("FIRESTORE_EMULATOR_HOST is not set: this bench only runs on the emulator")
 	}
 	if c.child.enabled {
-		c.child.callers, c.child.calls, c.child.deadline = c.procCallers, c.procCalls, c.deadline
+		c.child.callers, c.child.calls, c.child.deadline, c.child.leases = c.procCallers, c.procCalls, c.deadline, c.leases
 		return runChild(ctx, c.child, os.Stdin, out)
+	}
+	if c.latency > 0 {
+		p, err := startLatencyProxy(host, c.latency)
+		if err != nil {
+			return err
+		}
+		defer p.Close()
+		host = p.Addr().String()
+		// The children inherit it, and this process's clients read it.
+		if err := os.Setenv("FIRESTORE_EMULATOR_HOST", host); err != nil {
+			return err
+		}
 	}
 	switch c.mode {
 	case "consume":

@@ -65,7 +65,15 @@ func (m *Main) openStore(ctx context.Context, db database) backend {
 		st = pgstore.New(db.postgres)
 		m.Logger.Info("postgres store", postgresAttrs(db.postgres)...)
 	default:
-		st = fsstore.New(db.firestore, fsstore.WithCollectionPrefix(c.CollectionPrefix))
+		fs := fsstore.New(db.firestore, fsstore.WithCollectionPrefix(c.CollectionPrefix))
+		st = fs
+		// Before the client closes (closers run last first): what this
+		// instance leased goes back at once, not at the next gather.
+		m.closers = append(m.closers, func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			return fs.ReleaseLeases(ctx)
+		})
 		m.Logger.Info("firestore store",
 			"database", c.FirestoreDatabase, "collectionPrefix", c.CollectionPrefix, "emulator", c.FirestoreEmulatorHost)
 		if c.FirestoreEmulatorHost != "" && !c.Development() {

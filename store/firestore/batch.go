@@ -46,6 +46,16 @@ type batch struct {
 	// marked are those whose mark the batch has written.
 	fences map[string]*fenced
 	marked map[string]bool
+	// gathered are the leases the batch folded (batch_lease.go), to be
+	// written closed; took is the lease it took for this instance.
+	gathered []entitlement.Lease
+	took     *entitlement.Lease
+	// writer and writtenAt are the instance that last wrote the
+	// entitlement, and when (batch_lease.go).
+	writer    string
+	writtenAt time.Time
+	// other: the batch saw another instance active (takeLease).
+	other bool
 }
 
 // batchKey is one consumptions document in a batch.
@@ -65,10 +75,10 @@ type batchKey struct {
 // leaves the rest for the next batch: the answers are as many as the calls
 // it took on. It only computes from what it reads, so it may run more than
 // once.
-func (s *Store) applyBatch(tx *firestore.Transaction, entitlementID string, calls []*call) ([]outcome, error) {
+func (s *Store) applyBatch(tx *firestore.Transaction, entitlementID string, calls []*call, w leaseWish) ([]outcome, *batch, error) {
 	b, err := s.readBatch(tx, entitlementID, calls)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	out := make([]outcome, 0, len(calls))
 	for _, c := range calls {
@@ -81,11 +91,12 @@ func (s *Store) applyBatch(tx *firestore.Transaction, entitlementID string, call
 		}
 		o, err := b.apply(c)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		out = append(out, o)
 	}
-	return out, b.write()
+	b.takeLease(w, out)
+	return out, b, b.write()
 }
 
 // readBatch reads the batch's documents and ends the entitlement's expired
@@ -141,8 +152,12 @@ func (s *Store) readBatch(tx *firestore.Transaction, entitlementID string, calls
 		if b.e, err = entitlementFrom(snaps[0]); err != nil {
 			return nil, err
 		}
+		b.writer, b.writtenAt = writerOf(snaps[0])
 	}
 	if err := b.confirm(known); err != nil {
+		return nil, err
+	}
+	if err := b.gatherIfNeeded(calls); err != nil {
 		return nil, err
 	}
 	b.now = s.clock() // after the reads: see instantAfterReads
@@ -285,7 +300,17 @@ func (b *batch) apply(c *call) (outcome, error) {
 // once.
 func (b *batch) write() error {
 	if b.changed {
-		if err := b.tx.Set(b.entRef, entitlementDoc(&b.e)); err != nil {
+		if err := b.tx.Set(b.entRef, b.s.writtenDoc(&b.e, b.now)); err != nil {
+			return err
+		}
+	}
+	if b.took != nil {
+		if err := b.tx.Create(b.s.leaseRef(b.e.ID, b.took.ID), leaseDoc(b.took)); err != nil {
+			return err
+		}
+	}
+	for i := range b.gathered {
+		if err := b.tx.Set(b.s.leaseRef(b.e.ID, b.gathered[i].ID), leaseDoc(&b.gathered[i])); err != nil {
 			return err
 		}
 	}

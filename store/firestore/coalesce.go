@@ -215,13 +215,18 @@ func (s *Store) drain(entitlementID string) {
 			c.state.Store(callLeft)
 			c.done <- outcome{err: store.Wrap(store.CodeUnavailable, c.ctx.Err(), "%s: not attempted", c.op.what())}
 		}
-		if len(live) > 0 {
-			if n := s.runBatch(entitlementID, live); n < len(live) {
-				for _, c := range live[n:] {
-					c.state.Store(callQueued)
-				}
-				s.lanes.putBack(entitlementID, live[n:])
+		if len(live) == 0 {
+			continue
+		}
+		rest := s.leaseCharge(entitlementID, live)
+		if len(rest) == 0 {
+			continue
+		}
+		if n := s.runDirect(entitlementID, rest); n < len(rest) {
+			for _, c := range rest[n:] {
+				c.state.Store(callQueued)
 			}
+			s.lanes.putBack(entitlementID, rest[n:])
 		}
 	}
 }
@@ -232,7 +237,7 @@ func (s *Store) drain(entitlementID string) {
 // (corrupt data stays Internal). Nothing of the batch was written then,
 // unless the commit's answer was lost (the error is Uncertain): a retry of
 // a keyed call replays or applies it, either way once.
-func (s *Store) runBatch(entitlementID string, calls []*call) int {
+func (s *Store) runBatch(entitlementID string, calls []*call, w leaseWish) (int, directInfo, bool) {
 	// The batch serves all its callers: it runs until the last of them
 	// leaves, within the latest of their deadlines and the retry budget.
 	ctxs := make([]context.Context, len(calls))
@@ -241,10 +246,16 @@ func (s *Store) runBatch(entitlementID string, calls []*call) int {
 	}
 	ctx, stop := sharedContext(ctxs, s.retryBudget)
 	defer stop()
-	var results []outcome
+	var (
+		results  []outcome
+		b        *batch
+		attempts int
+	)
 	err := s.run(ctx, "batch on entitlement", func(ctx context.Context, tx *firestore.Transaction) error {
 		var err error
-		results, err = s.applyBatch(tx, entitlementID, calls)
+		attempts++
+		w.attempt = attempts
+		results, b, err = s.applyBatch(tx, entitlementID, calls, w)
 		return err
 	})
 	if err != nil {
@@ -255,10 +266,32 @@ func (s *Store) runBatch(entitlementID string, calls []*call) int {
 		for _, c := range calls {
 			c.done <- outcome{err: err}
 		}
-		return len(calls)
+		return len(calls), directInfo{}, false
 	}
 	for i := range results {
 		calls[i].done <- results[i]
 	}
-	return len(results)
+	info := directInfo{e: b.e, found: b.found, gathered: len(b.gathered) > 0, took: b.took, other: b.other}
+	s.counters.batches.Add(1)
+	if info.gathered {
+		s.counters.gathers.Add(1)
+	}
+	return len(results), info, true
+}
+
+// runDirect runs calls in a batch on the entitlement itself (runBatch),
+// ordered after the lane's other transactions on the entitlement, and
+// updates the lane's leases after it (afterDirect). It returns how many
+// calls the batch took on.
+func (s *Store) runDirect(entitlementID string, calls []*call) int {
+	ll := s.leasing.lane(entitlementID)
+	if ll != nil {
+		ll.tx.Lock()
+		defer ll.tx.Unlock()
+	}
+	n, info, ok := s.runBatch(entitlementID, calls, s.leaseWish(entitlementID, ll))
+	if ok {
+		s.afterDirect(ll, info)
+	}
+	return n
 }

@@ -21,12 +21,12 @@ var _ charge.Charger = (*Store)(nil)
 
 // CheckAndConsume implements store.EntitlementStore.
 func (s *Store) CheckAndConsume(ctx context.Context, req entitlement.ConsumeRequest) (store.ConsumeResult, error) {
-	return charge.Consume(ctx, s, req)
+	return charge.Consume(ctx, consumeCharger{s}, req)
 }
 
 // Check implements store.EntitlementStore.
 func (s *Store) Check(ctx context.Context, req entitlement.ConsumeRequest) (store.ConsumeResult, error) {
-	return charge.Check(ctx, s, req, s.clock())
+	return charge.Check(ctx, checkCharger{s}, req, s.clock())
 }
 
 func (s *Store) consumptionRef(agentID, key string) *firestore.DocumentRef {

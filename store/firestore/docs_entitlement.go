@@ -96,6 +96,7 @@ func entitlementDoc(e *entitlement.Entitlement) map[string]any {
 	}
 	putControls(d, e)
 	putHolds(d, e.Holds)
+	putLeases(d, e.Leases)
 	return d
 }
 
@@ -170,6 +171,7 @@ func entitlementFrom(snap *firestore.DocumentSnapshot) (entitlement.Entitlement,
 		}
 		e.Holds = append(e.Holds, o)
 	})
+	leasesFrom(f, &e)
 	return e, f.err
 }
 

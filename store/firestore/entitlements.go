@@ -89,16 +89,13 @@ func normalized(e entitlement.Entitlement, now time.Time) entitlement.Entitlemen
 }
 
 // GetEntitlement implements store.EntitlementStore.
+// It is exact: open leases are read with it (reads_exact.go).
 func (s *Store) GetEntitlement(ctx context.Context, id string) (entitlement.Entitlement, error) {
-	snap, err := s.get(ctx, s.entitlementRef(id))
+	e, snap, err := s.storedEntitlement(ctx, id)
 	if err != nil {
-		return entitlement.Entitlement{}, fsfault.Read(err, "get entitlement")
+		return entitlement.Entitlement{}, err
 	}
-	if !snap.Exists() {
-		return entitlement.Entitlement{}, store.Errorf(store.CodeNotFound, "entitlement %q", id)
-	}
-	e, err := entitlementFrom(snap)
-	if err != nil {
+	if err := s.exact(ctx, &e, snap.ReadTime); err != nil {
 		return entitlement.Entitlement{}, err
 	}
 	e.Refresh(s.clock())
@@ -122,13 +119,22 @@ func (s *Store) ListEntitlements(ctx context.Context, agentID string, f store.En
 	return list(ctx, s.build(qEntitlementsByAgent, filters...), key, qEntitlementsByAgent.Order, p,
 		func(snap *firestore.DocumentSnapshot) (entitlement.Entitlement, error) {
 			e, err := entitlementFrom(snap)
+			if err == nil {
+				err = s.exact(ctx, &e, snap.ReadTime)
+			}
 			e.Refresh(now)
 			return e, err
 		})
 }
 
-// ActiveEntitlements implements charge.Charger.
+// ActiveEntitlements implements charge.Charger: the entitlements as
+// stored (the consume path's candidates; checkCharger's are exact).
 func (s *Store) ActiveEntitlements(ctx context.Context, agentID string) ([]entitlement.Entitlement, error) {
+	return s.activeEntitlements(ctx, agentID, false)
+}
+
+// activeEntitlements is ActiveEntitlements, exact if asked (reads_exact.go).
+func (s *Store) activeEntitlements(ctx context.Context, agentID string, exact bool) ([]entitlement.Entitlement, error) {
 	snaps, err := s.build(qActiveEntitlements,
 		filter{"agentId", "==", agentID}, filter{"status", "==", string(entitlement.StatusActive)},
 	).Documents(ctx).GetAll()
@@ -138,6 +144,9 @@ func (s *Store) ActiveEntitlements(ctx context.Context, agentID string) ([]entit
 	out := make([]entitlement.Entitlement, 0, len(snaps))
 	for _, snap := range snaps {
 		e, err := entitlementFrom(snap)
+		if err == nil && exact {
+			err = s.exact(ctx, &e, snap.ReadTime)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -163,6 +172,13 @@ func (s *Store) RevokeEntitlement(ctx context.Context, id string) (entitlement.E
 		}
 		if out.Status == entitlement.StatusRevoked {
 			return nil
+		}
+		closeLeases, err := s.gatherAll(tx, &out)
+		if err != nil {
+			return err
+		}
+		if err := closeLeases(); err != nil {
+			return err
 		}
 		if err := s.endAllHolds(tx, &out, now); err != nil {
 			return err

@@ -1,6 +1,12 @@
 package firestore
 
-import "runtime"
+import (
+	"context"
+	"runtime"
+	"time"
+
+	"github.com/stipend-mcp/stipend/entitlement"
+)
 
 // PauseLane holds back the calls queued on the lane of entitlementID: a
 // test queues several and then calls resume, which applies them as one
@@ -33,4 +39,41 @@ func PauseLane(s *Store, entitlementID string) (waitQueued func(n int), resume f
 		}
 	}
 	return waitQueued, func() { go s.drain(entitlementID) }
+}
+
+// LeaseState returns entitlement id as stored (its settled balance and
+// registry, without the leases folded) and every lease document it has
+// had, open or closed. Only tests compile this file.
+func LeaseState(ctx context.Context, s *Store, id string) (entitlement.Entitlement, []entitlement.Lease, error) {
+	e, _, err := s.storedEntitlement(ctx, id)
+	if err != nil {
+		return e, nil, err
+	}
+	snaps, err := s.entitlementRef(id).Collection(colLeases).Documents(ctx).GetAll()
+	if err != nil {
+		return e, nil, err
+	}
+	leases, err := leasesOf(snaps)
+	return e, leases, err
+}
+
+// TakeLease makes s take a lease on entitlement id now, as its lane's
+// refill does, and reports whether it holds one after. Only tests compile
+// this file.
+func TakeLease(ctx context.Context, s *Store, id string) (bool, error) {
+	e, _, err := s.storedEntitlement(ctx, id)
+	if err != nil {
+		return false, err
+	}
+	ll, created := s.leasing.ensure(&e)
+	if created {
+		s.watchIdle(ll)
+	}
+	ll.mu.Lock()
+	ll.refilling, ll.pauseUntil = true, time.Time{}
+	ll.mu.Unlock()
+	s.refill(ll)
+	ll.mu.Lock()
+	defer ll.mu.Unlock()
+	return ll.active != "" || ll.next != "", nil
 }

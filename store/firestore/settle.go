@@ -283,8 +283,18 @@ func (s *Store) refundPayment(ctx context.Context, id string, ch store.PaymentCh
 		if err != nil {
 			return err
 		}
+		var active []*entitlement.Entitlement
+		for i := range es {
+			if es[i].Status == entitlement.StatusActive {
+				active = append(active, &es[i])
+			}
+		}
+		closeLeases, err := s.gatherAll(tx, active...)
+		if err != nil {
+			return err
+		}
 		now := s.clock() // after the reads: see instantAfterReads
-		var writes []func() error
+		writes := []func() error{closeLeases}
 		grants := make([]receipt.Grant, 0, len(es))
 		for i := range es {
 			e := &es[i]

@@ -12,6 +12,7 @@
 //
 //	accounts              agent ID (encoded by docID)
 //	entitlements          entitlement ID (encoded by docID)
+//	  leases              (subcollection) an instance's escrow lease (lease.go)
 //	consumptions          entitlement.ConsumptionKey(agent, idempotency key): a consumption or a hold
 //	payments              payment ID (encoded by docID)
 //	payments_idempotency  payment idempotency key (encoded by docID) → {paymentId}
@@ -24,6 +25,7 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
+	"github.com/google/uuid"
 
 	"github.com/stipend-mcp/stipend/payment"
 	"github.com/stipend-mcp/stipend/store"
@@ -65,6 +67,12 @@ type Store struct {
 	gather time.Duration
 	// retryBudget bounds how long one consume batch retries contention.
 	retryBudget time.Duration
+	// owner names this instance on the leases it takes; leasing holds
+	// them (lease.go).
+	owner    string
+	leaseOpt LeaseOptions
+	leasing  leasing
+	counters counters
 }
 
 // Option configures a Store.
@@ -110,7 +118,8 @@ func WithRetryBudget(d time.Duration) Option {
 // New returns a store on client. The caller owns the client (and chooses
 // the project and named database when creating it).
 func New(client *firestore.Client, opts ...Option) *Store {
-	s := &Store{client: client, now: time.Now, maxBatch: 200, gather: 2 * time.Millisecond, retryBudget: 20 * time.Second}
+	s := &Store{client: client, now: time.Now, maxBatch: 200, gather: 2 * time.Millisecond, retryBudget: 20 * time.Second,
+		owner: uuid.NewString(), leaseOpt: LeaseOptions{Idle: 2 * time.Second}}
 	for _, o := range opts {
 		o(s)
 	}

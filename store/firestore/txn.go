@@ -53,6 +53,7 @@ func (s *Store) run(ctx context.Context, what string, fn func(context.Context, *
 			}
 			return fsfault.Read(err, "%s", what)
 		}
+		s.counters.countRetry(err)
 		// An attempt that waited long for its locks lost a round of a
 		// deadlock (the emulator holds transactions that read one document
 		// and then write it for about 2 s, then lets one commit): the losers

@@ -38,3 +38,16 @@ func TestStore_Fencing(t *testing.T) {
 		}
 	})
 }
+
+// TestStore_Instances runs the multi-instance suite on one memory store
+// behind every "instance" (the memory store is one process's).
+func TestStore_Instances(t *testing.T) {
+	conformance.RunInstanceTests(t, func(_ *testing.T, n int, now func() time.Time) []store.EntitlementStore {
+		s := memory.New(memory.WithClock(now))
+		out := make([]store.EntitlementStore, n)
+		for i := range out {
+			out[i] = s
+		}
+		return out
+	}, conformance.InstanceOptions{})
+}

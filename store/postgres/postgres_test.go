@@ -112,3 +112,15 @@ func TestStore_InstantsInCommitOrder(t *testing.T) {
 		return open(t, cfg, 1, endClock)[0], open(t, cfg, 1, time.Now)[0]
 	})
 }
+
+// TestStore_Instances runs the multi-instance suite on n stores, each on
+// its own pool, on one schema.
+func TestStore_Instances(t *testing.T) {
+	conformance.RunInstanceTests(t, func(t *testing.T, n int, now func() time.Time) []store.EntitlementStore {
+		var out []store.EntitlementStore
+		for _, s := range open(t, migrated(t), n, now) {
+			out = append(out, s)
+		}
+		return out
+	}, conformance.InstanceOptions{})
+}

@@ -1,0 +1,172 @@
+package firestore_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stipend-mcp/stipend/conformance"
+	"github.com/stipend-mcp/stipend/entitlement"
+	"github.com/stipend-mcp/stipend/internal/emulator"
+	"github.com/stipend-mcp/stipend/money"
+	"github.com/stipend-mcp/stipend/store"
+	fsstore "github.com/stipend-mcp/stipend/store/firestore"
+)
+
+// leaseTestSize is the most one lease reserves in the lease suites: a few
+// calls, so leases run dry, refill and gather all the time.
+const leaseTestSize = 20
+
+// newLeasingStores returns n stores on one emulator prefix, each in lease
+// mode with small leases and no idle release (a crashed instance keeps its
+// leases). Every store releases its leases when the test ends.
+func newLeasingStores(t *testing.T, n int, now func() time.Time) []store.EntitlementStore {
+	t.Helper()
+	prefix := emulator.Prefix(t)
+	out := make([]store.EntitlementStore, n)
+	for i := range out {
+		s := fsstore.New(emulator.Client(t), fsstore.WithCollectionPrefix(prefix), fsstore.WithClock(now),
+			fsstore.WithLeases(fsstore.LeaseOptions{Force: true, MaxSize: leaseTestSize, Idle: time.Hour}))
+		t.Cleanup(func() { _ = s.ReleaseLeases(context.Background()) })
+		out[i] = s
+	}
+	return out
+}
+
+func TestStore_Instances(t *testing.T) {
+	emulator.Host(t)
+	conformance.RunInstanceTests(t, newLeasingStores, conformance.InstanceOptions{
+		Invariants: checkLeases,
+		Reserve: func(t *testing.T, s store.EntitlementStore, id string) {
+			held, err := fsstore.TakeLease(t.Context(), s.(*fsstore.Store), id)
+			if err != nil || !held {
+				t.Fatalf("TakeLease(%s) = %t, %v; want a lease held", id, held, err)
+			}
+		},
+	})
+}
+
+// checkLeases checks the lease invariants of entitlement/lease.go on what
+// is stored: every lease spent within its limit, the registry naming
+// exactly the open leases with their limits, nothing free below zero (and a
+// unit outside the leases while any is open), and the exact balance a read
+// shows equal to settled − Σ spent of the open leases.
+func checkLeases(t *testing.T, s store.EntitlementStore, id string) {
+	t.Helper()
+	e, leases, err := fsstore.LeaseState(t.Context(), s.(*fsstore.Store), id)
+	if err != nil {
+		t.Fatalf("LeaseState(%s): %v", id, err)
+	}
+	limits := map[string]int64{}
+	for _, o := range e.Leases {
+		limits[o.ID] = o.Limit
+	}
+	var spent int64
+	for _, l := range leases {
+		if l.Spent < 0 || l.Spent > l.Limit {
+			t.Errorf("lease %s spent %d of %d", l.ID, l.Spent, l.Limit)
+		}
+		limit, registered := limits[l.ID]
+		switch {
+		case l.Closed && registered:
+			t.Errorf("closed lease %s is registered", l.ID)
+		case !l.Closed && (!registered || limit != l.Limit):
+			t.Errorf("open lease %s (limit %d) registered %t with limit %d", l.ID, l.Limit, registered, limit)
+		case !l.Closed:
+			spent += l.Spent
+			delete(limits, l.ID)
+		}
+	}
+	if len(limits) > 0 {
+		t.Errorf("registered leases %v have no open document", limits)
+	}
+	settled := e.Credits.Balance.Cents
+	if e.Type == entitlement.TypeQuota {
+		settled = e.Quota.Remaining
+	}
+	var reserved int64
+	for _, o := range e.Leases {
+		reserved += o.Limit
+	}
+	if free := e.Free(); free < 0 || (len(e.Leases) > 0 && settled-reserved < 1) {
+		t.Errorf("free %d, settled %d, reserved %d by %d leases; want free ≥ 0 and settled − reserved ≥ 1 with leases",
+			free, settled, reserved, len(e.Leases))
+	}
+	got, err := s.GetEntitlement(t.Context(), id)
+	if err != nil {
+		t.Fatalf("GetEntitlement(%s): %v", id, err)
+	}
+	exact := got.Credits.Balance.Cents
+	if got.Type == entitlement.TypeQuota {
+		exact = got.Quota.Remaining
+	}
+	if exact != settled-spent {
+		t.Errorf("GetEntitlement shows %d, want settled %d − spent %d", exact, settled, spent)
+	}
+}
+
+// TestStore_LeaseCharges checks that a store holding a lease charges it and
+// not its entitlement: the lease's spent grows while the entitlement's
+// settled balance stays, reads (from another instance too) are exact, and
+// ReleaseLeases folds the lease back.
+func TestStore_LeaseCharges(t *testing.T) {
+	emulator.Host(t)
+	ss := newLeasingStores(t, 2, time.Now)
+	a, b := ss[0].(*fsstore.Store), ss[1]
+	agent := "agent-lease"
+	e, err := a.CreateEntitlement(t.Context(), entitlement.Entitlement{
+		ID: "lease-charges", AgentID: agent, Type: entitlement.TypeCredits, Status: entitlement.StatusActive,
+		Scope:   entitlement.Scope{Service: "search"},
+		Credits: entitlement.Credits{Balance: money.Money{Cents: 1000, Currency: "USD"}},
+	})
+	if err != nil {
+		t.Fatalf("CreateEntitlement: %v", err)
+	}
+	if held, err := fsstore.TakeLease(t.Context(), a, e.ID); err != nil || !held {
+		t.Fatalf("TakeLease = %t, %v; want a lease", held, err)
+	}
+	for i := range 3 {
+		res, err := a.CheckAndConsume(t.Context(), entitlement.ConsumeRequest{AgentID: agent, Service: "search", Tool: "web",
+			IdempotencyKey: fmt.Sprint("k", i), Cost: &money.Money{Cents: 5, Currency: "USD"}, EntitlementID: e.ID})
+		if err != nil || res.Outcome != store.Consumed {
+			t.Fatalf("CheckAndConsume %d = %s, %v; want consumed", i, res.Outcome, err)
+		}
+	}
+	stored, leases, err := fsstore.LeaseState(t.Context(), a, e.ID)
+	if err != nil {
+		t.Fatalf("LeaseState: %v", err)
+	}
+	var spent int64
+	for _, l := range leases {
+		spent += l.Spent
+	}
+	if stored.Credits.Balance.Cents != 1000 || spent != 15 || len(stored.Leases) == 0 {
+		t.Errorf("stored balance %d, %d leases registered, spent %d on leases; want 1000, some, and 15 (charged on leases)",
+			stored.Credits.Balance.Cents, len(stored.Leases), spent)
+	}
+	for i, s := range ss {
+		if got := getBalance(t, s, e.ID); got != 985 {
+			t.Errorf("instance %d: GetEntitlement balance %d, want 985", i, got)
+		}
+	}
+	if err := a.ReleaseLeases(t.Context()); err != nil {
+		t.Fatalf("ReleaseLeases: %v", err)
+	}
+	stored, _, err = fsstore.LeaseState(t.Context(), a, e.ID)
+	if err != nil || stored.Credits.Balance.Cents != 985 || len(stored.Leases) != 0 {
+		t.Errorf("after ReleaseLeases: stored balance %d with %d leases (%v), want 985 and none", stored.Credits.Balance.Cents, len(stored.Leases), err)
+	}
+	if got := getBalance(t, b, e.ID); got != 985 {
+		t.Errorf("GetEntitlement balance %d after the release, want 985", got)
+	}
+}
+
+func getBalance(t *testing.T, s store.EntitlementStore, id string) int64 {
+	t.Helper()
+	e, err := s.GetEntitlement(t.Context(), id)
+	if err != nil {
+		t.Fatalf("GetEntitlement(%s): %v", id, err)
+	}
+	return e.Credits.Balance.Cents
+}

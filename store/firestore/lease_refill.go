@@ -1,0 +1,250 @@
+package firestore
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"github.com/google/uuid"
+
+	"github.com/stipend-mcp/stipend/entitlement"
+)
+
+// directInfo is what an entitlement batch saw, for the lane's leases.
+type directInfo struct {
+	e        entitlement.Entitlement // as the batch left it
+	found    bool
+	gathered bool               // the batch folded every lease
+	took     *entitlement.Lease // the lease the batch took for this instance
+	other    bool               // it saw another instance active
+}
+
+// afterDirect updates the lease lane ll (nil if none) of the entitlement
+// after one of its batches committed: a gather leaves the lane without
+// leases, a lease the batch took becomes the lane's (making the lane if
+// need be), and a lane whose lease is being spent may refill.
+func (s *Store) afterDirect(ll *leaseLane, d directInfo) {
+	if d.other {
+		s.leasing.saw(d.e.ID)
+	}
+	if ll == nil && d.took == nil {
+		return
+	}
+	if ll == nil {
+		var created bool
+		if ll, created = s.leasing.ensure(&d.e); created {
+			s.watchIdle(ll)
+		}
+	}
+	ll.mu.Lock()
+	ll.ent = d.e.Clone()
+	if d.gathered {
+		ll.active, ll.next, ll.retired = "", "", nil
+	}
+	if d.took != nil {
+		s.counters.refills.Add(1)
+		if ll.active == "" {
+			ll.active, ll.left, ll.limit = d.took.ID, d.took.Limit, d.took.Limit
+		} else {
+			ll.next = d.took.ID
+		}
+	}
+	ll.mu.Unlock()
+	s.maybeRefill(ll)
+}
+
+// maybeRefill starts a refill of ll in the background when it has no
+// refill running or refilled, and half of its active lease is spent: the
+// next lease is there long before this one runs dry (leases are sized for
+// seconds of traffic, so a refill delayed by contention still is).
+func (s *Store) maybeRefill(ll *leaseLane) {
+	ll.mu.Lock()
+	defer ll.mu.Unlock()
+	if ll.closing || ll.refilling || ll.next != "" || time.Now().Before(ll.pauseUntil) {
+		return
+	}
+	// With no active lease, the next batch on the entitlement takes one.
+	if ll.active == "" || ll.left*2 > ll.limit {
+		return
+	}
+	ll.refilling, ll.refilled = true, make(chan struct{})
+	go s.refill(ll)
+}
+
+// refill is one transaction on the entitlement: it folds the lane's retired
+// leases (those still registered: a gather may have folded them), gathers
+// every lease if a new quota period starts, and takes a new lease of
+// entitlement.Entitlement.LeaseSize for the lane, its next one.
+func (s *Store) refill(ll *leaseLane) {
+	ll.tx.Lock()
+	defer ll.tx.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), s.retryBudget)
+	defer cancel()
+	want := ll.wantSize(s.leaseOpt.MaxSize)
+	ll.mu.Lock()
+	retired := slices.Clone(ll.retired)
+	ll.mu.Unlock()
+	var (
+		took     string
+		after    entitlement.Entitlement
+		gathered bool
+	)
+	err := s.run(ctx, "refill lease", func(ctx context.Context, tx *firestore.Transaction) error {
+		took, gathered = "", false
+		e, err := s.foldLeases(tx, ll.id, func(e *entitlement.Entitlement, now time.Time) ([]string, bool) {
+			gathered = e.NeedsGather(now, 0)
+			return retired, gathered
+		})
+		if err != nil || e == nil {
+			return err
+		}
+		now := s.clock()
+		e.Refresh(now)
+		if n := e.LeaseSize(now, want); n > 0 {
+			l := e.TakeLease(uuid.NewString(), s.owner, n)
+			if err := tx.Create(s.leaseRef(e.ID, l.ID), leaseDoc(&l)); err != nil {
+				return err
+			}
+			took = l.ID
+		}
+		after = *e
+		return tx.Set(s.entitlementRef(e.ID), s.writtenDoc(e, now))
+	})
+	ll.mu.Lock()
+	defer ll.mu.Unlock()
+	ll.refilling = false
+	if ll.refilled != nil {
+		close(ll.refilled)
+		ll.refilled = nil
+	}
+	if err != nil || took == "" {
+		ll.pauseUntil = time.Now().Add(refillPause)
+		if err == nil {
+			ll.ent = after.Clone()
+			ll.retired = slices.DeleteFunc(ll.retired, func(id string) bool { return slices.Contains(retired, id) })
+		}
+		return
+	}
+	s.counters.refills.Add(1)
+	ll.ent = after.Clone()
+	ll.retired = slices.DeleteFunc(ll.retired, func(id string) bool { return slices.Contains(retired, id) })
+	if gathered {
+		ll.active, ll.retired = "", nil
+	}
+	if ll.active == "" {
+		ll.active, ll.left, ll.limit = took, after.Leases[len(after.Leases)-1].Limit, after.Leases[len(after.Leases)-1].Limit
+	} else {
+		ll.next = took
+	}
+}
+
+// foldLeases reads the entitlement id in tx and folds the leases pick
+// names (all: every registered one) that it still registers, writing them
+// closed; the caller writes the entitlement. It returns nil for a missing
+// entitlement.
+func (s *Store) foldLeases(tx *firestore.Transaction, id string, pick func(*entitlement.Entitlement, time.Time) (ids []string, all bool)) (*entitlement.Entitlement, error) {
+	snap, err := tx.Get(s.entitlementRef(id))
+	if isNotFound(err) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	e, err := entitlementFrom(snap)
+	if err != nil {
+		return nil, err
+	}
+	ids, all := pick(&e, s.clock())
+	var refs []*firestore.DocumentRef
+	for _, o := range e.Leases {
+		if all || slices.Contains(ids, o.ID) {
+			refs = append(refs, s.leaseRef(id, o.ID))
+		}
+	}
+	if len(refs) == 0 {
+		return &e, nil
+	}
+	snaps, err := tx.GetAll(refs)
+	if err != nil {
+		return nil, err
+	}
+	leases, err := leasesOf(snaps)
+	if err != nil {
+		return nil, err
+	}
+	for i := range leases {
+		if !e.Fold(&leases[i]) {
+			return nil, corruptLease(refs[i])
+		}
+		if err := tx.Set(refs[i], leaseDoc(&leases[i])); err != nil {
+			return nil, err
+		}
+	}
+	return &e, nil
+}
+
+// watchIdle releases ll's leases once it has gone LeaseOptions.Idle
+// without a lease charge.
+func (s *Store) watchIdle(ll *leaseLane) {
+	var check func()
+	check = func() {
+		ll.mu.Lock()
+		idle := time.Since(ll.lastUse)
+		ll.mu.Unlock()
+		if idle < s.leaseOpt.Idle {
+			ll.mu.Lock()
+			ll.idleStop = time.AfterFunc(s.leaseOpt.Idle-idle, check)
+			ll.mu.Unlock()
+			return
+		}
+		_ = s.release(context.Background(), ll) // a failure leaves the leases for a gather
+	}
+	ll.mu.Lock()
+	ll.idleStop = time.AfterFunc(s.leaseOpt.Idle, check)
+	ll.mu.Unlock()
+}
+
+// release folds every lease of ll and forgets the lane. Calls arriving
+// meanwhile go through the entitlement's batch.
+func (s *Store) release(ctx context.Context, ll *leaseLane) error {
+	ll.mu.Lock()
+	ll.closing = true
+	if ll.idleStop != nil {
+		ll.idleStop.Stop()
+	}
+	ll.mu.Unlock()
+	ll.tx.Lock()
+	defer ll.tx.Unlock()
+	defer s.leasing.drop(ll)
+	ctx, cancel := context.WithTimeout(ctx, s.retryBudget)
+	defer cancel()
+	return s.run(ctx, "release leases", func(ctx context.Context, tx *firestore.Transaction) error {
+		e, err := s.foldLeases(tx, ll.id, func(e *entitlement.Entitlement, _ time.Time) ([]string, bool) {
+			var ids []string
+			for _, o := range e.Leases {
+				if ll.ours(o.ID) {
+					ids = append(ids, o.ID)
+				}
+			}
+			return ids, false
+		})
+		if err != nil || e == nil {
+			return err
+		}
+		return tx.Set(s.entitlementRef(e.ID), entitlementDoc(e))
+	})
+}
+
+// ReleaseLeases folds every lease this store holds back into its
+// entitlement. Call it on shutdown (before closing the client), so the
+// other instances need no gather to spend what this one had reserved; a
+// store that never calls it (a crash) loses nothing either: its leases are
+// folded by the first gather that needs them.
+func (s *Store) ReleaseLeases(ctx context.Context) error {
+	var errs []error
+	for _, ll := range s.leasing.all() {
+		errs = append(errs, s.release(ctx, ll))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,76 @@
+package firestore
+
+import (
+	"context"
+	"time"
+
+	"cloud.google.com/go/firestore"
+
+	"github.com/stipend-mcp/stipend/entitlement"
+	"github.com/stipend-mcp/stipend/internal/fsfault"
+	"github.com/stipend-mcp/stipend/store"
+)
+
+// Reads are exact: an entitlement with open leases is shown with its
+// leases folded (entitlement.Entitlement.Exact), the lease documents read
+// at the read time of the entitlement's, so the two are one consistent
+// snapshot. An entitlement without leases costs no extra read.
+
+// exact folds into e, as read at readTime, its open leases as they were then.
+func (s *Store) exact(ctx context.Context, e *entitlement.Entitlement, readTime time.Time) error {
+	if len(e.Leases) == 0 {
+		return nil
+	}
+	// One read per lease: Client.WithReadOptions would change the shared
+	// client for every later read, a DocumentRef's options are its own.
+	refs := s.leaseRefs(e)
+	leases := make([]entitlement.Lease, len(refs))
+	for i, ref := range refs {
+		snap, err := ref.WithReadOptions(firestore.ReadTime(readTime)).Get(ctx)
+		if isNotFound(err) {
+			return corruptLease(ref)
+		} else if err != nil {
+			return fsfault.Read(err, "read the leases of entitlement %q", e.ID)
+		}
+		if leases[i], err = leaseFrom(snap); err != nil {
+			return err
+		}
+	}
+	e.Exact(leases)
+	return nil
+}
+
+// storedEntitlement is GetEntitlement without the leases: the entitlement
+// as stored, for the consume path, whose batch decides from what it reads
+// in its own transaction.
+func (s *Store) storedEntitlement(ctx context.Context, id string) (entitlement.Entitlement, *firestore.DocumentSnapshot, error) {
+	snap, err := s.get(ctx, s.entitlementRef(id))
+	if err != nil {
+		return entitlement.Entitlement{}, nil, fsfault.Read(err, "get entitlement")
+	}
+	if !snap.Exists() {
+		return entitlement.Entitlement{}, nil, store.Errorf(store.CodeNotFound, "entitlement %q", id)
+	}
+	e, err := entitlementFrom(snap)
+	return e, snap, err
+}
+
+// consumeCharger is the store as the consume path (charge.Consume,
+// charge.Authorize) uses it: candidates as stored, since only their order
+// and static checks matter before the atomic step.
+type consumeCharger struct{ *Store }
+
+// GetEntitlement implements charge.Charger without the leases' read.
+func (c consumeCharger) GetEntitlement(ctx context.Context, id string) (entitlement.Entitlement, error) {
+	e, _, err := c.storedEntitlement(ctx, id)
+	return e, err
+}
+
+// checkCharger is the store as charge.Check uses it: every candidate exact,
+// so a dry run answers what a consume would.
+type checkCharger struct{ *Store }
+
+// ActiveEntitlements implements charge.Charger with exact entitlements.
+func (c checkCharger) ActiveEntitlements(ctx context.Context, agentID string) ([]entitlement.Entitlement, error) {
+	return c.activeEntitlements(ctx, agentID, true)
+}

@@ -1,0 +1,46 @@
+package firestore
+
+import (
+	"strings"
+	"sync/atomic"
+
+	"google.golang.org/grpc/status"
+)
+
+// Stats counts what this store's transactions met since it was made: the
+// numbers to watch on a hot entitlement (docs/operations.md).
+type Stats struct {
+	// Batches and LeaseBatches are the committed batches on entitlements
+	// and on leases.
+	Batches, LeaseBatches int64
+	// Aborts are transaction attempts that failed with contention
+	// (Aborted); LockTimeouts those of them that waited out a lock
+	// ("Transaction lock timeout", the emulator's deadlock breaker).
+	Aborts, LockTimeouts int64
+	// Refills are leases taken; Gathers the transactions that folded every
+	// lease of an entitlement.
+	Refills, Gathers int64
+}
+
+// counters are the live Stats.
+type counters struct {
+	batches, leaseBatches, aborts, lockTimeouts, refills, gathers atomic.Int64
+}
+
+// Stats returns the store's counters.
+func (s *Store) Stats() Stats {
+	c := &s.counters
+	return Stats{
+		Batches: c.batches.Load(), LeaseBatches: c.leaseBatches.Load(),
+		Aborts: c.aborts.Load(), LockTimeouts: c.lockTimeouts.Load(),
+		Refills: c.refills.Load(), Gathers: c.gathers.Load(),
+	}
+}
+
+// countRetry counts a failed attempt that run retries.
+func (c *counters) countRetry(err error) {
+	c.aborts.Add(1)
+	if strings.Contains(strings.ToLower(status.Convert(err).Message()), "lock timeout") {
+		c.lockTimeouts.Add(1)
+	}
+}
