@@ -38,7 +38,9 @@ const instanceStores = 3
 // exactly one entitlement.depleted, the next call denied on every
 // instance); a revocation among consumes on every instance; and a crashed
 // instance (abandoned after reserving part of the entitlement) whose share
-// the others can still spend. Run it under -race.
+// the others can still spend; a low-balance alert that fires exactly once,
+// and a spend limit charged exactly, across the instances. Run it under
+// -race.
 func RunInstanceTests(t *testing.T, newStores NewStores, opts InstanceOptions) {
 	t.Helper()
 	tests := []struct {
@@ -54,6 +56,8 @@ func RunInstanceTests(t *testing.T, newStores NewStores, opts InstanceOptions) {
 		}},
 		{"RevokeAmongConsumes", instancesRevoke},
 		{"Crash", instancesCrash},
+		{"AlertOnce", instancesAlert},
+		{"SpendLimit", instancesSpendLimit},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -103,11 +103,24 @@ func (e *Entitlement) Free() int64 { return e.settled() - e.held() - e.reserved(
 // cannot be charged (revoked, expired). Every lease is sized here, so a bound
 // on what may be spent before a boundary (a spend limit, an alert threshold)
 // is applied in one place.
+//
+// Spend controls bound it: a lease is a slice of what can be spent before
+// the next boundary (Headroom: an armed low-balance threshold), so lease
+// charges never cross one and the charge that does is made on the
+// entitlement, which writes the one entitlement.balance_low. An entitlement
+// with a spend limit per period is never leased: its period's spend is kept
+// on the entitlement, exactly, by direct charges.
 func (e *Entitlement) LeaseSize(now time.Time, want int64) int64 {
-	if e.Type == TypeSubscription || e.Status != StatusActive || e.Expired(now) {
+	if e.Type == TypeSubscription || e.Status != StatusActive || e.Expired(now) || e.Limits.Spend.Period != "" {
 		return 0
 	}
-	return leaseSize(e.Free(), want)
+	return leaseSize(e.unleased(now), want)
+}
+
+// unleased is what e can spend outside its leases and holds before a
+// boundary: Free, bounded by Headroom less what the leases reserve.
+func (e *Entitlement) unleased(now time.Time) int64 {
+	return min(e.Free(), e.Headroom(now)-e.reserved())
 }
 
 // leaseSize is the rule of LeaseSize on what is available.
@@ -163,17 +176,19 @@ func (e *Entitlement) Gather(leases []*Lease) bool {
 // NeedsGather reports whether a transaction on e at now must fold every
 // lease before it charges demand (the sum of the direct charges and holds it
 // is about to make): when e has leases and demand does not fit in what is
-// free with a unit to spare (the charge could be the last, or fit only with
-// the leases' unspent part), or when a new quota period starts (a period
+// free before the next boundary with a unit to spare (the charge could be
+// the last, cross a low-balance threshold, or fit only with the leases'
+// unspent part; after the gather it sees the exact balance), when a spend
+// limit was set meanwhile, or when a new quota period starts (a period
 // starts with no leases).
 func (e *Entitlement) NeedsGather(now time.Time, demand int64) bool {
 	if len(e.Leases) == 0 {
 		return false
 	}
-	if e.Type == TypeQuota && !now.Before(e.Quota.ResetAt) {
+	if e.Type == TypeQuota && !now.Before(e.Quota.ResetAt) || e.Limits.Spend.Period != "" {
 		return true
 	}
-	return demand >= e.Free()
+	return demand >= e.unleased(now)
 }
 
 // Exact shows e as if every lease in leases (the documents of e's open
@@ -188,9 +203,9 @@ func (e *Entitlement) Exact(leases []Lease) {
 }
 
 // ChargeLease charges r to the lease l of e at now, where e is the
-// entitlement as its lease's lane knows it (its status, scope, type, expiry
-// and currency; its balance is not used). It checks what Consume checks but
-// what is available, which is l's: a denial is one of those reasons. fits is
+// entitlement as its lease's lane knows it (its status, scope, type, expiry,
+// currency and per-call limits; its balance is not used). It checks what
+// Consume checks but what is available, which is l's: a denial is one of those reasons. fits is
 // false, with nothing charged, when r needs more than l has left or l's
 // period is over: the call must then be charged on the entitlement itself.
 func (e *Entitlement) ChargeLease(now time.Time, l *Lease, r *ConsumeRequest, id, fingerprint string) (c Consumption, reason Reason, fits bool) {
@@ -219,6 +234,9 @@ func (e *Entitlement) ChargeLease(now time.Time, l *Lease, r *ConsumeRequest, id
 		amount = units(r)
 	default:
 		return Consumption{}, "", false
+	}
+	if reason := e.CheckPerCall(r); reason != "" {
+		return Consumption{}, reason, true
 	}
 	if l.Closed || amount > l.Left() {
 		return Consumption{}, "", false

@@ -386,3 +386,66 @@ func TestEntitlement_LeaseSize(t *testing.T) {
 		t.Errorf("LeaseSize on a subscription = %d, want 0", got)
 	}
 }
+
+// TestEntitlement_LeasesAndSpendControls checks where leases meet spend
+// controls: a lease stops short of an armed low-balance threshold, a charge
+// that could cross it gathers first, an entitlement with a spend limit is
+// never leased (and one that got a limit gathers), and a lease charge obeys
+// the per-call maximum.
+func TestEntitlement_LeasesAndSpendControls(t *testing.T) {
+	withAlert := func(balance, threshold int64) entitlement.Entitlement {
+		e := credits(balance)
+		e.Alerts = []entitlement.Alert{{Amount: usd(threshold)}}
+		return e
+	}
+	t.Run("LeaseStopsAboveTheThreshold", func(t *testing.T) {
+		e := withAlert(201, 150) // 50 may go before what is left reaches 150
+		if got := e.LeaseSize(now, 1000); got != 24 {
+			t.Errorf("LeaseSize = %d, want 24 (half of the 50 before the threshold, less one)", got)
+		}
+		e.TakeLease("l1", "a", 24)
+		if got := e.LeaseSize(now, 1000); got != 12 {
+			t.Errorf("second LeaseSize = %d, want 12 (half of the 26 left before it, less one)", got)
+		}
+	})
+	t.Run("TriggeredAlertDoesNotBound", func(t *testing.T) {
+		e := withAlert(101, 150)
+		e.Alerts[0].Triggered = true
+		if got := e.LeaseSize(now, 1000); got != 50 {
+			t.Errorf("LeaseSize = %d, want 50: a triggered alert bounds nothing until re-armed", got)
+		}
+	})
+	t.Run("ChargeThatCouldCrossGathers", func(t *testing.T) {
+		e := withAlert(1000, 100)
+		e.TakeLease("l1", "a", 400) // 500 left outside it before the threshold
+		if e.NeedsGather(now, 400) {
+			t.Errorf("NeedsGather(400) = true, want false: it stays above the threshold whatever the lease spent")
+		}
+		if !e.NeedsGather(now, 499) {
+			t.Errorf("NeedsGather(499) = false, want true: with the lease spent it could cross the threshold")
+		}
+	})
+	t.Run("SpendLimitIsNeverLeased", func(t *testing.T) {
+		e := credits(1000)
+		if err := e.Apply(entitlement.Update{SpendLimit: &entitlement.Set[entitlement.SpendLimit]{
+			To: entitlement.SpendLimit{Period: entitlement.PeriodDay, Max: *usd(500)}}}, now); err != nil {
+			t.Fatal(err)
+		}
+		if got := e.LeaseSize(now, 100); got != 0 {
+			t.Errorf("LeaseSize with a spend limit = %d, want 0", got)
+		}
+		e.Leases = []entitlement.OpenLease{{ID: "l1", Limit: 10}} // taken before the limit was set
+		if !e.NeedsGather(now, 1) {
+			t.Errorf("NeedsGather with a spend limit and an open lease = false, want true")
+		}
+	})
+	t.Run("LeaseChargeObeysMaxPerCall", func(t *testing.T) {
+		e := credits(1000)
+		e.Limits.MaxPerCall = usd(20)
+		l := e.TakeLease("l1", "a", 100)
+		r := &entitlement.ConsumeRequest{AgentID: "a1", Service: "search", Tool: "web", IdempotencyKey: "k", Cost: usd(30)}
+		if _, reason, fits := e.ChargeLease(now, &l, r, "c1", "fp"); reason != entitlement.ReasonMaxPerCall || !fits || l.Spent != 0 {
+			t.Errorf("ChargeLease above maxPerCall = %q, fits %v, spent %d; want %s, nothing spent", reason, fits, l.Spent, entitlement.ReasonMaxPerCall)
+		}
+	})
+}

@@ -13,7 +13,7 @@ import (
 
 // UpdateEntitlement implements store.EntitlementUpdater: one transaction
 // on the entitlement's document, as RevokeEntitlement's, so it is ordered
-// with the batches that charge it.
+// with the batches that charge it; it gathers the entitlement's leases.
 func (s *Store) UpdateEntitlement(ctx context.Context, id string, u entitlement.Update) (entitlement.Entitlement, error) {
 	ref := s.entitlementRef(id)
 	var out entitlement.Entitlement
@@ -28,11 +28,21 @@ func (s *Store) UpdateEntitlement(ctx context.Context, id string, u entitlement.
 		if out, err = entitlementFrom(snap); err != nil {
 			return err
 		}
+		// New limits, alerts or expiry bound what leases may hold: fold
+		// them all, so the change applies to every later charge and new
+		// leases are sized under it (entitlement.LeaseSize).
+		closeLeases, err := s.gatherAll(tx, &out)
+		if err != nil {
+			return err
+		}
 		if err := out.Apply(u, now); err != nil {
 			return store.Wrap(store.CodeInvalid, err, "update of entitlement %q", id)
 		}
 		out.ExpiresAt = stampPtr(out.ExpiresAt)
 		stampControls(&out)
+		if err := closeLeases(); err != nil {
+			return err
+		}
 		return tx.Set(ref, entitlementDoc(&out))
 	})
 	if err != nil {
