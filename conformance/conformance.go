@@ -29,6 +29,7 @@ func RunTests(t *testing.T, newStore NewStore) {
 	runTable(t, newStore, accountTests, entitlementTests, consumeTests, denialTests,
 		selectionTests, checkTests, consumptionTests, eventTests, paymentTests,
 		authorizeTests, holdDenialTests, captureTests, releaseTests, expiryTests, refundTests, instantTests)
+	runTable(t, newStore, usageTests) // usage.go: balance and usage (store.UsageReader)
 }
 
 // RunConcurrencyTests runs the guarantees of store.EntitlementStore under
