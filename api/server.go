@@ -172,6 +172,7 @@ func (s *Server) routes() {
 	s.registerAccounts(v1)
 	s.registerPayments(v1)
 	s.registerReceipts(v1)
+	s.registerUsage(v1)
 }
 
 // group registers routes under a path prefix.
