@@ -33,7 +33,7 @@ func TestClient_BalanceAndUsage(t *testing.T) {
 	}
 
 	b, err := c.billing.Balance(ctx, agent)
-	if err != nil || len(b.Credits) != 1 || b.Credits[0].Available != *client.USD(1000-2*calls) {
+	if err != nil || len(b.Credits) != 1 || b.Credits[0].Available != *client.USD(1000 - 2*calls) {
 		t.Fatalf("Balance = %+v, %v; want %d USD available", b, err, 1000-2*calls)
 	}
 
