@@ -139,6 +139,31 @@ var usageTests = []subtest{
 			t.Errorf("Usage(service, whole range) (-want +got):\n%s", d)
 		}
 	}},
+	{"UsageWithoutSubscriptionsOrRefunds", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
+		// Stores may count a bucket from its kinds of charge when no
+		// subscription can add uncharged calls, and skip refund sums when
+		// the range has none: the answer is the same.
+		agent := newAgent()
+		from := clock.Now()
+		c := createEntitlement(t, s, credits(agent, 1000, from))
+		q := createEntitlement(t, s, quota(agent, 100, from))
+		for i := range 6 {
+			r := request(agent, fmt.Sprint("c", i), int64(i+1))
+			r.Tool, r.EntitlementID = []string{"a", "b"}[i%2], c.ID
+			mustConsume(t, s, r)
+			mustConsume(t, s, entitlement.ConsumeRequest{AgentID: agent, Service: testService, Tool: "a",
+				IdempotencyKey: fmt.Sprint("q", i), EntitlementID: q.ID, Units: int64(i%3 + 1)})
+			clock.Advance(95 * time.Minute)
+		}
+		cs := listAllConsumptions(t, s, agent, time.Time{})
+		for _, g := range []usage.GroupBy{usage.ByTool, usage.ByService, usage.ByHour, usage.ByDay} {
+			uq := usage.Query{AgentID: agent, From: from, To: clock.Now(), GroupBy: g, Location: time.UTC}
+			_, want := uq.Aggregate(cs)
+			if d := cmpDiff(want, usagePages(t, s, uq, 2)); d != "" {
+				t.Errorf("Usage(%s) (-want +got):\n%s", g, d)
+			}
+		}
+	}},
 	{"UsageEmptyAndInvalid", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
 		agent := newAgent()
 		now := clock.Now()

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"time"
 
 	"cloud.google.com/go/firestore"
 	"cloud.google.com/go/firestore/apiv1/firestorepb"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/stipend-mcp/stipend/entitlement"
 	"github.com/stipend-mcp/stipend/internal/fsfault"
@@ -28,10 +30,14 @@ func (s *Store) Balance(ctx context.Context, agentID string) (entitlement.Balanc
 // Usage implements store.UsageReader. Every query of a page runs in one
 // read-only transaction, so the page is one snapshot (a read-only
 // transaction takes no locks and never holds up a charge). The queries are
-// those of usage_queries.go: per bucket one skip-scan (a one-document
-// query) and two to 2 + 2·currencies aggregations, each billed as one
-// document read per 1,000 index entries it matches (docs/BENCHMARKS.md
-// measures them).
+// those of usage_queries.go: per page one query of the agent's entitlements
+// and one refund count per kind of charge (quota units, each currency);
+// per bucket one skip-scan (a one-document query) and one aggregation per
+// kind, one more per kind the range has refunds of, and a count when the
+// agent has a subscription. Each aggregation is billed as one document
+// read per 1,000 index entries it matches. The skip-scans run one after
+// another, each bucket's aggregations beside them, usageParallel buckets
+// at a time (docs/BENCHMARKS.md measures them).
 func (s *Store) Usage(ctx context.Context, q usage.Query, p store.Page) ([]usage.Bucket, string, error) {
 	if err := q.Normalize(); err != nil {
 		return nil, "", store.Wrap(store.CodeInvalid, err, "usage query")
@@ -42,33 +48,44 @@ func (s *Store) Usage(ctx context.Context, q usage.Query, p store.Page) ([]usage
 	}
 	var (
 		keys    []usage.Key
-		buckets []usage.Bucket
+		tallies []*usage.Tally
 	)
 	err = s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		keys, buckets = nil, nil
 		u := &usageRun{s: s, tx: tx, q: &q, limit: p.Size() + 1}
-		if err := u.readKinds(ctx); err != nil {
+		if err := u.readKinds(); err != nil {
 			return err
 		}
-		add := func(k usage.Key, t usage.Tally) {
-			keys, buckets = append(keys, k), append(buckets, q.Bucket(k, t))
+		if err := u.readRefunds(ctx); err != nil {
+			return err
 		}
 		if q.GroupBy.ByTime() {
-			return u.byTime(ctx, after, ok, add)
+			keys, tallies, err = u.byTime(ctx, after, ok)
+		} else {
+			keys, tallies, err = u.byName(ctx, after, ok)
 		}
-		return u.byName(ctx, after, ok, add)
+		return err
 	}, firestore.ReadOnly)
 	if err != nil {
 		return nil, "", fsfault.Read(err, "usage")
 	}
-	if size := p.Size(); len(buckets) > size {
-		return buckets[:size], q.Cursor(keys[size-1]), nil
+	size := min(len(keys), p.Size())
+	buckets := make([]usage.Bucket, size)
+	for i := range buckets {
+		buckets[i] = q.Bucket(keys[i], *tallies[i])
+	}
+	if len(keys) > size {
+		return buckets, q.Cursor(keys[size-1]), nil
 	}
 	return buckets, "", nil
 }
 
+// usageParallel bounds the buckets whose aggregations run at once.
+const usageParallel = 8
+
 // usageRun is one page of a usage query being read: its transaction, and
-// what the agent's entitlements say its consumptions can hold.
+// what the agent's entitlements say its consumptions can hold. Its
+// queries may run concurrently: a read-only transaction's reads change
+// nothing in it.
 type usageRun struct {
 	s     *Store
 	tx    *firestore.Transaction
@@ -77,13 +94,17 @@ type usageRun struct {
 	// currencies are those of the agent's credits entitlements, any status:
 	// a consumption's cost is always in its entitlement's currency, and
 	// entitlements are never deleted. quota says whether it has a quota.
-	currencies []string
-	quota      bool
-	found      int
+	currencies    []string
+	quota         bool
+	subscriptions bool
+	// refunded says, per kind (entitlement.TypeQuota, or a currency),
+	// whether any consumption of the range was refunded: most ranges have
+	// few refunds or none, and a kind without any needs no refund sums.
+	refunded map[string]bool
 }
 
 // readKinds reads which currencies and types the agent's entitlements have.
-func (u *usageRun) readKinds(ctx context.Context) error {
+func (u *usageRun) readKinds() error {
 	query := u.s.build(qEntitlementsByAgent, filter{"agentId", "==", u.q.AgentID}).Select("type", "credits.balance.currency")
 	snaps, err := u.tx.Documents(query).GetAll()
 	if err != nil {
@@ -94,6 +115,8 @@ func (u *usageRun) readKinds(ctx context.Context) error {
 		switch entitlement.Type(f.str("type")) {
 		case entitlement.TypeQuota:
 			u.quota = true
+		case entitlement.TypeSubscription:
+			u.subscriptions = true
 		case entitlement.TypeCredits:
 			if cur := f.str("credits.balance.currency"); !slices.Contains(u.currencies, cur) {
 				u.currencies = append(u.currencies, cur)
@@ -106,84 +129,153 @@ func (u *usageRun) readKinds(ctx context.Context) error {
 	return nil
 }
 
+// readRefunds finds which kinds had a consumption of the range refunded:
+// one count per kind over the whole range.
+func (u *usageRun) readRefunds(ctx context.Context) error {
+	u.refunded = map[string]bool{}
+	g, ctx := errgroup.WithContext(ctx)
+	var mu sync.Mutex
+	for _, k := range u.kinds() {
+		g.Go(func() error {
+			var n, unused int64
+			if err := u.aggregate(ctx, k.refunds(usageByRange), nil, k.filter, u.q.From, u.q.To, k.refundField, &n, &unused); err != nil {
+				return err
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			u.refunded[k.name] = n > 0
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+// usageKind is one kind of charge a bucket totals apart: the consumptions
+// of quotas (units) or those in one currency (cents).
+type usageKind struct {
+	name               string // entitlement.TypeQuota, or the currency
+	filter             []filter
+	field, refundField string
+	// charges and refunds pick a shape's queries of this kind.
+	charges, refunds func(usageShape) Query
+}
+
+// kinds lists the kinds of charge the agent's consumptions can hold.
+func (u *usageRun) kinds() []usageKind {
+	var out []usageKind
+	if u.quota {
+		out = append(out, usageKind{name: string(entitlement.TypeQuota),
+			filter: []filter{{"entitlementType", "==", string(entitlement.TypeQuota)}}, field: "units", refundField: "refund.units",
+			charges: func(s usageShape) Query { return s.units }, refunds: func(s usageShape) Query { return s.refundUnits }})
+	}
+	for _, cur := range u.currencies {
+		out = append(out, usageKind{name: cur,
+			filter: []filter{{"cost.currency", "==", cur}}, field: "cost.cents", refundField: "refund.cost.cents",
+			charges: func(s usageShape) Query { return s.cents }, refunds: func(s usageShape) Query { return s.refundCents }})
+	}
+	return out
+}
+
 // byTime finds the hour or day buckets after the cursor's: it skips to the
 // first consumption at or after the end of the last bucket, totals that
-// consumption's bucket, and goes on from its end. Empty hours and days
-// cost nothing.
-func (u *usageRun) byTime(ctx context.Context, after usage.Key, ok bool, add func(usage.Key, usage.Tally)) error {
+// consumption's bucket (beside the next skips), and goes on from its end.
+// Empty hours and days cost nothing.
+func (u *usageRun) byTime(ctx context.Context, after usage.Key, ok bool) ([]usage.Key, []*usage.Tally, error) {
 	from := u.q.From
 	if ok {
 		_, end := u.q.Span(after.Wall)
 		from = later(from, end)
 	}
-	for u.found < u.limit && from.Before(u.q.To) {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(usageParallel)
+	var keys []usage.Key
+	var tallies []*usage.Tally
+	for len(keys) < u.limit && from.Before(u.q.To) && gctx.Err() == nil {
 		query := u.s.build(qConsumptionsByAgent, filter{"agentId", "==", u.q.AgentID},
 			filter{"occurredAt", ">=", from}, filter{"occurredAt", "<", u.q.To}).Select("occurredAt").Limit(1)
 		snaps, err := u.tx.Documents(query).GetAll()
 		if err != nil || len(snaps) == 0 {
-			return err
+			g.Go(func() error { return err })
+			break
 		}
 		f := read(snaps[0])
 		at := f.instant("occurredAt")
 		if f.err != nil {
-			return f.err
+			g.Go(func() error { return f.err })
+			break
 		}
 		end := u.q.Next(at)
-		t, err := u.tally(ctx, usageByRange, nil, at, earlier(end, u.q.To))
-		if err != nil {
+		t, to := new(usage.Tally), earlier(end, u.q.To)
+		keys, tallies = append(keys, usage.Key{Wall: u.q.Wall(at)}), append(tallies, t)
+		g.Go(func() (err error) {
+			*t, err = u.tally(gctx, usageByRange, nil, at, to)
 			return err
-		}
-		add(usage.Key{Wall: u.q.Wall(at)}, t)
-		u.found++
+		})
 		from = end
 	}
-	return nil
+	return keys, tallies, g.Wait()
 }
 
 // byName finds the service or (service, tool) buckets after the cursor's:
 // it skips to the next distinct value among all the agent's consumptions
 // (a one-document query ordered by the value) and totals it over the
-// range; a value with no consumption in the range is passed over.
-func (u *usageRun) byName(ctx context.Context, last usage.Key, ok bool, add func(usage.Key, usage.Tally)) error {
-	for u.found < u.limit {
-		snap, err := u.nextName(last, ok)
-		if err != nil || snap == nil {
-			return err
+// range, as many values at a time as buckets are still wanted; a value
+// with no consumption in the range is passed over.
+func (u *usageRun) byName(ctx context.Context, last usage.Key, ok bool) ([]usage.Key, []*usage.Tally, error) {
+	var keys []usage.Key
+	var tallies []*usage.Tally
+	for done := false; len(keys) < u.limit && !done; {
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(usageParallel)
+		var batch []usage.Key
+		var totals []*usage.Tally
+		for len(batch) < u.limit-len(keys) && gctx.Err() == nil {
+			key, found, err := u.nextName(last, ok)
+			if err != nil || !found {
+				g.Go(func() error { return err })
+				done = true
+				break
+			}
+			shape, eq := usageByService, []filter{{"service", "==", key.Service}}
+			if u.q.GroupBy == usage.ByTool {
+				shape, eq = usageByTool, append(eq, filter{"tool", "==", key.Tool})
+			}
+			t := new(usage.Tally)
+			batch, totals = append(batch, key), append(totals, t)
+			g.Go(func() (err error) {
+				*t, err = u.tally(gctx, shape, eq, u.q.From, u.q.To)
+				return err
+			})
+			last, ok = key, true
 		}
-		f := read(snap)
-		key := usage.Key{Service: f.str("service")}
-		shape, eq := usageByService, []filter{{"service", "==", key.Service}}
-		if u.q.GroupBy == usage.ByTool {
-			key.Tool = f.str("tool")
-			shape, eq = usageByTool, append(eq, filter{"tool", "==", key.Tool})
+		if err := g.Wait(); err != nil {
+			return nil, nil, err
 		}
-		if f.err != nil {
-			return f.err
+		for i, t := range totals {
+			if t.Count > 0 {
+				keys, tallies = append(keys, batch[i]), append(tallies, t)
+			}
 		}
-		t, err := u.tally(ctx, shape, eq, u.q.From, u.q.To)
-		if err != nil {
-			return err
-		}
-		if t.Count > 0 {
-			add(key, t)
-			u.found++
-		}
-		last, ok = key, true
 	}
-	return nil
+	return keys, tallies, nil
 }
 
-// nextName reads the first consumption of the next service, or (service,
-// tool) pair, after last (the first of all when ok is false); nil when
+// nextName reads the key of the next service, or (service, tool) pair,
+// after last (the first of all when ok is false); found is false when
 // there is none.
-func (u *usageRun) nextName(last usage.Key, ok bool) (*firestore.DocumentSnapshot, error) {
+func (u *usageRun) nextName(last usage.Key, ok bool) (key usage.Key, found bool, err error) {
 	agent := filter{"agentId", "==", u.q.AgentID}
-	first := func(q firestore.Query) (*firestore.DocumentSnapshot, error) {
+	first := func(q firestore.Query) (usage.Key, bool, error) {
 		snaps, err := u.tx.Documents(q.Select("service", "tool").Limit(1)).GetAll()
 		if err != nil || len(snaps) == 0 {
-			return nil, err
+			return usage.Key{}, false, err
 		}
-		return snaps[0], nil
+		f := read(snaps[0])
+		key := usage.Key{Service: f.str("service")}
+		if u.q.GroupBy == usage.ByTool {
+			key.Tool = f.str("tool")
+		}
+		return key, f.err == nil, f.err
 	}
 	switch {
 	case u.q.GroupBy == usage.ByService && !ok:
@@ -193,70 +285,81 @@ func (u *usageRun) nextName(last usage.Key, ok bool) (*firestore.DocumentSnapsho
 	case !ok:
 		return first(u.s.build(qUsageTools, agent))
 	}
-	snap, err := first(u.s.build(qUsageToolsOfService, agent, filter{"service", "==", last.Service}, filter{"tool", ">", last.Tool}))
-	if err != nil || snap != nil {
-		return snap, err
+	key, found, err = first(u.s.build(qUsageToolsOfService, agent, filter{"service", "==", last.Service}, filter{"tool", ">", last.Tool}))
+	if err != nil || found {
+		return key, found, err
 	}
 	return first(u.s.build(qUsageTools, agent, filter{"service", ">", last.Service}))
 }
 
 // tally totals the agent's consumptions with eq in [from, to) through
-// shape's aggregations; one with none costs only its count.
+// shape's aggregations, all at once: per kind the count and sum of its
+// charges and, if the range has refunds of that kind, their sum. Without a
+// subscription (whose consumptions charge neither) the counts add up to
+// the bucket's; with one, a count of all runs too.
 func (u *usageRun) tally(ctx context.Context, shape usageShape, eq []filter, from, to time.Time) (usage.Tally, error) {
-	run := func(q Query, extra []filter, sum string) (count, total int64, err error) {
-		filters := slices.Concat([]filter{{"agentId", "==", u.q.AgentID}}, eq, extra,
-			[]filter{{"occurredAt", ">=", from}, {"occurredAt", "<", to}})
-		query := u.s.build(q, filters...)
-		agg := query.NewAggregationQuery().WithCount("n")
-		if sum != "" {
-			agg = agg.WithSum(sum, "sum")
+	kinds := u.kinds()
+	counts := make([]int64, len(kinds))
+	sums := make([]int64, len(kinds))
+	refunded := make([]int64, len(kinds))
+	var all, unused int64
+	g, ctx := errgroup.WithContext(ctx)
+	if u.subscriptions {
+		g.Go(func() error { return u.aggregate(ctx, shape.count, eq, nil, from, to, "", &all, &unused) })
+	}
+	for i, k := range kinds {
+		g.Go(func() error {
+			return u.aggregate(ctx, k.charges(shape), eq, k.filter, from, to, k.field, &counts[i], &sums[i])
+		})
+		if u.refunded[k.name] {
+			g.Go(func() error {
+				var n int64
+				return u.aggregate(ctx, k.refunds(shape), eq, k.filter, from, to, k.refundField, &n, &refunded[i])
+			})
 		}
-		res, err := agg.Transaction(u.tx).Get(ctx)
-		if err != nil {
-			return 0, 0, err
-		}
-		if count, err = aggregateInt(res, "n", q.Name); err != nil || sum == "" {
-			return count, 0, err
-		}
-		total, err = aggregateInt(res, "sum", q.Name)
-		return count, total, err
+	}
+	if err := g.Wait(); err != nil {
+		return usage.Tally{}, err
 	}
 	var t usage.Tally
-	var err error
-	if t.Count, _, err = run(shape.count, nil, ""); err != nil || t.Count == 0 {
-		return t, err
-	}
-	if u.quota {
-		quota := []filter{{"entitlementType", "==", string(entitlement.TypeQuota)}}
-		_, units, err := run(shape.units, quota, "units")
-		if err != nil {
-			return t, err
-		}
-		_, refunded, err := run(shape.refundUnits, quota, "refund.units")
-		if err != nil {
-			return t, err
-		}
-		t.Units = units - refunded
-	}
-	for _, cur := range u.currencies {
-		currency := []filter{{"cost.currency", "==", cur}}
-		n, cents, err := run(shape.cents, currency, "cost.cents")
-		if err != nil || n == 0 {
-			if err != nil {
-				return t, err
+	for i, k := range kinds {
+		t.Count += counts[i]
+		switch {
+		case k.name == string(entitlement.TypeQuota):
+			t.Units = sums[i] - refunded[i]
+		case counts[i] > 0:
+			if t.Cents == nil {
+				t.Cents = map[string]int64{}
 			}
-			continue
+			t.Cents[k.name] = sums[i] - refunded[i]
 		}
-		_, refunded, err := run(shape.refundCents, currency, "refund.cost.cents")
-		if err != nil {
-			return t, err
-		}
-		if t.Cents == nil {
-			t.Cents = map[string]int64{}
-		}
-		t.Cents[cur] = cents - refunded
+	}
+	if u.subscriptions {
+		t.Count = all
 	}
 	return t, nil
+}
+
+// aggregate runs q (filtered by the agent, eq, extra and [from, to) of
+// occurredAt) as an aggregation: the count into count and, with sum, the
+// sum of that field into total.
+func (u *usageRun) aggregate(ctx context.Context, q Query, eq, extra []filter, from, to time.Time, sum string, count, total *int64) error {
+	filters := slices.Concat([]filter{{"agentId", "==", u.q.AgentID}}, eq, extra,
+		[]filter{{"occurredAt", ">=", from}, {"occurredAt", "<", to}})
+	query := u.s.build(q, filters...)
+	agg := query.NewAggregationQuery().WithCount("n")
+	if sum != "" {
+		agg = agg.WithSum(sum, "sum")
+	}
+	res, err := agg.Transaction(u.tx).Get(ctx)
+	if err != nil {
+		return err
+	}
+	if *count, err = aggregateInt(res, "n", q.Name); err != nil || sum == "" {
+		return err
+	}
+	*total, err = aggregateInt(res, "sum", q.Name)
+	return err
 }
 
 // aggregateInt reads the integer alias of an aggregation result. Sums of
