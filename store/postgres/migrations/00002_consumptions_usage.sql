@@ -2,12 +2,15 @@
 -- time, covering every column the aggregation reads, so GROUP BY by tool,
 -- service, hour or day is answered from the index alone. Built
 -- concurrently, outside a transaction, so a deployment with many
--- consumptions keeps charging while it builds.
+-- consumptions keeps charging while it builds. A build that failed leaves
+-- an invalid index behind and goose does not record the migration: the
+-- next attempt drops that index and builds it again.
 
 -- +goose NO TRANSACTION
 -- +goose Up
 
-CREATE INDEX CONCURRENTLY IF NOT EXISTS consumptions_usage ON consumptions (agent_id, occurred_at)
+DROP INDEX CONCURRENTLY IF EXISTS consumptions_usage;
+CREATE INDEX CONCURRENTLY consumptions_usage ON consumptions (agent_id, occurred_at)
     INCLUDE (service, tool, entitlement_type, units, cost_cents, cost_currency, refund_units, refund_cost_cents);
 
 -- +goose Down
