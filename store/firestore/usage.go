@@ -27,9 +27,13 @@ func (s *Store) Balance(ctx context.Context, agentID string) (entitlement.Balanc
 	return entitlement.BalanceOf(agentID, es, s.clock()), nil
 }
 
-// Usage implements store.UsageReader. Every query of a page runs in one
-// read-only transaction, so the page is one snapshot (a read-only
-// transaction takes no locks and never holds up a charge). The queries are
+// Usage implements store.UsageReader. Every query of a page reads at one
+// instant, the read time of its first query (the agent's entitlements), so
+// the page is one snapshot: the skip-scans as queries at that read time,
+// each bucket's aggregations in a read-only transaction at that read time
+// (a transaction of its own: a transaction lives at most 270 s, 60 s on
+// the emulator, and a page of slow buckets could outlive one; read-only,
+// it takes no locks and never holds up a charge). The queries are
 // those of usage_queries.go: per page one query of the agent's entitlements
 // and one refund count per kind of charge (quota units, each currency);
 // per bucket one skip-scan (a one-document query) and one aggregation per
@@ -50,21 +54,16 @@ func (s *Store) Usage(ctx context.Context, q usage.Query, p store.Page) ([]usage
 		keys    []usage.Key
 		tallies []*usage.Tally
 	)
-	err = s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		u := &usageRun{s: s, tx: tx, q: &q, limit: p.Size() + 1}
-		if err := u.readKinds(); err != nil {
-			return err
-		}
-		if err := u.readRefunds(ctx); err != nil {
-			return err
-		}
-		if q.GroupBy.ByTime() {
-			keys, tallies, err = u.byTime(ctx, after, ok)
-		} else {
-			keys, tallies, err = u.byName(ctx, after, ok)
-		}
-		return err
-	}, firestore.ReadOnly)
+	u := &usageRun{s: s, q: &q, limit: p.Size() + 1}
+	found, err := u.readKinds(ctx)
+	if err == nil && found {
+		err = u.readRefunds(ctx)
+	}
+	if err == nil && found && q.GroupBy.ByTime() {
+		keys, tallies, err = u.byTime(ctx, after, ok)
+	} else if err == nil && found {
+		keys, tallies, err = u.byName(ctx, after, ok)
+	}
 	if err != nil {
 		return nil, "", fsfault.Read(err, "usage")
 	}
@@ -82,13 +81,13 @@ func (s *Store) Usage(ctx context.Context, q usage.Query, p store.Page) ([]usage
 // usageParallel bounds the buckets whose aggregations run at once.
 const usageParallel = 8
 
-// usageRun is one page of a usage query being read: its transaction, and
-// what the agent's entitlements say its consumptions can hold. Its
-// queries may run concurrently: a read-only transaction's reads change
-// nothing in it.
+// usageRun is one page of a usage query being read: the instant it reads
+// at, and what the agent's entitlements say its consumptions can hold. Its
+// queries may run concurrently, also inside one read-only transaction,
+// whose reads change nothing in it.
 type usageRun struct {
 	s     *Store
-	tx    *firestore.Transaction
+	at    time.Time // the read time of every query
 	q     *usage.Query
 	limit int // buckets to find: the page and one more, to know if there is a next page
 	// currencies are those of the agent's credits entitlements, any status:
@@ -103,13 +102,17 @@ type usageRun struct {
 	refunded map[string]bool
 }
 
-// readKinds reads which currencies and types the agent's entitlements have.
-func (u *usageRun) readKinds() error {
+// readKinds reads which currencies and types the agent's entitlements
+// have, and takes the read time of that query as the page's. found is
+// false for an agent without entitlements, and so without consumptions
+// (entitlements are never deleted).
+func (u *usageRun) readKinds(ctx context.Context) (found bool, err error) {
 	query := u.s.build(qEntitlementsByAgent, filter{"agentId", "==", u.q.AgentID}).Select("type", "credits.balance.currency")
-	snaps, err := u.tx.Documents(query).GetAll()
-	if err != nil {
-		return err
+	snaps, err := query.Documents(ctx).GetAll()
+	if err != nil || len(snaps) == 0 {
+		return false, err
 	}
+	u.at = snaps[0].ReadTime.Truncate(time.Microsecond) // read times are in microseconds
 	for _, snap := range snaps {
 		f := read(snap)
 		switch entitlement.Type(f.str("type")) {
@@ -123,31 +126,43 @@ func (u *usageRun) readKinds() error {
 			}
 		}
 		if f.err != nil {
-			return f.err
+			return false, f.err
 		}
 	}
-	return nil
+	return true, nil
+}
+
+// documents runs query at the page's read time.
+func (u *usageRun) documents(ctx context.Context, query firestore.Query) ([]*firestore.DocumentSnapshot, error) {
+	return query.WithReadOptions(firestore.ReadTime(u.at)).Documents(ctx).GetAll()
+}
+
+// snapshot runs fn in a read-only transaction at the page's read time.
+func (u *usageRun) snapshot(ctx context.Context, fn func(context.Context, *firestore.Transaction) error) error {
+	return u.s.client.RunTransaction(ctx, fn, firestore.TransactionReadTime(u.at))
 }
 
 // readRefunds finds which kinds had a consumption of the range refunded:
 // one count per kind over the whole range.
 func (u *usageRun) readRefunds(ctx context.Context) error {
-	u.refunded = map[string]bool{}
-	g, ctx := errgroup.WithContext(ctx)
-	var mu sync.Mutex
-	for _, k := range u.kinds() {
-		g.Go(func() error {
-			var n, unused int64
-			if err := u.aggregate(ctx, k.refunds(usageByRange), nil, k.filter, u.q.From, u.q.To, k.refundField, &n, &unused); err != nil {
-				return err
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			u.refunded[k.name] = n > 0
-			return nil
-		})
-	}
-	return g.Wait()
+	return u.snapshot(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		u.refunded = map[string]bool{}
+		g, ctx := errgroup.WithContext(ctx)
+		var mu sync.Mutex
+		for _, k := range u.kinds() {
+			g.Go(func() error {
+				var n, unused int64
+				if err := u.aggregate(ctx, tx, k.refunds(usageByRange), nil, k.filter, u.q.From, u.q.To, k.refundField, &n, &unused); err != nil {
+					return err
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				u.refunded[k.name] = n > 0
+				return nil
+			})
+		}
+		return g.Wait()
+	})
 }
 
 // usageKind is one kind of charge a bucket totals apart: the consumptions
@@ -193,16 +208,14 @@ func (u *usageRun) byTime(ctx context.Context, after usage.Key, ok bool) ([]usag
 	for len(keys) < u.limit && from.Before(u.q.To) && gctx.Err() == nil {
 		query := u.s.build(qConsumptionsByAgent, filter{"agentId", "==", u.q.AgentID},
 			filter{"occurredAt", ">=", from}, filter{"occurredAt", "<", u.q.To}).Select("occurredAt").Limit(1)
-		snaps, err := u.tx.Documents(query).GetAll()
-		if err != nil || len(snaps) == 0 {
-			g.Go(func() error { return err })
-			break
+		snaps, err := u.documents(ctx, query)
+		var at time.Time
+		if err == nil && len(snaps) > 0 {
+			f := read(snaps[0])
+			at, err = f.instant("occurredAt"), f.err
 		}
-		f := read(snaps[0])
-		at := f.instant("occurredAt")
-		if f.err != nil {
-			g.Go(func() error { return f.err })
-			break
+		if err != nil || len(snaps) == 0 {
+			return keys, tallies, errors.Join(err, g.Wait())
 		}
 		end := u.q.Next(at)
 		t, to := new(usage.Tally), earlier(end, u.q.To)
@@ -230,9 +243,11 @@ func (u *usageRun) byName(ctx context.Context, last usage.Key, ok bool) ([]usage
 		var batch []usage.Key
 		var totals []*usage.Tally
 		for len(batch) < u.limit-len(keys) && gctx.Err() == nil {
-			key, found, err := u.nextName(last, ok)
-			if err != nil || !found {
-				g.Go(func() error { return err })
+			key, found, err := u.nextName(ctx, last, ok)
+			if err != nil {
+				return nil, nil, errors.Join(err, g.Wait())
+			}
+			if !found {
 				done = true
 				break
 			}
@@ -263,10 +278,10 @@ func (u *usageRun) byName(ctx context.Context, last usage.Key, ok bool) ([]usage
 // nextName reads the key of the next service, or (service, tool) pair,
 // after last (the first of all when ok is false); found is false when
 // there is none.
-func (u *usageRun) nextName(last usage.Key, ok bool) (key usage.Key, found bool, err error) {
+func (u *usageRun) nextName(ctx context.Context, last usage.Key, ok bool) (key usage.Key, found bool, err error) {
 	agent := filter{"agentId", "==", u.q.AgentID}
 	first := func(q firestore.Query) (usage.Key, bool, error) {
-		snaps, err := u.tx.Documents(q.Select("service", "tool").Limit(1)).GetAll()
+		snaps, err := u.documents(ctx, q.Select("service", "tool").Limit(1))
 		if err != nil || len(snaps) == 0 {
 			return usage.Key{}, false, err
 		}
@@ -303,22 +318,25 @@ func (u *usageRun) tally(ctx context.Context, shape usageShape, eq []filter, fro
 	sums := make([]int64, len(kinds))
 	refunded := make([]int64, len(kinds))
 	var all, unused int64
-	g, ctx := errgroup.WithContext(ctx)
-	if u.subscriptions {
-		g.Go(func() error { return u.aggregate(ctx, shape.count, eq, nil, from, to, "", &all, &unused) })
-	}
-	for i, k := range kinds {
-		g.Go(func() error {
-			return u.aggregate(ctx, k.charges(shape), eq, k.filter, from, to, k.field, &counts[i], &sums[i])
-		})
-		if u.refunded[k.name] {
-			g.Go(func() error {
-				var n int64
-				return u.aggregate(ctx, k.refunds(shape), eq, k.filter, from, to, k.refundField, &n, &refunded[i])
-			})
+	err := u.snapshot(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		g, ctx := errgroup.WithContext(ctx)
+		if u.subscriptions {
+			g.Go(func() error { return u.aggregate(ctx, tx, shape.count, eq, nil, from, to, "", &all, &unused) })
 		}
-	}
-	if err := g.Wait(); err != nil {
+		for i, k := range kinds {
+			g.Go(func() error {
+				return u.aggregate(ctx, tx, k.charges(shape), eq, k.filter, from, to, k.field, &counts[i], &sums[i])
+			})
+			if u.refunded[k.name] {
+				g.Go(func() error {
+					var n int64
+					return u.aggregate(ctx, tx, k.refunds(shape), eq, k.filter, from, to, k.refundField, &n, &refunded[i])
+				})
+			}
+		}
+		return g.Wait()
+	})
+	if err != nil {
 		return usage.Tally{}, err
 	}
 	var t usage.Tally
@@ -341,9 +359,9 @@ func (u *usageRun) tally(ctx context.Context, shape usageShape, eq []filter, fro
 }
 
 // aggregate runs q (filtered by the agent, eq, extra and [from, to) of
-// occurredAt) as an aggregation: the count into count and, with sum, the
-// sum of that field into total.
-func (u *usageRun) aggregate(ctx context.Context, q Query, eq, extra []filter, from, to time.Time, sum string, count, total *int64) error {
+// occurredAt) as an aggregation in tx: the count into count and, with sum,
+// the sum of that field into total.
+func (u *usageRun) aggregate(ctx context.Context, tx *firestore.Transaction, q Query, eq, extra []filter, from, to time.Time, sum string, count, total *int64) error {
 	filters := slices.Concat([]filter{{"agentId", "==", u.q.AgentID}}, eq, extra,
 		[]filter{{"occurredAt", ">=", from}, {"occurredAt", "<", to}})
 	query := u.s.build(q, filters...)
@@ -351,7 +369,7 @@ func (u *usageRun) aggregate(ctx context.Context, q Query, eq, extra []filter, f
 	if sum != "" {
 		agg = agg.WithSum(sum, "sum")
 	}
-	res, err := agg.Transaction(u.tx).Get(ctx)
+	res, err := agg.Transaction(tx).Get(ctx)
 	if err != nil {
 		return err
 	}

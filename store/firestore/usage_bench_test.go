@@ -36,7 +36,7 @@ var usageBench struct {
 // 20 % on a quota (1–3 units), every 20th refunded. They are seeded once,
 // through a BulkWriter straight into the emulator (not the charge path).
 // Each groupBy reads its first page (day, tool and service: every bucket;
-// hour: 100 of 720) and hour/all every page. The baseline, in the same
+// hour: 100 of 720) and hour-all-pages every page. The baseline, in the same
 // run, is one count aggregation over the agent's whole range: what
 // touching every consumption once costs.
 //
@@ -52,7 +52,7 @@ func BenchmarkUsage(b *testing.B) {
 	if u.err != nil {
 		b.Fatal(u.err)
 	}
-	b.Run("baseline/count", func(b *testing.B) {
+	b.Run("baseline-count", func(b *testing.B) {
 		q := emulator.Client(b).Collection(usageBenchPrefix+"consumptions").
 			Where("agentId", "==", u.agent).Where("occurredAt", ">=", u.from).Where("occurredAt", "<", u.to)
 		for b.Loop() {
@@ -68,7 +68,7 @@ func BenchmarkUsage(b *testing.B) {
 		allPages bool
 	}{
 		{"tool", usage.ByTool, false}, {"service", usage.ByService, false},
-		{"day", usage.ByDay, false}, {"hour", usage.ByHour, false}, {"hour/all", usage.ByHour, true},
+		{"day", usage.ByDay, false}, {"hour", usage.ByHour, false}, {"hour-all-pages", usage.ByHour, true},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			q := usage.Query{AgentID: u.agent, From: u.from, To: u.to, GroupBy: tc.groupBy}

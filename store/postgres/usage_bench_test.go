@@ -73,7 +73,7 @@ func BenchmarkUsage(b *testing.B) {
 		allPages bool
 	}{
 		{"tool", usage.ByTool, false}, {"service", usage.ByService, false},
-		{"day", usage.ByDay, false}, {"hour", usage.ByHour, false}, {"hour/all", usage.ByHour, true},
+		{"day", usage.ByDay, false}, {"hour", usage.ByHour, false}, {"hour-all-pages", usage.ByHour, true},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			q := usage.Query{AgentID: agent, From: from, To: to, GroupBy: tc.groupBy}
