@@ -63,6 +63,8 @@ func routeTable(f fixtures) []route {
 		{method: "GET", path: a + "/consumptions", roles: billing, reader: readerByAgent, ok: []int{200}},
 		{method: "POST", path: "/v1/consumptions/" + f.consumptionID + "/refund", roles: billing, ok: []int{200}},
 		{method: "GET", path: a + "/receipts", roles: billing, reader: readerByAgent, ok: []int{200}},
+		{method: "GET", path: a + "/balance", roles: billing, reader: readerByAgent, ok: []int{200}},
+		{method: "GET", path: a + "/usage?groupBy=tool&tz=Europe/Berlin&limit=5", roles: billing, reader: readerByAgent, ok: []int{200}},
 		{method: "GET", path: "/v1/entitlements/" + f.entitlementID, roles: billing, reader: readerByOwner, ok: []int{200}},
 		{method: "POST", path: "/v1/entitlements/" + f.revokableID + "/revoke", ok: []int{200}},
 		{method: "PATCH", path: "/v1/entitlements/" + f.entitlementID, body: map[string]any{"metadata": map[string]string{"k": "v"}}, ok: []int{200}},

@@ -202,6 +202,8 @@ var corsRoutes = map[string]bool{
 	"/v1/accounts/:agentId/entitlements": true,
 	"/v1/accounts/:agentId/consumptions": true,
 	"/v1/accounts/:agentId/receipts":     true,
+	"/v1/accounts/:agentId/balance":      true,
+	"/v1/accounts/:agentId/usage":        true,
 	"/v1/entitlements/:id":               true,
 	"/v1/receipts/:id":                   true,
 	"/.well-known/jwks.json":             true,

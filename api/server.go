@@ -180,6 +180,7 @@ func (s *Server) routes() {
 	s.registerPayments(v1)
 	s.registerReceipts(v1)
 	s.registerStripe(v1)
+	s.registerUsage(v1)
 }
 
 // group registers routes under a path prefix.

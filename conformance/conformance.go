@@ -31,6 +31,7 @@ func RunTests(t *testing.T, newStore NewStore) {
 		authorizeTests, holdDenialTests, captureTests, releaseTests, expiryTests, refundTests, instantTests,
 		limitTests, accountLimitTests)
 	runTable(t, newStore, providerPaymentTests, providerRefundTests)
+	runTable(t, newStore, usageTests) // usage.go: balance and usage (store.UsageReader)
 }
 
 // RunConcurrencyTests runs the guarantees of store.EntitlementStore under

@@ -135,7 +135,7 @@ func left(e entitlement.Entitlement) int64 {
 }
 
 // wantExact checks that every instance reads entitlement id with want left,
-// by GetEntitlement and ListEntitlements, and that Check allows exactly
+// by GetEntitlement, ListEntitlements and Balance, and that Check allows exactly
 // what is left (credits).
 func wantExact(t *testing.T, ss []store.EntitlementStore, agent, id string, want int64) {
 	t.Helper()
@@ -150,6 +150,9 @@ func wantExact(t *testing.T, ss []store.EntitlementStore, agent, id string, want
 		}
 		if e.Type != entitlement.TypeCredits || e.Status != entitlement.StatusActive {
 			continue
+		}
+		if b, err := s.Balance(t.Context(), agent); err != nil || len(b.Credits) != 1 || b.Credits[0].Total.Cents != want {
+			t.Errorf("instance %d: Balance = %+v (%v), want one currency with %d in all", i, b.Credits, err, want)
 		}
 		for _, tc := range []struct {
 			cents int64

@@ -29,38 +29,54 @@ type indexFile struct {
 // TestQueries_HaveIndexes checks every query shape the adapter declares
 // against firestore.indexes.json: a query with equality filters and an order
 // needs a composite index of its equality fields (any order) followed by
-// the order field, ascending. The emulator does not enforce indexes, so
-// this test is what stops a query from shipping without one.
+// its order fields (Order, Then, and an aggregation's Sum), ascending. The
+// emulator does not enforce indexes, so this test is what stops a query
+// from shipping without one.
 func TestQueries_HaveIndexes(t *testing.T) {
 	file := readIndexes(t)
-	have := map[string]bool{}
-	for _, ix := range file.Indexes {
-		if ix.QueryScope != "COLLECTION" || len(ix.Fields) < 2 {
-			continue
-		}
-		last := ix.Fields[len(ix.Fields)-1]
-		var eq []string
-		for _, f := range ix.Fields[:len(ix.Fields)-1] {
-			if f.Order != "ASCENDING" {
-				eq = nil
-				break
-			}
-			eq = append(eq, f.FieldPath)
-		}
-		if eq != nil && last.Order == "ASCENDING" {
-			have[shape(ix.CollectionGroup, eq, last.FieldPath)] = true
-		}
-	}
 	for _, q := range fsstore.Queries {
 		for _, eq := range variants(q) {
-			if q.Order == "" || len(eq) == 0 {
+			tail := orderFields(q)
+			if q.Order == "" || len(eq)+len(tail) < 2 {
 				continue // single-field indexes serve it
 			}
-			if want := shape(q.Collection, eq, q.Order); !have[want] {
-				t.Errorf("query %s with equality filters %v ordered by %s: no composite index (%s) in firestore.indexes.json", q.Name, eq, q.Order, want)
+			if !hasIndex(file, q.Collection, eq, tail) {
+				t.Errorf("query %s with equality filters %v ordered by %v: no composite index (%s) in firestore.indexes.json",
+					q.Name, eq, tail, shape(q.Collection, eq, tail))
 			}
 		}
 	}
+}
+
+// orderFields are the fields q's results are ordered by, before the document ID.
+func orderFields(q fsstore.Query) []string {
+	tail := slices.Concat([]string{q.Order}, q.Then)
+	if q.Sum != "" {
+		tail = append(tail, q.Sum)
+	}
+	return tail
+}
+
+// hasIndex reports whether file declares an ascending composite index on
+// collection of the fields eq, in any order, followed by tail.
+func hasIndex(file indexFile, collection string, eq, tail []string) bool {
+	for _, ix := range file.Indexes {
+		if ix.CollectionGroup != collection || ix.QueryScope != "COLLECTION" || len(ix.Fields) != len(eq)+len(tail) {
+			continue
+		}
+		var got []string
+		for _, f := range ix.Fields {
+			if f.Order != "ASCENDING" {
+				got = nil
+				break
+			}
+			got = append(got, f.FieldPath)
+		}
+		if got != nil && shape(collection, got[:len(eq)], got[len(eq):]) == shape(collection, eq, tail) {
+			return true
+		}
+	}
+	return false
 }
 
 // TestQueries_FieldsStayIndexed: a field override replaces a field's
@@ -72,7 +88,7 @@ func TestQueries_HaveIndexes(t *testing.T) {
 func TestQueries_FieldsStayIndexed(t *testing.T) {
 	file := readIndexes(t)
 	for _, q := range fsstore.Queries {
-		fields := append(slices.Concat(q.Equal, q.Optional), q.Order)
+		fields := slices.Concat(q.Equal, q.Optional, orderFields(q))
 		for _, o := range file.FieldOverrides {
 			if o.CollectionGroup != q.Collection || !slices.Contains(fields, o.FieldPath) {
 				continue
@@ -119,10 +135,10 @@ func variants(q fsstore.Query) [][]string {
 	return out
 }
 
-func shape(collection string, eq []string, order string) string {
+func shape(collection string, eq, order []string) string {
 	eq = slices.Clone(eq)
 	slices.Sort(eq)
-	return collection + "(" + strings.Join(eq, ",") + ";" + order + ")"
+	return collection + "(" + strings.Join(eq, ",") + ";" + strings.Join(order, ",") + ")"
 }
 
 func TestQueries_NamesAreUnique(t *testing.T) {

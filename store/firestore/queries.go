@@ -33,6 +33,14 @@ type Query struct {
 	// document ID as the tiebreak ("" for none). A range filter, if any, is on
 	// this field.
 	Order string
+	// Then lists further fields the results are ordered by after Order,
+	// ascending, before the document ID (a skip-scan over distinct pairs).
+	Then []string
+	// Sum is the field an aggregation query over this shape sums ("" for
+	// none). Firestore sums from an index that holds the field before the
+	// document ID, so the query is also ordered by it, after Order and
+	// Then, and its index ends with it (usage_queries.go).
+	Sum string
 }
 
 // The adapter's queries. Nothing else in the package builds a query.
@@ -69,11 +77,11 @@ var (
 )
 
 // Queries lists every query the adapter runs.
-var Queries = []Query{
+var Queries = slices.Concat([]Query{
 	qEntitlementsByAgent, qActiveEntitlements, qHoldsExpiring, qConsumptionsByAgent,
 	qPaymentByIntent, qReceiptsByAgent, qPendingEvents, qPendingPayments,
 	qEndpoints, qDeliveries, qDueDeliveries, qStaleClaims,
-}
+}, usageQueries)
 
 // filter is one filter of a query run: an equality ("==", "in") on one of
 // the query's Equal or Optional fields, or a range ("<", "<=", ">", ">=") on
@@ -104,7 +112,14 @@ func (s *Store) build(q Query, filters ...filter) firestore.Query {
 		}
 	}
 	if q.Order != "" {
-		query = query.OrderBy(q.Order, firestore.Asc).OrderBy(firestore.DocumentID, firestore.Asc)
+		query = query.OrderBy(q.Order, firestore.Asc)
+		for _, field := range q.Then {
+			query = query.OrderBy(field, firestore.Asc)
+		}
+		if q.Sum != "" {
+			query = query.OrderBy(q.Sum, firestore.Asc)
+		}
+		query = query.OrderBy(firestore.DocumentID, firestore.Asc)
 	}
 	return query
 }

@@ -765,6 +765,54 @@ export type paths = {
         patch?: never;
         trace?: never;
     };
+    "/v1/accounts/{agentId}/balance": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The agent (account) ID. */
+                agentId: components["schemas"]["Name"];
+            };
+            cookie?: never;
+        };
+        /**
+         * What an agent can spend now, in total
+         * @description Role: billing, admin, reader (listed agents). Totals the agent's usable entitlements (active, not expired; a subscription inside its window) as one snapshot: credits per currency (total, held by open holds, available), quotas per scope service (lazy resets shown as applied; the earliest next reset), and the subscriptions in force with their end. An agent with nothing has empty lists.
+         */
+        get: operations["getBalance"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        /** CORS preflight and the methods of this path (no key needed) */
+        options: operations["optionsAccountsBalance"];
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/accounts/{agentId}/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The agent (account) ID. */
+                agentId: components["schemas"]["Name"];
+            };
+            cookie?: never;
+        };
+        /**
+         * An agent's usage over time, in buckets
+         * @description Role: billing, admin, reader (listed agents). Counts the agent's consumptions in [from, to) and what they charged net of refunds (amounts per currency for credits, units for quotas), one bucket per tool (of a service), service, or calendar hour or day of tz that holds a consumption, in key order (names byte by byte, then time), one page at a time. A range over 366 days, hour buckets over more than 31 days, from not before to, an unknown time zone or grouping is a 400 naming the parameter.
+         */
+        get: operations["getUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        /** CORS preflight and the methods of this path (no key needed) */
+        options: operations["optionsAccountsUsage"];
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 };
 export type webhooks = Record<string, never>;
 export type components = {
@@ -1420,6 +1468,81 @@ export type components = {
             maxPerCall?: components["schemas"]["PositiveMoney"][];
             /** @description The most units one call may ask for. */
             maxUnitsPerCall?: number;
+        };
+        /** @description What an agent can spend now (GET /v1/accounts/{agentId}/balance). */
+        Balance: {
+            agentId: components["schemas"]["Name"];
+            /**
+             * Format: date-time
+             * @description The instant the balance was read at.
+             */
+            asOf: string;
+            /** @description One entry per currency, by currency. */
+            credits: components["schemas"]["CreditsBalance"][];
+            /** @description One entry per scope service ("*" included), by service. */
+            quotas: components["schemas"]["QuotaBalance"][];
+            /** @description In force now, earliest end first (those without an end last). */
+            subscriptions: components["schemas"]["SubscriptionBalance"][];
+        };
+        /** @description An agent's credits in one currency: the balance left, the part open holds reserve, and what is available (total − held). */
+        CreditsBalance: {
+            /** @description ISO 4217 code */
+            currency: string;
+            total: components["schemas"]["NonNegativeMoney"];
+            held: components["schemas"]["NonNegativeMoney"];
+            available: components["schemas"]["NonNegativeMoney"];
+            /** @description How many entitlements the totals add up. */
+            entitlements: number;
+        };
+        /** @description An agent's quotas on one scope service: units per period (limit), left in the current periods (remaining), reserved by open holds (held), available (remaining − held), and the earliest next reset. */
+        QuotaBalance: {
+            service: components["schemas"]["Name"];
+            limit: number;
+            remaining: number;
+            held: number;
+            available: number;
+            /** Format: date-time */
+            nextResetAt: string;
+            /** @description How many entitlements the totals add up. */
+            entitlements: number;
+        };
+        /** @description A subscription in force and when it ends (the earlier of its window's end and its expiry; absent when it has neither). */
+        SubscriptionBalance: {
+            entitlementId: components["schemas"]["Name"];
+            scope: components["schemas"]["Scope"];
+            /** Format: date-time */
+            validFrom: string;
+            /** Format: date-time */
+            endsAt?: string;
+        };
+        /** @description What one group of consumptions totals: named by service and tool (groupBy tool), service (service), or by the start and end of a calendar hour or day of tz, shown at tz's offset (hour, day; a clock change makes one shorter or longer). Only consumptions inside the range count. */
+        UsageBucket: {
+            service?: components["schemas"]["Name"];
+            tool?: components["schemas"]["Name"];
+            /** Format: date-time */
+            start?: string;
+            /** Format: date-time */
+            end?: string;
+            /** @description Consumptions in the bucket, refunded ones included. */
+            count: number;
+            /** @description Charged to credits, net of refunds: one amount per currency charged in the bucket, by currency. */
+            amounts: components["schemas"]["NonNegativeMoney"][];
+            /** @description Charged to quotas, net of refunds. */
+            units: number;
+        };
+        /** @description One page of usage buckets and the query as read (defaults filled in). */
+        UsagePage: {
+            agentId: components["schemas"]["Name"];
+            /** Format: date-time */
+            from: string;
+            /** Format: date-time */
+            to: string;
+            /** @enum {string} */
+            groupBy: "tool" | "service" | "hour" | "day";
+            tz: string;
+            items: components["schemas"]["UsageBucket"][];
+            /** @description Absent on the last page. */
+            nextCursor?: string;
         };
     };
     responses: {
@@ -3166,6 +3289,109 @@ export interface operations {
             415: components["responses"]["P415"];
             500: components["responses"]["P500"];
             503: components["responses"]["P503"];
+        };
+    };
+    getBalance: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The agent (account) ID. */
+                agentId: components["schemas"]["Name"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the answer */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Balance"];
+                };
+            };
+            400: components["responses"]["P400"];
+            401: components["responses"]["P401"];
+            403: components["responses"]["P403"];
+            500: components["responses"]["P500"];
+            503: components["responses"]["P503"];
+        };
+    };
+    optionsAccountsBalance: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The agent (account) ID. */
+                agentId: components["schemas"]["Name"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+            400: components["responses"]["P400"];
+        };
+    };
+    getUsage: {
+        parameters: {
+            query?: {
+                /** @description Start of the range, included (RFC 3339). Default: 30 days before to. */
+                from?: string;
+                /** @description End of the range, excluded (RFC 3339); at most 366 days after from. Default: now. */
+                to?: string;
+                /** @description What a bucket is: a tool (of a service), a service, a calendar hour (ranges of at most 31 days) or day of tz. Default: day. */
+                groupBy?: "tool" | "service" | "hour" | "day";
+                /** @description The IANA time zone of hour and day buckets, such as Europe/Berlin. Default: UTC. */
+                tz?: string;
+                /** @description Page size, 1–100 (default 100). */
+                limit?: components["parameters"]["Limit"];
+                /** @description The nextCursor of the previous page. */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path: {
+                /** @description The agent (account) ID. */
+                agentId: components["schemas"]["Name"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the answer */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UsagePage"];
+                };
+            };
+            400: components["responses"]["P400"];
+            401: components["responses"]["P401"];
+            403: components["responses"]["P403"];
+            500: components["responses"]["P500"];
+            503: components["responses"]["P503"];
+        };
+    };
+    optionsAccountsUsage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The agent (account) ID. */
+                agentId: components["schemas"]["Name"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+            400: components["responses"]["P400"];
         };
     };
 }

@@ -1,0 +1,272 @@
+package firestore
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/stipend-mcp/stipend/entitlement"
+	"github.com/stipend-mcp/stipend/internal/fsfault"
+	"github.com/stipend-mcp/stipend/store"
+	"github.com/stipend-mcp/stipend/usage"
+)
+
+// Balance implements store.UsageReader: one query reads the agent's active
+// entitlements, and their open leases are read at its read time (exact
+// reads, reads_exact.go), so the totals are of one snapshot.
+func (s *Store) Balance(ctx context.Context, agentID string) (entitlement.Balance, error) {
+	es, err := s.activeEntitlements(ctx, agentID, true) // exact: leases folded in
+	if err != nil {
+		return entitlement.Balance{}, err
+	}
+	return entitlement.BalanceOf(agentID, es, s.clock()), nil
+}
+
+// Usage implements store.UsageReader. Every query of a page reads at one
+// instant, the read time of its first query (the agent's entitlements), so
+// the page is one snapshot: the skip-scans as queries at that read time,
+// each bucket's aggregations in a read-only transaction at that read time
+// (a transaction of its own: a transaction lives at most 270 s, 60 s on
+// the emulator, and a page of slow buckets could outlive one; read-only,
+// it takes no locks and never holds up a charge). The queries are
+// those of usage_queries.go: per page one query of the agent's entitlements
+// and one refund count per kind of charge (quota units, each currency);
+// per bucket one skip-scan (a one-document query) and one aggregation per
+// kind, one more per kind the range has refunds of, and a count when the
+// agent has a subscription. Each aggregation is billed as one document
+// read per 1,000 index entries it matches. The skip-scans run one after
+// another, each bucket's aggregations beside them, usageParallel buckets
+// at a time (docs/BENCHMARKS.md measures them).
+func (s *Store) Usage(ctx context.Context, q usage.Query, p store.Page) ([]usage.Bucket, string, error) {
+	if err := q.Normalize(); err != nil {
+		return nil, "", store.Wrap(store.CodeInvalid, err, "usage query")
+	}
+	after, ok, err := q.After(p.Cursor)
+	if err != nil {
+		return nil, "", store.Wrap(store.CodeInvalid, err, "usage cursor")
+	}
+	var (
+		keys    []usage.Key
+		tallies []*usage.Tally
+	)
+	u := &usageRun{s: s, q: &q, limit: p.Size() + 1}
+	found, err := u.readKinds(ctx)
+	if err == nil && found {
+		err = u.readRefunds(ctx)
+	}
+	if err == nil && found && q.GroupBy.ByTime() {
+		keys, tallies, err = u.byTime(ctx, after, ok)
+	} else if err == nil && found {
+		keys, tallies, err = u.byName(ctx, after, ok)
+	}
+	if err != nil {
+		return nil, "", fsfault.Read(err, "usage")
+	}
+	size := min(len(keys), p.Size())
+	buckets := make([]usage.Bucket, size)
+	for i := range buckets {
+		buckets[i] = q.Bucket(keys[i], *tallies[i])
+	}
+	if len(keys) > size {
+		return buckets, q.Cursor(keys[size-1]), nil
+	}
+	return buckets, "", nil
+}
+
+// usageParallel bounds the buckets whose aggregations run at once.
+const usageParallel = 8
+
+// usageRun is one page of a usage query being read: the instant it reads
+// at, and what the agent's entitlements say its consumptions can hold. Its
+// queries may run concurrently, also inside one read-only transaction,
+// whose reads change nothing in it.
+type usageRun struct {
+	s     *Store
+	at    time.Time // the read time of every query
+	q     *usage.Query
+	limit int // buckets to find: the page and one more, to know if there is a next page
+	// currencies are those of the agent's credits entitlements, any status:
+	// a consumption's cost is always in its entitlement's currency, and
+	// entitlements are never deleted. quota says whether it has a quota.
+	currencies    []string
+	quota         bool
+	subscriptions bool
+	// refunded says, per kind (entitlement.TypeQuota, or a currency),
+	// whether any consumption of the range was refunded: most ranges have
+	// few refunds or none, and a kind without any needs no refund sums.
+	refunded map[string]bool
+}
+
+// readKinds reads which currencies and types the agent's entitlements
+// have, and takes the read time of that query as the page's. found is
+// false for an agent without entitlements, and so without consumptions
+// (entitlements are never deleted).
+func (u *usageRun) readKinds(ctx context.Context) (found bool, err error) {
+	query := u.s.build(qEntitlementsByAgent, filter{"agentId", "==", u.q.AgentID}).Select("type", "credits.balance.currency")
+	snaps, err := query.Documents(ctx).GetAll()
+	if err != nil || len(snaps) == 0 {
+		return false, err
+	}
+	u.at = snaps[0].ReadTime.Truncate(time.Microsecond) // read times are in microseconds
+	for _, snap := range snaps {
+		f := read(snap)
+		switch entitlement.Type(f.str("type")) {
+		case entitlement.TypeQuota:
+			u.quota = true
+		case entitlement.TypeSubscription:
+			u.subscriptions = true
+		case entitlement.TypeCredits:
+			if cur := f.str("credits.balance.currency"); !slices.Contains(u.currencies, cur) {
+				u.currencies = append(u.currencies, cur)
+			}
+		}
+		if f.err != nil {
+			return false, f.err
+		}
+	}
+	return true, nil
+}
+
+// documents runs query at the page's read time.
+func (u *usageRun) documents(ctx context.Context, query firestore.Query) ([]*firestore.DocumentSnapshot, error) {
+	return query.WithReadOptions(firestore.ReadTime(u.at)).Documents(ctx).GetAll()
+}
+
+// snapshot runs fn in a read-only transaction at the page's read time.
+func (u *usageRun) snapshot(ctx context.Context, fn func(context.Context, *firestore.Transaction) error) error {
+	return u.s.client.RunTransaction(ctx, fn, firestore.TransactionReadTime(u.at))
+}
+
+// byTime finds the hour or day buckets after the cursor's: it skips to the
+// first consumption at or after the end of the last bucket, totals that
+// consumption's bucket (beside the next skips), and goes on from its end.
+// Empty hours and days cost nothing.
+func (u *usageRun) byTime(ctx context.Context, after usage.Key, ok bool) ([]usage.Key, []*usage.Tally, error) {
+	from := u.q.From
+	if ok {
+		_, end := u.q.Span(after.Wall)
+		from = later(from, end)
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(usageParallel)
+	var keys []usage.Key
+	var tallies []*usage.Tally
+	for len(keys) < u.limit && from.Before(u.q.To) && gctx.Err() == nil {
+		query := u.s.build(qConsumptionsByAgent, filter{"agentId", "==", u.q.AgentID},
+			filter{"occurredAt", ">=", from}, filter{"occurredAt", "<", u.q.To}).Select("occurredAt").Limit(1)
+		snaps, err := u.documents(ctx, query)
+		var at time.Time
+		if err == nil && len(snaps) > 0 {
+			f := read(snaps[0])
+			at, err = f.instant("occurredAt"), f.err
+		}
+		if err != nil || len(snaps) == 0 {
+			return keys, tallies, errors.Join(err, g.Wait())
+		}
+		end := u.q.Next(at)
+		t, to := new(usage.Tally), earlier(end, u.q.To)
+		keys, tallies = append(keys, usage.Key{Wall: u.q.Wall(at)}), append(tallies, t)
+		g.Go(func() (err error) {
+			*t, err = u.tally(gctx, usageByRange, nil, at, to)
+			return err
+		})
+		from = end
+	}
+	return keys, tallies, g.Wait()
+}
+
+// byName finds the service or (service, tool) buckets after the cursor's:
+// it skips to the next distinct value among all the agent's consumptions
+// (a one-document query ordered by the value) and totals it over the
+// range, as many values at a time as buckets are still wanted; a value
+// with no consumption in the range is passed over.
+func (u *usageRun) byName(ctx context.Context, last usage.Key, ok bool) ([]usage.Key, []*usage.Tally, error) {
+	var keys []usage.Key
+	var tallies []*usage.Tally
+	for done := false; len(keys) < u.limit && !done; {
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(usageParallel)
+		var batch []usage.Key
+		var totals []*usage.Tally
+		for len(batch) < u.limit-len(keys) && gctx.Err() == nil {
+			key, found, err := u.nextName(ctx, last, ok)
+			if err != nil {
+				return nil, nil, errors.Join(err, g.Wait())
+			}
+			if !found {
+				done = true
+				break
+			}
+			shape, eq := usageByService, []filter{{"service", "==", key.Service}}
+			if u.q.GroupBy == usage.ByTool {
+				shape, eq = usageByTool, append(eq, filter{"tool", "==", key.Tool})
+			}
+			t := new(usage.Tally)
+			batch, totals = append(batch, key), append(totals, t)
+			g.Go(func() (err error) {
+				*t, err = u.tally(gctx, shape, eq, u.q.From, u.q.To)
+				return err
+			})
+			last, ok = key, true
+		}
+		if err := g.Wait(); err != nil {
+			return nil, nil, err
+		}
+		for i, t := range totals {
+			if t.Count > 0 {
+				keys, tallies = append(keys, batch[i]), append(tallies, t)
+			}
+		}
+	}
+	return keys, tallies, nil
+}
+
+// nextName reads the key of the next service, or (service, tool) pair,
+// after last (the first of all when ok is false); found is false when
+// there is none.
+func (u *usageRun) nextName(ctx context.Context, last usage.Key, ok bool) (key usage.Key, found bool, err error) {
+	agent := filter{"agentId", "==", u.q.AgentID}
+	first := func(q firestore.Query) (usage.Key, bool, error) {
+		snaps, err := u.documents(ctx, q.Select("service", "tool").Limit(1))
+		if err != nil || len(snaps) == 0 {
+			return usage.Key{}, false, err
+		}
+		f := read(snaps[0])
+		key := usage.Key{Service: f.str("service")}
+		if u.q.GroupBy == usage.ByTool {
+			key.Tool = f.str("tool")
+		}
+		return key, f.err == nil, f.err
+	}
+	switch {
+	case u.q.GroupBy == usage.ByService && !ok:
+		return first(u.s.build(qUsageServices, agent))
+	case u.q.GroupBy == usage.ByService:
+		return first(u.s.build(qUsageServices, agent, filter{"service", ">", last.Service}))
+	case !ok:
+		return first(u.s.build(qUsageTools, agent))
+	}
+	key, found, err = first(u.s.build(qUsageToolsOfService, agent, filter{"service", "==", last.Service}, filter{"tool", ">", last.Tool}))
+	if err != nil || found {
+		return key, found, err
+	}
+	return first(u.s.build(qUsageTools, agent, filter{"service", ">", last.Service}))
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+func earlier(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}

@@ -1,0 +1,114 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/stipend-mcp/stipend/entitlement"
+	"github.com/stipend-mcp/stipend/internal/pgfault"
+	"github.com/stipend-mcp/stipend/store"
+	"github.com/stipend-mcp/stipend/usage"
+)
+
+// Balance implements store.UsageReader: one statement reads the agent's
+// active entitlements, so the totals are of one snapshot.
+func (s *Store) Balance(ctx context.Context, agentID string) (entitlement.Balance, error) {
+	es, err := s.ActiveEntitlements(ctx, agentID)
+	if err != nil {
+		return entitlement.Balance{}, err
+	}
+	return entitlement.BalanceOf(agentID, es, s.clock()), nil
+}
+
+// usageKeys are the key columns of each grouping: the service and tool
+// (text, compared byte by byte as Firestore and Go compare them, whatever
+// the database's collation) and the local wall-clock start of the hour or
+// day (timestamp without time zone, as usage.Query.Wall reads it).
+var usageKeys = map[usage.GroupBy]struct{ service, tool, wall string }{
+	usage.ByTool:    {`service COLLATE "C"`, `tool COLLATE "C"`, `NULL::timestamp`},
+	usage.ByService: {`service COLLATE "C"`, `''`, `NULL::timestamp`},
+	usage.ByHour:    {`''`, `''`, `date_trunc('hour', occurred_at AT TIME ZONE $4)`},
+	usage.ByDay:     {`''`, `''`, `date_trunc('day', occurred_at AT TIME ZONE $4)`},
+}
+
+// Usage implements store.UsageReader with one statement (one snapshot): a
+// GROUP BY of the agent's consumptions in the range per key and currency,
+// folded into one row per key, after the cursor's key, limit+1 keys.
+func (s *Store) Usage(ctx context.Context, q usage.Query, p store.Page) ([]usage.Bucket, string, error) {
+	if err := q.Normalize(); err != nil {
+		return nil, "", store.Wrap(store.CodeInvalid, err, "usage query")
+	}
+	after, ok, err := q.After(p.Cursor)
+	if err != nil {
+		return nil, "", store.Wrap(store.CodeInvalid, err, "usage cursor")
+	}
+	k := usageKeys[q.GroupBy]
+	// $4, the time zone, is named in every statement (the groupings by
+	// name do not read it) so the cursor's parameters are numbered alike.
+	args := []any{q.AgentID, q.From, q.To, q.Location.String()}
+	where := ""
+	if ok {
+		args = append(args, after.Service, after.Tool, after.Wall)
+		where = fmt.Sprintf(` AND (%s, %s, %s) > ($5::text, $6::text, $7::timestamp)`, k.service, k.tool, k.wall)
+		if !q.GroupBy.ByTime() {
+			// NULL never compares greater: leave the wall out.
+			where = fmt.Sprintf(` AND (%s, %s) > ($5::text, $6::text)`, k.service, k.tool)
+			args = args[:6]
+		}
+	}
+	args = append(args, p.Size()+1)
+	sql := fmt.Sprintf(`WITH per AS (
+	SELECT %[1]s AS k_service, %[2]s AS k_tool, %[3]s AS k_wall, cost_currency, count(*) AS n,
+		sum(units - coalesce(refund_units, 0)) FILTER (WHERE entitlement_type = 'quota') AS units,
+		sum(cost_cents - coalesce(refund_cost_cents, 0)) AS cents
+	FROM consumptions
+	WHERE agent_id = $1 AND occurred_at >= $2 AND occurred_at < $3 AND $4::text IS NOT NULL%[4]s
+	GROUP BY 1, 2, 3, cost_currency
+)
+SELECT k_service, k_tool, k_wall, sum(n)::bigint, coalesce(sum(units), 0)::bigint,
+	coalesce(array_agg(cost_currency ORDER BY cost_currency) FILTER (WHERE cost_currency <> ''), '{}'),
+	coalesce(array_agg(cents::bigint ORDER BY cost_currency) FILTER (WHERE cost_currency <> ''), '{}')
+FROM per GROUP BY 1, 2, 3 ORDER BY 1, 2, 3 LIMIT $%[5]d`, k.service, k.tool, k.wall, where, len(args))
+	rows, err := s.pool.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, "", pgfault.Read(err, "usage")
+	}
+	defer rows.Close()
+	var keys []usage.Key
+	var items []usage.Bucket
+	for rows.Next() {
+		var (
+			key        usage.Key
+			wall       *time.Time
+			t          usage.Tally
+			currencies []string
+			cents      []int64
+		)
+		if err := rows.Scan(&key.Service, &key.Tool, &wall, &t.Count, &t.Units, &currencies, &cents); err != nil {
+			return nil, "", pgfault.Read(err, "usage")
+		}
+		if wall != nil {
+			key.Wall = wall.UTC()
+		}
+		if len(currencies) != len(cents) {
+			return nil, "", pgfault.Read(errors.New("currencies and amounts differ in length"), "usage")
+		}
+		for i, cur := range currencies {
+			if t.Cents == nil {
+				t.Cents = map[string]int64{}
+			}
+			t.Cents[cur] = cents[i]
+		}
+		keys = append(keys, key)
+		items = append(items, q.Bucket(key, t))
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", pgfault.Read(err, "usage")
+	}
+	if len(items) <= p.Size() {
+		return items, "", nil
+	}
+	return items[:p.Size()], q.Cursor(keys[p.Size()-1]), nil
+}
