@@ -30,6 +30,7 @@ func RunTests(t *testing.T, newStore NewStore) {
 		selectionTests, checkTests, consumptionTests, eventTests, paymentTests,
 		authorizeTests, holdDenialTests, captureTests, releaseTests, expiryTests, refundTests, instantTests)
 	runTable(t, newStore, providerPaymentTests, providerRefundTests)
+	runTable(t, newStore, topUpTests)
 }
 
 // RunConcurrencyTests runs the guarantees of store.EntitlementStore under

@@ -34,8 +34,17 @@ const (
 	PaymentDisputed Type = "payment.disputed"
 )
 
+// The events of auto top-up (docs/stripe.md).
+const (
+	// TopUpFailed: an account's top-up failed (Stripe refused the
+	// off-session charge); data is a topup.Failure, whose disabled says
+	// whether top-up is now disabled (after three in a row).
+	TopUpFailed Type = "topup.failed"
+)
+
 // Types lists every event type, in a stable order.
 var Types = []Type{PaymentSucceeded, PaymentFailed, PaymentRefunded, EntitlementGranted, EntitlementRevoked, EntitlementDepleted, ConsumptionRefunded,
+	TopUpFailed,
 	PaymentPartiallyRefunded, PaymentDisputed}
 
 // Event is one outbox entry. Data is the JSON object delivered as the

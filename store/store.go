@@ -163,6 +163,7 @@ type InboundEvent struct {
 // EntitlementStore is the durable state of Stipend.
 type EntitlementStore interface {
 	ProviderPayments
+	TopUps
 	// UpsertAccount creates the account a.AgentID if absent, or updates its
 	// DisplayName and Metadata if present (CreatedAt is kept), atomically.
 	// It is idempotent, never a Conflict, and returns the stored account. An
