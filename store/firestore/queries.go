@@ -73,6 +73,7 @@ var Queries = []Query{
 	qEntitlementsByAgent, qActiveEntitlements, qHoldsExpiring, qConsumptionsByAgent,
 	qPaymentByIntent, qReceiptsByAgent, qPendingEvents, qPendingPayments,
 	qEndpoints, qDeliveries, qDueDeliveries, qStaleClaims,
+	qTopUpsWatched,
 }
 
 // filter is one filter of a query run: an equality ("==", "in") on one of
