@@ -44,6 +44,10 @@ type TopUps struct {
 	// Logger receives a line per top-up begun, refused or failed (default
 	// slog.Default()).
 	Logger *slog.Logger
+	// ResumeAfter is how old a pending top-up without a PaymentIntent must
+	// be before a check makes its intent (default DefaultSweepAge): a
+	// younger one is most likely being made by the instance that began it.
+	ResumeAfter time.Duration
 
 	queue queue
 }
@@ -53,6 +57,13 @@ func (t *TopUps) now() time.Time {
 		return t.Now().UTC()
 	}
 	return time.Now().UTC()
+}
+
+func (t *TopUps) resumeAfter() time.Duration {
+	if t.ResumeAfter > 0 {
+		return t.ResumeAfter
+	}
+	return DefaultSweepAge
 }
 
 func (t *TopUps) log() *slog.Logger {
@@ -153,9 +164,11 @@ func (t *TopUps) finish(ctx context.Context, tu *topup.TopUp) (ended bool, err e
 	case p.Status != payment.StatusPending:
 		_, err = t.Store.SettleTopUp(ctx, tu.AgentID)
 		return err == nil, err
+	case p.ProviderIntentID == "" && p.CreatedAt.After(t.now().Add(-t.resumeAfter())):
+		return false, nil // its PaymentIntent is being made
 	case p.ProviderIntentID == "":
-		// Begun, but its PaymentIntent was not made (or its answer was
-		// lost): made now, with the same idempotency key, so never twice.
+		// Begun, but its PaymentIntent was not made (a crash) or its answer
+		// was lost: made now, with the same idempotency key, so never twice.
 		if tu.Method == nil {
 			_, err := t.Applier.fail(ctx, &p, "top-up: no payment method is saved", nil)
 			return err == nil, err
