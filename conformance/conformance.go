@@ -47,6 +47,7 @@ func RunConcurrencyTests(t *testing.T, newStore NewStore, opts ConcurrencyOption
 	opts = opts.withDefaults()
 	t.Logf("conformance: concurrency seed %d (reproduce with ConcurrencyOptions{Seed: %d})", opts.Seed, opts.Seed)
 	runTable(t, newStore, paymentConcurrencyTests, hotTests(opts), holdConcurrencyTests(opts))
+	runTable(t, newStore, topUpConcurrencyTests)
 }
 
 // RunPropertyTests runs Rounds rounds, one after another, each on a fresh
