@@ -33,6 +33,9 @@ type checkoutBody struct {
 	SuccessURL    string       `json:"successUrl" validate:"required"`
 	CancelURL     string       `json:"cancelUrl"`
 	CustomerEmail string       `json:"customerEmail" validate:"omitempty,max=512,email"`
+	// SaveForTopUp saves the payer's Stripe customer and payment method
+	// for the agent's auto top-up (api/topup.go).
+	SaveForTopUp bool `json:"saveForTopUp"`
 }
 
 // Validate checks the rules across fields and what Stripe is known to refuse.
@@ -65,7 +68,8 @@ func (b *checkoutBody) fingerprint() (string, error) {
 		S string        `json:"s"`
 		C string        `json:"c"`
 		E string        `json:"e"`
-	}{b.AgentID, *b.Amount, b.Description, b.Grant.template(), b.SuccessURL, b.CancelURL, b.CustomerEmail}
+		T bool          `json:"t,omitempty"` // absent when false: earlier fingerprints stay valid
+	}{b.AgentID, *b.Amount, b.Description, b.Grant.template(), b.SuccessURL, b.CancelURL, b.CustomerEmail, b.SaveForTopUp}
 	j, err := json.Marshal(v) // struct fields in a fixed order: deterministic
 	if err != nil {
 		return "", Invalid("grant", "cannot be encoded: "+err.Error())
@@ -139,6 +143,7 @@ func (s *Server) createCheckout(c echo.Context) error {
 	}
 	cs, err := s.stripe.CreateCheckoutSession(ctx, &p, stripepay.CheckoutRequest{
 		SuccessURL: b.SuccessURL, CancelURL: b.CancelURL, CustomerEmail: b.CustomerEmail,
+		SaveForTopUp: b.SaveForTopUp,
 	}, key)
 	if err != nil {
 		return stripeProblem(err)

@@ -67,6 +67,9 @@ func (s *Server) consumeWith(c echo.Context, route string, op func(context.Conte
 	if err != nil {
 		return err
 	}
+	if res.Outcome == store.Consumed {
+		s.charged(&res.Entitlement)
+	}
 	return s.answerConsume(c, route, res)
 }
 

@@ -71,6 +71,9 @@ func (s *Server) authorize(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if res.Outcome == store.Held {
+		s.charged(&res.Entitlement) // a hold lowers what is available too
+	}
 	if err := s.chargeRefused("authorize", res.Outcome, res.Denials,
 		"this idempotency key was already used for a call with different parameters, or for a consume; nothing was reserved"); err != nil {
 		return err
@@ -117,6 +120,9 @@ func (s *Server) captureHold(c echo.Context) error {
 	res, err := s.store.CaptureHold(storeCtx(c), id, b.AgentID, entitlement.Amount{Cost: b.Cost, Units: b.Units})
 	if err != nil {
 		return holdError(err, "capture")
+	}
+	if res.Outcome == store.Captured {
+		s.charged(&res.Entitlement)
 	}
 	switch res.Outcome {
 	case store.Captured, store.Replay:

@@ -185,6 +185,7 @@ func TestOpenAPI_Responses(t *testing.T) {
 
 	e.must(200, req{Method: "GET", Path: "/v1/payments?providerIntentId=pi_none", Key: billing})
 	stripeOK := exerciseStripeRoutes(t, seen) // stripe_test.go
+	exerciseTopUpRoutes(t, seen)              // topup_test.go
 
 	// Every route the server has is documented.
 	for _, r := range e.srv.Echo().Routes() {

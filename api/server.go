@@ -83,6 +83,10 @@ type Config struct {
 	// Sessions (POST /v1/checkout-sessions) and the PaymentIntent of a
 	// stripe payment created without one (stripe.go).
 	Stripe *stripepay.Client
+	// TopUps, if set, is told every credits entitlement a charge leaves,
+	// so an account whose credits fall below its auto top-up threshold is
+	// topped up (api/topup.go).
+	TopUps *stripepay.TopUps
 }
 
 // Server is the REST service.
@@ -104,6 +108,7 @@ type Server struct {
 	cors      []string
 	routeMW   func(method, path string) []echo.MiddlewareFunc
 	stripe    *stripepay.Client
+	topUps    *stripepay.TopUps
 	chains    sync.Map // "METHOD path" → echo.HandlerFunc: next wrapped in routeMW's middleware
 }
 
@@ -127,6 +132,7 @@ func New(cfg Config) (*Server, error) {
 		ready: cfg.ReadyTimeout, timeout: cfg.StoreTimeout, validate: newValidator(), ids: newRequestIDs(),
 		cors: cfg.CORSOrigins, routeMW: cfg.RouteMiddleware, stripe: cfg.Stripe,
 	}
+	s.topUps = cfg.TopUps
 	if s.issuer == "" {
 		s.issuer = "stipend"
 	}
@@ -181,6 +187,7 @@ func (s *Server) routes() {
 	s.registerReceipts(v1)
 	s.registerStripe(v1)
 	s.registerUsage(v1)
+	s.registerTopUp(v1)
 }
 
 // group registers routes under a path prefix.

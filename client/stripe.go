@@ -45,6 +45,10 @@ type CheckoutRequest struct {
 	SuccessURL    string `json:"successUrl"`
 	CancelURL     string `json:"cancelUrl,omitempty"`
 	CustomerEmail string `json:"customerEmail,omitempty"`
+	// SaveForTopUp saves the payer's card (a Stripe customer and payment
+	// method for off-session charges) for the agent's auto top-up
+	// (PutTopUp).
+	SaveForTopUp bool `json:"saveForTopUp,omitempty"`
 }
 
 func (r CheckoutRequest) check() error {

@@ -32,6 +32,7 @@ func RunTests(t *testing.T, newStore NewStore) {
 		limitTests, accountLimitTests)
 	runTable(t, newStore, providerPaymentTests, providerRefundTests)
 	runTable(t, newStore, usageTests) // usage.go: balance and usage (store.UsageReader)
+	runTable(t, newStore, topUpTests)
 }
 
 // RunConcurrencyTests runs the guarantees of store.EntitlementStore under
@@ -48,6 +49,7 @@ func RunConcurrencyTests(t *testing.T, newStore NewStore, opts ConcurrencyOption
 	opts = opts.withDefaults()
 	t.Logf("conformance: concurrency seed %d (reproduce with ConcurrencyOptions{Seed: %d})", opts.Seed, opts.Seed)
 	runTable(t, newStore, paymentConcurrencyTests, hotTests(opts), holdConcurrencyTests(opts))
+	runTable(t, newStore, topUpConcurrencyTests)
 }
 
 // RunPropertyTests runs Rounds rounds, one after another, each on a fresh

@@ -43,9 +43,17 @@ const (
 	EntitlementBalanceLow Type = "entitlement.balance_low"
 )
 
+// The events of auto top-up (docs/stripe.md).
+const (
+	// TopUpFailed: an account's top-up failed (Stripe refused the
+	// off-session charge); data is a topup.Failure, whose disabled says
+	// whether top-up is now disabled (after three in a row).
+	TopUpFailed Type = "topup.failed"
+)
+
 // Types lists every event type, in a stable order.
 var Types = []Type{PaymentSucceeded, PaymentFailed, PaymentRefunded, EntitlementGranted, EntitlementRevoked, EntitlementDepleted, ConsumptionRefunded,
-	PaymentPartiallyRefunded, PaymentDisputed, EntitlementBalanceLow}
+	PaymentPartiallyRefunded, PaymentDisputed, EntitlementBalanceLow, TopUpFailed}
 
 // Event is one outbox entry. Data is the JSON object delivered as the
 // webhook's "data"; it is stored and sent as these exact bytes.

@@ -164,7 +164,8 @@ type InboundEvent struct {
 type EntitlementStore interface {
 	ProviderPayments
 	EntitlementUpdater // limits.go
-	UsageReader // usage.go
+	UsageReader        // usage.go
+	TopUps             // topup.go
 	// UpsertAccount creates the account a.AgentID if absent, or updates its
 	// DisplayName and Metadata if present (CreatedAt is kept), atomically.
 	// It is idempotent, never a Conflict, and returns the stored account. An

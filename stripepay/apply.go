@@ -13,6 +13,7 @@ import (
 	"github.com/stipend-mcp/stipend/payment"
 	"github.com/stipend-mcp/stipend/receipt"
 	"github.com/stipend-mcp/stipend/store"
+	"github.com/stipend-mcp/stipend/topup"
 )
 
 // Payments is the part of store.EntitlementStore that Stripe objects move.
@@ -25,6 +26,10 @@ type Payments interface {
 	RefundPayment(ctx context.Context, id string, ch store.PaymentChange) (store.Completion, error)
 	RefundPaymentPart(ctx context.Context, id string, total money.Money, ch store.PaymentChange) (store.Completion, error)
 	DisputePayment(ctx context.Context, id string, ch store.PaymentChange) (payment.Payment, error)
+	// Of store.TopUps: a payment that saves its method for top-up, and a
+	// top-up's payment that ended (topup.go).
+	SaveTopUpMethod(ctx context.Context, agentID string, m topup.Method) (topup.TopUp, error)
+	SettleTopUp(ctx context.Context, agentID string) (topup.TopUp, error)
 }
 
 // ErrNotYet is the error of an object Stipend made (its metadata names a
@@ -129,8 +134,10 @@ func (a *Applier) complete(ctx context.Context, p *payment.Payment, cents int64,
 				p.ID, got.Cents, got.Currency, p.Amount.Cents, p.Amount.Currency, ErrAmountMismatch)
 		}
 	}
-	_, err := a.Payments.CompletePayment(ctx, p.ID, a.change(in))
-	return err
+	if _, err := a.Payments.CompletePayment(ctx, p.ID, a.change(in)); err != nil {
+		return err
+	}
+	return a.settle(ctx, p)
 }
 
 // fail fails p with reason; a payment that succeeded meanwhile stays as it
@@ -146,16 +153,27 @@ func (a *Applier) fail(ctx context.Context, p *payment.Payment, reason string, i
 	if err != nil {
 		return Ignored, err
 	}
-	return Applied, nil
+	return Applied, a.settle(ctx, p)
 }
 
-// IntentSucceeded completes the payment of a succeeded PaymentIntent.
+// IntentSucceeded completes the payment of a succeeded PaymentIntent, and
+// saves its customer and payment method for top-up when the payer agreed
+// to off-session charges (a Checkout Session made with SaveForTopUp).
 func (a *Applier) IntentSucceeded(ctx context.Context, pi *stripe.PaymentIntent, in *store.InboundEvent) (Result, error) {
 	p, ok, err := a.find(ctx, pi.Metadata, pi.ID)
 	if !ok || err != nil {
 		return Ignored, err
 	}
-	return Applied, a.complete(ctx, &p, pi.AmountReceived, pi.Currency, in)
+	if err := a.complete(ctx, &p, pi.AmountReceived, pi.Currency, in); err != nil {
+		return Applied, err
+	}
+	if m, ok := savedMethod(pi); ok {
+		if _, err := a.Payments.SaveTopUpMethod(ctx, p.AgentID, m); err != nil {
+			return Applied, err
+		}
+		a.log().Info("stripe payment method saved for top-up", "payment", p.ID, "agent", p.AgentID, "customer", m.Customer)
+	}
+	return Applied, nil
 }
 
 // IntentCanceled fails the payment of a canceled PaymentIntent.

@@ -118,6 +118,10 @@ type CheckoutRequest struct {
 	// ProductName is the line item's name; empty is p's description, or
 	// "Credits".
 	ProductName string
+	// SaveForTopUp makes the session create a Stripe customer and save the
+	// payment method for off-session charges (setup_future_usage
+	// off_session): its success saves them for auto top-up.
+	SaveForTopUp bool
 }
 
 // CreateCheckoutSession makes the Checkout Session (mode payment, one line
@@ -153,6 +157,10 @@ func (c *Client) CreateCheckoutSession(ctx context.Context, p *payment.Payment, 
 	}
 	if r.CustomerEmail != "" {
 		params.CustomerEmail = stripe.String(r.CustomerEmail)
+	}
+	if r.SaveForTopUp {
+		params.CustomerCreation = stripe.String(string(stripe.CheckoutSessionCustomerCreationAlways))
+		params.PaymentIntentData.SetupFutureUsage = stripe.String(string(stripe.PaymentIntentSetupFutureUsageOffSession))
 	}
 	params.SetIdempotencyKey(idempotencyKey("cs", key))
 	return c.sc.V1CheckoutSessions.Create(ctx, params)

@@ -39,6 +39,9 @@ type Sweep struct {
 	// Logger receives a line per failed read and per healed payment
 	// (default slog.Default()).
 	Logger *slog.Logger
+	// TopUps, if set, is checked after the payments: every account whose
+	// auto top-up is on or pending (TopUps.Once).
+	TopUps *TopUps
 }
 
 // Report says what one sweep did.
@@ -47,6 +50,9 @@ type Report struct {
 	// moved meanwhile); Failed could not be read or applied and are tried
 	// again at the next sweep.
 	Checked, Applied, Failed int
+	// TopUpsChecked accounts with auto top-up were checked; TopUpsFailed
+	// of those checks failed.
+	TopUpsChecked, TopUpsFailed int
 }
 
 func (r Report) String() string {
@@ -88,10 +94,16 @@ func (s *Sweep) Once(ctx context.Context) (Report, error) {
 			}
 		}
 		if next == "" || ctx.Err() != nil {
-			return r, ctx.Err()
+			break
 		}
 		cursor = next
 	}
+	if s.TopUps == nil || ctx.Err() != nil {
+		return r, ctx.Err()
+	}
+	var err error
+	r.TopUpsChecked, r.TopUpsFailed, err = s.TopUps.Once(ctx)
+	return r, err
 }
 
 // errUnread is a payment the sweep has nothing to read for: a Stripe

@@ -30,7 +30,8 @@ const (
 	// StripePaymentFailed reports a failed attempt, not a failed intent: the
 	// intent goes back to requires_payment_method and the customer may still
 	// pay with another method, after which payment_intent.succeeded arrives.
-	// The payment stays pending; the attempt is logged.
+	// The payment stays pending; the attempt is logged. An auto top-up's
+	// off-session attempt has no payer to try again: its payment fails.
 	StripePaymentFailed = "payment_intent.payment_failed"
 	// StripePaymentCanceled ends an intent for good: the payment fails.
 	StripePaymentCanceled = "payment_intent.canceled"
@@ -189,7 +190,10 @@ func (h *Stripe) appliers() map[string]applyFunc {
 	return map[string]applyFunc{
 		StripePaymentSucceeded: decoded(a.IntentSucceeded),
 		StripePaymentCanceled:  decoded(a.IntentCanceled),
-		StripePaymentFailed: decoded(func(_ context.Context, pi *stripe.PaymentIntent, _ *store.InboundEvent) (stripepay.Result, error) {
+		StripePaymentFailed: decoded(func(ctx context.Context, pi *stripe.PaymentIntent, in *store.InboundEvent) (stripepay.Result, error) {
+			if res, err := a.IntentFailed(ctx, pi, in); res == stripepay.Applied || err != nil {
+				return res, err // an auto top-up's attempt: its payment failed
+			}
 			msg := ""
 			if pi.LastPaymentError != nil {
 				msg = pi.LastPaymentError.Msg

@@ -16,6 +16,7 @@ import (
 
 	"github.com/stipend-mcp/stipend/api"
 	"github.com/stipend-mcp/stipend/holdsweep"
+	"github.com/stipend-mcp/stipend/stripepay"
 	"github.com/stipend-mcp/stipend/webhook"
 )
 
@@ -47,6 +48,8 @@ type Main struct {
 	dispatcherDone  chan struct{}
 	stopSweep       context.CancelFunc
 	stopStripeSweep context.CancelFunc
+	topUps          *stripepay.TopUps // auto top-up of this instance (stripe.go), nil without Stripe
+	stopTopUps      context.CancelFunc
 }
 
 // MaxHeaderBytes bounds the request line and headers `stipend serve`
@@ -128,6 +131,7 @@ func (m *Main) Run(ctx context.Context) error {
 		StoreTimeout: c.StoreTimeout,
 		Webhooks:     &api.WebhookConfig{StripeSecret: c.StripeWebhookSecret, AllowPrivate: c.WebhookAllowPrivate},
 		Stripe:       stripeClient,
+		TopUps:       m.topUpsOf(st, stripeClient, signer),
 	})
 	if err != nil {
 		return fmt.Errorf("api: %w", err)
@@ -153,6 +157,7 @@ func (m *Main) Run(ctx context.Context) error {
 	m.startDispatcher(st)
 	m.startHoldSweep(st)
 	m.startStripeSweep(st, stripeClient, signer)
+	m.startTopUps()
 	return nil
 }
 
@@ -220,6 +225,10 @@ func (m *Main) Close() error {
 	if m.stopStripeSweep != nil {
 		m.stopStripeSweep() // likewise: the next sweep reads what this one did not
 		m.stopStripeSweep = nil
+	}
+	if m.stopTopUps != nil {
+		m.stopTopUps() // a queued check not made is made by the next sweep
+		m.stopTopUps = nil
 	}
 	if m.ln != nil {
 		ctx, cancel := context.WithDeadline(context.Background(), deadline)

@@ -34,12 +34,41 @@ func (m *Main) stripeClient() (*stripepay.Client, error) {
 	return client, nil
 }
 
-// stripeSweep returns the reconciliation sweep of st at Stripe.
+// stripeSweep returns the reconciliation sweep of st at Stripe, which also
+// checks the accounts with auto top-up.
 func (m *Main) stripeSweep(st backend, client *stripepay.Client, signer *receipt.Keyring) *stripepay.Sweep {
 	return &stripepay.Sweep{
 		Store: st, Stripe: client, Age: m.Config.StripeSweepAge, Logger: m.Logger,
-		Applier: &stripepay.Applier{Payments: st, Issuer: m.Config.Issuer, Sign: signer.Sign, Logger: m.Logger},
+		Applier: m.stripeApplier(st, signer), TopUps: m.topUpsOf(st, client, signer),
 	}
+}
+
+// stripeApplier moves st's payments to the state of their Stripe objects.
+func (m *Main) stripeApplier(st backend, signer *receipt.Keyring) *stripepay.Applier {
+	return &stripepay.Applier{Payments: st, Issuer: m.Config.Issuer, Sign: signer.Sign, Logger: m.Logger}
+}
+
+// topUpsOf returns this instance's auto top-up (one, so the API's trigger
+// and the sweep share what it remembers), or nil without Stripe.
+func (m *Main) topUpsOf(st backend, client *stripepay.Client, signer *receipt.Keyring) *stripepay.TopUps {
+	if client == nil {
+		return nil
+	}
+	if m.topUps == nil {
+		m.topUps = &stripepay.TopUps{Store: st, Stripe: client, Applier: m.stripeApplier(st, signer), Logger: m.Logger}
+	}
+	return m.topUps
+}
+
+// startTopUps checks, in the background until Close, the accounts a charge
+// brought below their auto top-up threshold.
+func (m *Main) startTopUps() {
+	if m.topUps == nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	m.stopTopUps = cancel
+	go m.topUps.Run(ctx, time.Minute)
 }
 
 // startStripeSweep reconciles pending Stripe payments in the background

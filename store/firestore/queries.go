@@ -81,6 +81,7 @@ var Queries = slices.Concat([]Query{
 	qEntitlementsByAgent, qActiveEntitlements, qHoldsExpiring, qConsumptionsByAgent,
 	qPaymentByIntent, qReceiptsByAgent, qPendingEvents, qPendingPayments,
 	qEndpoints, qDeliveries, qDueDeliveries, qStaleClaims,
+	qTopUpsWatched,
 }, usageQueries)
 
 // filter is one filter of a query run: an equality ("==", "in") on one of

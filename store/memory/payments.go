@@ -17,6 +17,11 @@ func (s *Store) CreatePayment(_ context.Context, p payment.Payment) (store.Creat
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.createPayment(p)
+}
+
+// createPayment is CreatePayment of a valid p. Callers hold s.mu.
+func (s *Store) createPayment(p payment.Payment) (store.CreatePaymentResult, error) {
 	if id, ok := s.byPayKey[p.IdempotencyKey]; ok {
 		prior := s.payments[id]
 		if prior.Fingerprint != p.Fingerprint {

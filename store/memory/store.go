@@ -14,6 +14,7 @@ import (
 	"github.com/stipend-mcp/stipend/receipt"
 	"github.com/stipend-mcp/stipend/store"
 	"github.com/stipend-mcp/stipend/store/internal/charge"
+	"github.com/stipend-mcp/stipend/topup"
 )
 
 var (
@@ -52,6 +53,7 @@ type Store struct {
 	byIntent map[string]string // provider intent ID → payment ID
 	receipts map[string]*receipt.Signed
 	events   outbox
+	topups   map[string]*topup.TopUp // by agent ID (topup.go)
 }
 
 // agentIndex holds one agent's rows in list order.

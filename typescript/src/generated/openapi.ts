@@ -813,6 +813,37 @@ export type paths = {
         patch?: never;
         trace?: never;
     };
+    "/v1/accounts/{agentId}/topup": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The agent (account) ID. */
+                agentId: components["schemas"]["Name"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get the account's auto top-up: settings, saved method and state
+         * @description Role: billing, admin. An account that never set one answers enabled false and no settings.
+         */
+        get: operations["getTopUp"];
+        /**
+         * Set the account's auto top-up and enable it
+         * @description Role: billing, admin. When the account's available credits in the amount's currency (balance less holds of its active, unexpired credits entitlements) fall below threshold, Stipend charges amount off session to the Stripe customer and payment method saved by a Checkout Session made with saveForTopUp, and grants a credits entitlement of amount on scope; at most dailyCap per UTC day. threshold and dailyCap are in the amount's currency; the amount is at least Stripe's minimum charge. 409 when no payment method is saved. Enabling forgets earlier failures. docs/stripe.md.
+         */
+        put: operations["putTopUp"];
+        post?: never;
+        /**
+         * Disable the account's auto top-up
+         * @description Role: billing, admin. The settings and saved method are kept; a top-up already begun ends as its payment does. PUT enables it again.
+         */
+        delete: operations["deleteTopUp"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 };
 export type webhooks = Record<string, never>;
 export type components = {
@@ -852,7 +883,7 @@ export type components = {
          * @description What an event says happened (docs/webhooks.md lists the data of each).
          * @enum {string}
          */
-        EventType: "payment.succeeded" | "payment.failed" | "payment.refunded" | "entitlement.granted" | "entitlement.revoked" | "entitlement.depleted" | "consumption.refunded" | "payment.partially_refunded" | "payment.disputed" | "entitlement.balance_low";
+        EventType: "payment.succeeded" | "payment.failed" | "payment.refunded" | "entitlement.granted" | "entitlement.revoked" | "entitlement.depleted" | "consumption.refunded" | "payment.partially_refunded" | "payment.disputed" | "entitlement.balance_low" | "topup.failed";
         Account: {
             agentId: string;
             displayName?: string;
@@ -1368,6 +1399,8 @@ export type components = {
             cancelUrl?: string;
             /** Format: email */
             customerEmail?: string;
+            /** @description Create a Stripe customer and save the payment method for off-session charges (setup_future_usage off_session): its success saves them for the agent's auto top-up (PUT /v1/accounts/{agentId}/topup). */
+            saveForTopUp?: boolean;
         };
         CheckoutSession: {
             payment: components["schemas"]["Payment"];
@@ -1543,6 +1576,48 @@ export type components = {
             items: components["schemas"]["UsageBucket"][];
             /** @description Absent on the last page. */
             nextCursor?: string;
+        };
+        TopUpRequest: {
+            /** @description Top up when available credits in the amount's currency fall below this. */
+            threshold: components["schemas"]["Money"];
+            /** @description What one top-up charges and grants as credits; at least Stripe's minimum charge. */
+            amount: components["schemas"]["Money"];
+            /** @description The most top-ups charge per UTC day (those begun that day and not failed); at least amount. */
+            dailyCap: components["schemas"]["Money"];
+            scope: components["schemas"]["Scope"];
+        };
+        TopUp: {
+            agentId: string;
+            settings?: {
+                threshold: components["schemas"]["Money"];
+                amount: components["schemas"]["Money"];
+                dailyCap: components["schemas"]["Money"];
+                scope: components["schemas"]["Scope"];
+            };
+            enabled: boolean;
+            /** @description Why top-up was disabled: by DELETE, or after three failures in a row. */
+            disabledReason?: string;
+            /** @description The Stripe customer and payment method top-ups charge. */
+            method?: {
+                customer: string;
+                paymentMethod: string;
+            };
+            /**
+             * Format: int64
+             * @description Top-ups begun so far.
+             */
+            sequence: number;
+            /** @description The payment of the top-up in progress. */
+            pendingPaymentId?: string;
+            consecutiveFailures: number;
+            /**
+             * Format: date
+             * @description The UTC day dayTotal counts.
+             */
+            day?: string;
+            dayTotal?: components["schemas"]["Money"];
+            /** Format: date-time */
+            updatedAt?: string;
         };
     };
     responses: {
@@ -3392,6 +3467,104 @@ export interface operations {
         responses: {
             204: components["responses"]["Options"];
             400: components["responses"]["P400"];
+        };
+    };
+    getTopUp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The agent (account) ID. */
+                agentId: components["schemas"]["Name"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the top-up */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TopUp"];
+                };
+            };
+            401: components["responses"]["P401"];
+            403: components["responses"]["P403"];
+            404: components["responses"]["P404"];
+            500: components["responses"]["P500"];
+            503: components["responses"]["P503"];
+        };
+    };
+    putTopUp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The agent (account) ID. */
+                agentId: components["schemas"]["Name"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TopUpRequest"];
+            };
+        };
+        responses: {
+            /** @description the top-up, enabled */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TopUp"];
+                };
+            };
+            400: components["responses"]["P400"];
+            401: components["responses"]["P401"];
+            403: components["responses"]["P403"];
+            404: components["responses"]["P404"];
+            409: components["responses"]["P409"];
+            413: components["responses"]["P413"];
+            415: components["responses"]["P415"];
+            500: components["responses"]["P500"];
+            503: components["responses"]["P503"];
+        };
+    };
+    deleteTopUp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The agent (account) ID. */
+                agentId: components["schemas"]["Name"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the top-up, disabled */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TopUp"];
+                };
+            };
+            400: components["responses"]["P400"];
+            401: components["responses"]["P401"];
+            403: components["responses"]["P403"];
+            404: components["responses"]["P404"];
+            413: components["responses"]["P413"];
+            415: components["responses"]["P415"];
+            500: components["responses"]["P500"];
+            503: components["responses"]["P503"];
         };
     };
 }
