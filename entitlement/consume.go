@@ -255,18 +255,7 @@ func (e *Entitlement) Consume(now time.Time, r *ConsumeRequest, id, fingerprint 
 	if reason := e.Check(now, r); reason != "" {
 		return Consumption{}, reason
 	}
-	c := Consumption{
-		ID:              id,
-		AgentID:         r.AgentID,
-		EntitlementID:   e.ID,
-		EntitlementType: e.Type,
-		Service:         r.Service,
-		Tool:            r.Tool,
-		IdempotencyKey:  r.IdempotencyKey,
-		Units:           units(r),
-		OccurredAt:      now,
-		Fingerprint:     fingerprint,
-	}
+	c := e.consumption(now, r, id, fingerprint)
 	switch e.Type {
 	case TypeCredits:
 		e.Credits.Balance.Cents -= r.Cost.Cents // Check proved it stays ≥ 0
@@ -279,6 +268,23 @@ func (e *Entitlement) Consume(now time.Time, r *ConsumeRequest, id, fingerprint 
 	}
 	c.LowBalance = e.spent(now, e.reserve(r))
 	return c, ""
+}
+
+// consumption is the record of r charged to e at now, before its cost and
+// what is left after it are filled in.
+func (e *Entitlement) consumption(now time.Time, r *ConsumeRequest, id, fingerprint string) Consumption {
+	return Consumption{
+		ID:              id,
+		AgentID:         r.AgentID,
+		EntitlementID:   e.ID,
+		EntitlementType: e.Type,
+		Service:         r.Service,
+		Tool:            r.Tool,
+		IdempotencyKey:  r.IdempotencyKey,
+		Units:           units(r),
+		OccurredAt:      now,
+		Fingerprint:     fingerprint,
+	}
 }
 
 // spent records a charge of n (in e's terms) made at now: it counts toward

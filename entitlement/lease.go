@@ -242,18 +242,7 @@ func (e *Entitlement) ChargeLease(now time.Time, l *Lease, r *ConsumeRequest, id
 		return Consumption{}, "", false
 	}
 	l.Spent += amount
-	c = Consumption{
-		ID:              id,
-		AgentID:         r.AgentID,
-		EntitlementID:   e.ID,
-		EntitlementType: e.Type,
-		Service:         r.Service,
-		Tool:            r.Tool,
-		IdempotencyKey:  r.IdempotencyKey,
-		Units:           units(r),
-		OccurredAt:      now,
-		Fingerprint:     fingerprint,
-	}
+	c = e.consumption(now, r, id, fingerprint)
 	// An estimate, at least 1: the lease never holds the last unit.
 	after := l.Base + l.Left()
 	switch e.Type {
