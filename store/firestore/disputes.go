@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"cloud.google.com/go/firestore"
-	"github.com/google/uuid"
 
 	"github.com/stipend-mcp/stipend/entitlement"
 	"github.com/stipend-mcp/stipend/event"
@@ -61,11 +60,7 @@ func (s *Store) RefundPaymentPart(ctx context.Context, id string, total money.Mo
 			writes = append(writes, func() error { return tx.Set(s.entitlementRef(cut.ID), entitlementDoc(&cut)) })
 			grants = append(grants, receipt.GrantOf(e))
 		}
-		signed, err := transition.SignReceipt(&ch, receipt.Receipt{
-			ID: uuid.NewString(), Version: receipt.Version, Kind: receipt.KindRefund,
-			Issuer: ch.Issuer, AgentID: p.AgentID, PaymentID: p.ID, Amount: part,
-			Grants: grants, IssuedAt: now,
-		})
+		signed, err := transition.SignReceipt(&ch, transition.NewReceipt(receipt.KindRefund, ch.Issuer, p.AgentID, p.ID, part, grants, now))
 		if err != nil {
 			return err
 		}

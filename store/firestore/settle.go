@@ -193,11 +193,7 @@ func (s *Store) completePayment(ctx context.Context, id string, ch store.Payment
 			return err
 		}
 		e := normalized(p.Grant.Entitlement(uuid.NewString(), &p, now), now)
-		signed, err := transition.SignReceipt(&ch, receipt.Receipt{
-			ID: uuid.NewString(), Version: receipt.Version, Kind: receipt.KindPayment,
-			Issuer: ch.Issuer, AgentID: p.AgentID, PaymentID: p.ID, Amount: p.Amount,
-			Grants: []receipt.Grant{receipt.GrantOf(&e)}, IssuedAt: now,
-		})
+		signed, err := transition.SignReceipt(&ch, transition.NewReceipt(receipt.KindPayment, ch.Issuer, p.AgentID, p.ID, p.Amount, []receipt.Grant{receipt.GrantOf(&e)}, now))
 		if err != nil {
 			return err
 		}
@@ -311,11 +307,7 @@ func (s *Store) refundPayment(ctx context.Context, id string, ch store.PaymentCh
 			}
 			grants = append(grants, receipt.GrantOf(e))
 		}
-		signed, err := transition.SignReceipt(&ch, receipt.Receipt{
-			ID: uuid.NewString(), Version: receipt.Version, Kind: receipt.KindRefund,
-			Issuer: ch.Issuer, AgentID: p.AgentID, PaymentID: p.ID, Amount: transition.Remaining(&p),
-			Grants: grants, IssuedAt: now,
-		})
+		signed, err := transition.SignReceipt(&ch, transition.NewReceipt(receipt.KindRefund, ch.Issuer, p.AgentID, p.ID, transition.Remaining(&p), grants, now))
 		if err != nil {
 			return err
 		}

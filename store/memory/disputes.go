@@ -3,8 +3,6 @@ package memory
 import (
 	"context"
 
-	"github.com/google/uuid"
-
 	"github.com/stipend-mcp/stipend/entitlement"
 	"github.com/stipend-mcp/stipend/event"
 	"github.com/stipend-mcp/stipend/money"
@@ -41,11 +39,7 @@ func (s *Store) RefundPaymentPart(_ context.Context, id string, total money.Mone
 		expired []string
 	}
 	var cuts []cut
-	r := receipt.Receipt{
-		ID: uuid.NewString(), Version: receipt.Version, Kind: receipt.KindRefund,
-		Issuer: ch.Issuer, AgentID: p.AgentID, PaymentID: p.ID, Amount: part,
-		Grants: []receipt.Grant{}, IssuedAt: now,
-	}
+	r := transition.NewReceipt(receipt.KindRefund, ch.Issuer, p.AgentID, p.ID, part, []receipt.Grant{}, now)
 	for _, eid := range p.EntitlementIDs {
 		e := s.entitlements[eid]
 		if e == nil {

@@ -34,11 +34,7 @@ func (s *Store) CompletePayment(_ context.Context, id string, ch store.PaymentCh
 	e := p.Grant.Entitlement(uuid.NewString(), p, now)
 	e = e.Clone() // share nothing with the payment's grant
 	normalizeTimes(&e)
-	signed, err := transition.SignReceipt(&ch, receipt.Receipt{
-		ID: uuid.NewString(), Version: receipt.Version, Kind: receipt.KindPayment,
-		Issuer: ch.Issuer, AgentID: p.AgentID, PaymentID: p.ID, Amount: p.Amount,
-		Grants: []receipt.Grant{receipt.GrantOf(&e)}, IssuedAt: now,
-	})
+	signed, err := transition.SignReceipt(&ch, transition.NewReceipt(receipt.KindPayment, ch.Issuer, p.AgentID, p.ID, p.Amount, []receipt.Grant{receipt.GrantOf(&e)}, now))
 	if err != nil {
 		return store.Completion{}, err
 	}
@@ -100,11 +96,7 @@ func (s *Store) RefundPayment(ctx context.Context, id string, ch store.PaymentCh
 		return s.completion(p, p.RefundReceiptID, true), nil
 	}
 	now := s.clock()
-	r := receipt.Receipt{
-		ID: uuid.NewString(), Version: receipt.Version, Kind: receipt.KindRefund,
-		Issuer: ch.Issuer, AgentID: p.AgentID, PaymentID: p.ID, Amount: transition.Remaining(p),
-		Grants: []receipt.Grant{}, IssuedAt: now,
-	}
+	r := transition.NewReceipt(receipt.KindRefund, ch.Issuer, p.AgentID, p.ID, transition.Remaining(p), []receipt.Grant{}, now)
 	var revoked []revocation
 	for _, eid := range p.EntitlementIDs {
 		e := s.entitlements[eid]

@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stipend-mcp/stipend/entitlement"
@@ -58,11 +57,7 @@ func (s *Store) RefundPaymentPart(ctx context.Context, id string, total money.Mo
 			}
 			grants = append(grants, receipt.GrantOf(e))
 		}
-		signed, err := transition.SignReceipt(&ch, receipt.Receipt{
-			ID: uuid.NewString(), Version: receipt.Version, Kind: receipt.KindRefund,
-			Issuer: ch.Issuer, AgentID: p.AgentID, PaymentID: p.ID, Amount: part,
-			Grants: grants, IssuedAt: now,
-		})
+		signed, err := transition.SignReceipt(&ch, transition.NewReceipt(receipt.KindRefund, ch.Issuer, p.AgentID, p.ID, part, grants, now))
 		if err != nil {
 			return err
 		}

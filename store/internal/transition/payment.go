@@ -1,6 +1,11 @@
 package transition
 
 import (
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/stipend-mcp/stipend/money"
 	"github.com/stipend-mcp/stipend/payment"
 	"github.com/stipend-mcp/stipend/receipt"
 	"github.com/stipend-mcp/stipend/store"
@@ -11,6 +16,16 @@ import (
 // payment, FailPayment on a succeeded one, RefundPayment on a pending one.
 func RefusedPayment(id string, from, to payment.Status) error {
 	return store.Errorf(store.CodeConflict, "payment %q is %s: it cannot become %s", id, from, to)
+}
+
+// NewReceipt is a new receipt of kind for payment paymentID of agentID:
+// amount and grants, issued by issuer at now.
+func NewReceipt(kind receipt.Kind, issuer, agentID, paymentID string, amount money.Money, grants []receipt.Grant, now time.Time) receipt.Receipt {
+	return receipt.Receipt{
+		ID: uuid.NewString(), Version: receipt.Version, Kind: kind,
+		Issuer: issuer, AgentID: agentID, PaymentID: paymentID, Amount: amount,
+		Grants: grants, IssuedAt: now,
+	}
 }
 
 // SignReceipt signs r with ch.Sign for a payment change that issues a
