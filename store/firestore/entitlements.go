@@ -155,19 +155,28 @@ func (s *Store) activeEntitlements(ctx context.Context, agentID string, exact bo
 	return out, nil
 }
 
+// readEntitlement reads entitlement id in tx (ErrNotFound if absent) and
+// the instant for what tx writes, read after the read: see
+// instantAfterReads.
+func (s *Store) readEntitlement(tx *firestore.Transaction, id string) (entitlement.Entitlement, time.Time, error) {
+	snap, err := tx.Get(s.entitlementRef(id))
+	if isNotFound(err) {
+		return entitlement.Entitlement{}, time.Time{}, store.Errorf(store.CodeNotFound, "entitlement %q", id)
+	} else if err != nil {
+		return entitlement.Entitlement{}, time.Time{}, err
+	}
+	now := s.clock()
+	e, err := entitlementFrom(snap)
+	return e, now, err
+}
+
 // RevokeEntitlement implements store.EntitlementStore.
 func (s *Store) RevokeEntitlement(ctx context.Context, id string) (entitlement.Entitlement, error) {
 	ref := s.entitlementRef(id)
 	var out entitlement.Entitlement
-	err := s.run(ctx, "revoke entitlement", func(ctx context.Context, tx *firestore.Transaction) error {
-		snap, err := tx.Get(ref)
-		if isNotFound(err) {
-			return store.Errorf(store.CodeNotFound, "entitlement %q", id)
-		} else if err != nil {
-			return err
-		}
-		now := s.clock() // after the read: see instantAfterReads
-		if out, err = entitlementFrom(snap); err != nil {
+	err := s.run(ctx, "revoke entitlement", func(ctx context.Context, tx *firestore.Transaction) (err error) {
+		var now time.Time
+		if out, now, err = s.readEntitlement(tx, id); err != nil {
 			return err
 		}
 		if out.Status == entitlement.StatusRevoked {

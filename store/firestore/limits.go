@@ -2,6 +2,7 @@ package firestore
 
 import (
 	"context"
+	"time"
 
 	"cloud.google.com/go/firestore"
 
@@ -17,15 +18,9 @@ import (
 func (s *Store) UpdateEntitlement(ctx context.Context, id string, u entitlement.Update) (entitlement.Entitlement, error) {
 	ref := s.entitlementRef(id)
 	var out entitlement.Entitlement
-	err := s.run(ctx, "update entitlement", func(ctx context.Context, tx *firestore.Transaction) error {
-		snap, err := tx.Get(ref)
-		if isNotFound(err) {
-			return store.Errorf(store.CodeNotFound, "entitlement %q", id)
-		} else if err != nil {
-			return err
-		}
-		now := s.clock() // after the read: see instantAfterReads
-		if out, err = entitlementFrom(snap); err != nil {
+	err := s.run(ctx, "update entitlement", func(ctx context.Context, tx *firestore.Transaction) (err error) {
+		var now time.Time
+		if out, now, err = s.readEntitlement(tx, id); err != nil {
 			return err
 		}
 		// New limits, alerts or expiry bound what leases may hold: fold
