@@ -39,7 +39,8 @@ const instanceStores = 3
 // instance); a revocation among consumes on every instance; and a crashed
 // instance (abandoned after reserving part of the entitlement) whose share
 // the others can still spend; a low-balance alert that fires exactly once,
-// and a spend limit charged exactly, across the instances. Run it under
+// and a spend limit charged exactly, across the instances; a partial
+// refund and a dispute of the paying payment among them. Run it under
 // -race.
 func RunInstanceTests(t *testing.T, newStores NewStores, opts InstanceOptions) {
 	t.Helper()
@@ -58,6 +59,7 @@ func RunInstanceTests(t *testing.T, newStores NewStores, opts InstanceOptions) {
 		{"Crash", instancesCrash},
 		{"AlertOnce", instancesAlert},
 		{"SpendLimit", instancesSpendLimit},
+		{"RefundAndDispute", instancesRefundAndDispute},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -78,3 +78,37 @@ func instancesSpendLimit(t *testing.T, ss []store.EntitlementStore, clock *Clock
 	}
 	return e.ID
 }
+
+// instancesRefundAndDispute refunds part of a paid credits grant on one
+// instance while every instance holds back part of it (where a store
+// leases: a lease each, which together reserve most of the grant), then
+// disputes its payment on another: the part comes off exactly, what is left
+// is read alike on every instance, and once the dispute has revoked the
+// grant no instance charges it again.
+func instancesRefundAndDispute(t *testing.T, ss []store.EntitlementStore, _ *Clock, opts InstanceOptions) string {
+	const initial, part, cents = 100, 50, 5
+	agent := newAgent()
+	p, id := succeeded(t, ss[0], agent, "instances", initial)
+	if opts.Reserve != nil {
+		for _, s := range ss {
+			opts.Reserve(t, s, id)
+		}
+	}
+	refundPart(t, ss[1], p.ID, part, signing)
+	wantExact(t, ss, agent, id, initial-part)
+	if _, err := ss[2].DisputePayment(t.Context(), p.ID, store.PaymentChange{Reason: "fraudulent"}); err != nil {
+		t.Fatalf("DisputePayment: %v", err)
+	}
+	for i, s := range ss {
+		if e := getEntitlement(t, s, id); e.Status != entitlement.StatusRevoked || left(e) != initial-part {
+			t.Errorf("instance %d: %s with %d left, want revoked with %d", i, e.Status, left(e), initial-part)
+		}
+		if res := checkAndConsume(t, s, request(agent, fmt.Sprint("after-dispute-", i), cents)); res.Outcome != store.Denied {
+			t.Errorf("instance %d: a call after the dispute = %s %v, want denied (the grant is revoked)", i, res.Outcome, res.Denials)
+		}
+	}
+	if charged, n := storedCharges(t, ss[0], agent); n != 0 {
+		t.Errorf("%d consumptions (%d cents) stored, want none: the grant was only refunded and disputed", n, charged)
+	}
+	return id
+}

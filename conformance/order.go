@@ -13,7 +13,6 @@ import (
 	"github.com/stipend-mcp/stipend/entitlement"
 	"github.com/stipend-mcp/stipend/money"
 	"github.com/stipend-mcp/stipend/payment"
-	"github.com/stipend-mcp/stipend/receipt"
 	"github.com/stipend-mcp/stipend/store"
 )
 
@@ -55,7 +54,7 @@ func RunCommitOrderTests(t *testing.T, newInstances NewInstances) {
 		end func(ctx context.Context, s store.EntitlementStore, p payment.Payment, e entitlement.Entitlement) (revokedAt, issuedAt time.Time, err error)
 	}{
 		{"Refund", func(ctx context.Context, s store.EntitlementStore, p payment.Payment, _ entitlement.Entitlement) (time.Time, time.Time, error) {
-			c, err := s.RefundPayment(ctx, p.ID, orderSigning)
+			c, err := s.RefundPayment(ctx, p.ID, signing)
 			if err != nil {
 				return time.Time{}, time.Time{}, err
 			}
@@ -106,8 +105,6 @@ func RunCommitOrderTests(t *testing.T, newInstances NewInstances) {
 	}
 }
 
-// orderSigning completes and refunds payments with a fake signature.
-var orderSigning = store.PaymentChange{Issuer: "order-test", Sign: func(r receipt.Receipt) (string, error) { return "jws-" + r.ID, nil }}
 
 // paidCredits creates and completes a payment granting cents USD of credits
 // on the search service to a new agent.
@@ -122,7 +119,7 @@ func paidCredits(t *testing.T, s store.EntitlementStore, cents int64) (payment.P
 	if err != nil {
 		t.Fatalf("CreatePayment: %v", err)
 	}
-	c, err := s.CompletePayment(t.Context(), res.Payment.ID, orderSigning)
+	c, err := s.CompletePayment(t.Context(), res.Payment.ID, signing)
 	if err != nil {
 		t.Fatalf("CompletePayment: %v", err)
 	}

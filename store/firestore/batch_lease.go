@@ -81,6 +81,19 @@ func amountOf(e *entitlement.Entitlement, r *entitlement.ConsumeRequest) int64 {
 	return 0
 }
 
+// gatherActive is gatherAll of the active ones of es: what a refund, a
+// partial refund or a dispute folds before it changes their balances or
+// revokes them, so no lease spends what was taken back.
+func (s *Store) gatherActive(tx *firestore.Transaction, es []entitlement.Entitlement) (write func() error, err error) {
+	var active []*entitlement.Entitlement
+	for i := range es {
+		if es[i].Status == entitlement.StatusActive {
+			active = append(active, &es[i])
+		}
+	}
+	return s.gatherAll(tx, active...)
+}
+
 // gatherAll reads, in tx, the open leases of each of es and folds them in
 // (a revoke's gather: no lease of a revoked entitlement may charge again).
 // It only reads; the returned write closes the folded leases, once the

@@ -43,8 +43,12 @@ func (s *Store) RefundPaymentPart(ctx context.Context, id string, total money.Mo
 		if err != nil {
 			return err
 		}
+		closeLeases, err := s.gatherActive(tx, es)
+		if err != nil {
+			return err
+		}
 		now := s.clock() // after the reads: see instantAfterReads
-		var writes []func() error
+		writes := []func() error{closeLeases}
 		grants := make([]receipt.Grant, 0, len(es))
 		for i := range es {
 			e := &es[i]
@@ -81,7 +85,8 @@ func (s *Store) RefundPaymentPart(ctx context.Context, id string, total money.Mo
 }
 
 // DisputePayment implements store.EntitlementStore, as RefundPayment
-// revokes: one transaction that ends the entitlements' holds.
+// revokes: one transaction that gathers the entitlements' leases and ends
+// their holds.
 func (s *Store) DisputePayment(ctx context.Context, id string, ch store.PaymentChange) (payment.Payment, error) {
 	var out payment.Payment
 	err := s.run(ctx, "dispute payment", func(ctx context.Context, tx *firestore.Transaction) error {
@@ -105,8 +110,12 @@ func (s *Store) DisputePayment(ctx context.Context, id string, ch store.PaymentC
 		if err != nil {
 			return err
 		}
+		closeLeases, err := s.gatherActive(tx, es)
+		if err != nil {
+			return err
+		}
 		now := s.clock() // after the reads: see instantAfterReads
-		var writes []func() error
+		writes := []func() error{closeLeases}
 		for i := range es {
 			e := &es[i]
 			e.Refresh(now)

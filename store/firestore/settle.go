@@ -279,13 +279,7 @@ func (s *Store) refundPayment(ctx context.Context, id string, ch store.PaymentCh
 		if err != nil {
 			return err
 		}
-		var active []*entitlement.Entitlement
-		for i := range es {
-			if es[i].Status == entitlement.StatusActive {
-				active = append(active, &es[i])
-			}
-		}
-		closeLeases, err := s.gatherAll(tx, active...)
+		closeLeases, err := s.gatherActive(tx, es)
 		if err != nil {
 			return err
 		}
