@@ -105,7 +105,6 @@ func RunCommitOrderTests(t *testing.T, newInstances NewInstances) {
 	}
 }
 
-
 // paidCredits creates and completes a payment granting cents USD of credits
 // on the search service to a new agent.
 func paidCredits(t *testing.T, s store.EntitlementStore, cents int64) (payment.Payment, entitlement.Entitlement) {
