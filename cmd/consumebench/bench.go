@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
@@ -14,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/stipend-mcp/stipend/entitlement"
+	"github.com/stipend-mcp/stipend/internal/loadgen"
 	"github.com/stipend-mcp/stipend/money"
 	"github.com/stipend-mcp/stipend/store"
 	fsstore "github.com/stipend-mcp/stipend/store/firestore"
@@ -162,57 +161,12 @@ func scenario(ctx context.Context, client *firestore.Client, c config, name, pat
 	r := result{name: name, path: path, callers: callers, ents: ents, want: calls}
 	runCtx, cancel := context.WithTimeout(ctx, c.deadline)
 	defer cancel()
-	l := drive(runCtx, callers, calls, func(ctx context.Context, i int) error {
+	l := loadgen.Drive(runCtx, callers, calls, func(ctx context.Context, i int) error {
 		return consume(ctx, ids[i%len(ids)], fmt.Sprintf("k-%d", i))
 	})
-	r.ok, r.failed, r.wall, r.latencies, r.firstErr = l.ok, l.failed, l.wall, l.latencies, l.firstErr
+	r.ok, r.failed, r.wall, r.latencies, r.firstErr = l.OK, l.Failed, l.Wall, l.Latencies, l.FirstErr
 	r.balance, err = checkBalances(ctx, s, ids, initial)
 	return r, err
-}
-
-// load is what drive measured.
-type load struct {
-	ok, failed int
-	wall       time.Duration
-	latencies  []time.Duration
-	firstErr   string
-}
-
-// drive runs calls calls from callers goroutines, each taking the next
-// index, until all are done or ctx ends (the rest are not run).
-func drive(ctx context.Context, callers, calls int, call func(context.Context, int) error) load {
-	var next atomic.Int64
-	var mu sync.Mutex
-	var l load
-	var wg sync.WaitGroup
-	begin := time.Now()
-	for range callers {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= calls || ctx.Err() != nil {
-					return
-				}
-				t0 := time.Now()
-				err := call(ctx, i)
-				d := time.Since(t0)
-				mu.Lock()
-				l.latencies = append(l.latencies, d)
-				if err != nil {
-					l.failed++
-					if l.firstErr == "" {
-						l.firstErr = err.Error()
-					}
-				} else {
-					l.ok++
-				}
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	l.wall = time.Since(begin)
-	return l
 }
 
 // checkBalances compares each entitlement's final balance with its initial

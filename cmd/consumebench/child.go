@@ -14,6 +14,7 @@ import (
 	"cloud.google.com/go/firestore"
 	"github.com/google/uuid"
 
+	"github.com/stipend-mcp/stipend/internal/loadgen"
 	fsstore "github.com/stipend-mcp/stipend/store/firestore"
 )
 
@@ -60,16 +61,16 @@ func runChild(ctx context.Context, c childConfig, in io.Reader, out io.Writer) e
 	runCtx, cancel := context.WithTimeout(ctx, c.deadline)
 	defer cancel()
 	start := time.Now()
-	l := drive(runCtx, c.callers, c.calls, func(ctx context.Context, i int) error {
+	l := loadgen.Drive(runCtx, c.callers, c.calls, func(ctx context.Context, i int) error {
 		return consume(ctx, c.entitlementID, c.keyPrefix+strconv.Itoa(i))
 	})
-	rep := childReport{OK: l.ok, Failed: l.failed, FirstErr: l.firstErr, Start: start.UnixNano(), End: start.Add(l.wall).UnixNano(),
+	rep := childReport{OK: l.OK, Failed: l.Failed, FirstErr: l.FirstErr, Start: start.UnixNano(), End: start.Add(l.Wall).UnixNano(),
 		Stats: s.Stats()}
 	// As on SIGTERM: what this instance reserved goes back.
 	if err := s.ReleaseLeases(ctx); err != nil {
 		return err
 	}
-	for _, d := range l.latencies {
+	for _, d := range l.Latencies {
 		rep.LatenciesNs = append(rep.LatenciesNs, int64(d))
 	}
 	return json.NewEncoder(out).Encode(rep)

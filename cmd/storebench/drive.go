@@ -1,12 +1,9 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"text/tabwriter"
 	"time"
 )
@@ -20,51 +17,6 @@ type result struct {
 	latencies           []time.Duration
 	balance             string // "exact", or what is wrong
 	firstErr            string
-}
-
-// load is what drive measured.
-type load struct {
-	ok, failed int
-	wall       time.Duration
-	latencies  []time.Duration
-	firstErr   string
-}
-
-// drive runs calls calls from callers goroutines, each taking the next
-// index, until all are done or ctx ends (the rest are not run).
-func drive(ctx context.Context, callers, calls int, call func(context.Context, int) error) load {
-	var next atomic.Int64
-	var mu sync.Mutex
-	var l load
-	var wg sync.WaitGroup
-	begin := time.Now()
-	for range callers {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= calls || ctx.Err() != nil {
-					return
-				}
-				t0 := time.Now()
-				err := call(ctx, i)
-				d := time.Since(t0)
-				mu.Lock()
-				l.latencies = append(l.latencies, d)
-				if err != nil {
-					l.failed++
-					if l.firstErr == "" {
-						l.firstErr = err.Error()
-					}
-				} else {
-					l.ok++
-				}
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	l.wall = time.Since(begin)
-	return l
 }
 
 func (r *result) rate() float64 { return float64(r.ok) / r.wall.Seconds() }

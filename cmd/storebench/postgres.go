@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/stipend-mcp/stipend/internal/loadgen"
 	"github.com/stipend-mcp/stipend/internal/pgmigrate"
 	"github.com/stipend-mcp/stipend/store"
 	"github.com/stipend-mcp/stipend/store/postgres"
@@ -130,12 +131,12 @@ func bare(ctx context.Context, c config, pool *pgxpool.Pool, callers, ents, call
 	r := result{store: "postgres", path: pathBare, callers: callers, ents: ents, want: calls}
 	runCtx, cancel := context.WithTimeout(ctx, c.deadline)
 	defer cancel()
-	l := drive(runCtx, callers, calls, func(ctx context.Context, i int) error {
+	l := loadgen.Drive(runCtx, callers, calls, func(ctx context.Context, i int) error {
 		var left int64
 		return pool.QueryRow(ctx, `UPDATE bare SET balance = balance - $2 WHERE id = $1 AND balance >= $2 RETURNING balance`,
 			ids[i%ents], int64(cost)).Scan(&left)
 	})
-	r.ok, r.failed, r.wall, r.latencies, r.firstErr = l.ok, l.failed, l.wall, l.latencies, l.firstErr
+	r.ok, r.failed, r.wall, r.latencies, r.firstErr = l.OK, l.Failed, l.Wall, l.Latencies, l.FirstErr
 	var charged int64
 	if err := pool.QueryRow(ctx, `SELECT coalesce(sum($2 - balance), 0) FROM bare WHERE id = ANY($1)`, ids, initial).Scan(&charged); err != nil {
 		return result{}, err

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/stipend-mcp/stipend/entitlement"
+	"github.com/stipend-mcp/stipend/internal/loadgen"
 	"github.com/stipend-mcp/stipend/money"
 	"github.com/stipend-mcp/stipend/store"
 	fsstore "github.com/stipend-mcp/stipend/store/firestore"
@@ -78,7 +79,7 @@ func scenario(ctx context.Context, c config, t target, instances, callers, ents,
 	r := result{store: name, path: t.path, callers: callers, ents: ents, want: calls}
 	runCtx, cancel := context.WithTimeout(ctx, c.deadline)
 	defer cancel()
-	l := drive(runCtx, callers, calls, func(ctx context.Context, i int) error {
+	l := loadgen.Drive(runCtx, callers, calls, func(ctx context.Context, i int) error {
 		s, req := stores[i%instances], request(agent, ids[i%ents], fmt.Sprintf("k-%d", i))
 		if t.holds {
 			return authorizeCapture(ctx, s, req)
@@ -89,7 +90,7 @@ func scenario(ctx context.Context, c config, t target, instances, callers, ents,
 		}
 		return err
 	})
-	r.ok, r.failed, r.wall, r.latencies, r.firstErr = l.ok, l.failed, l.wall, l.latencies, l.firstErr
+	r.ok, r.failed, r.wall, r.latencies, r.firstErr = l.OK, l.Failed, l.Wall, l.Latencies, l.FirstErr
 	r.balance, err = checkBalances(ctx, stores[0], agent, ids, initial)
 	return r, err
 }
