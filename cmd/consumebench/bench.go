@@ -165,42 +165,8 @@ func scenario(ctx context.Context, client *firestore.Client, c config, name, pat
 		return consume(ctx, ids[i%len(ids)], fmt.Sprintf("k-%d", i))
 	})
 	r.ok, r.failed, r.wall, r.latencies, r.firstErr = l.OK, l.Failed, l.Wall, l.Latencies, l.FirstErr
-	r.balance, err = checkBalances(ctx, s, ids, initial)
+	r.balance, err = loadgen.CheckBalances(ctx, s, agentID, ids, initial)
 	return r, err
-}
-
-// checkBalances compares each entitlement's final balance with its initial
-// balance minus the cost of every consumption stored for it (a captured
-// hold is one), and checks that nothing is still held.
-func checkBalances(ctx context.Context, s *fsstore.Store, ids []string, initial int64) (string, error) {
-	charged := map[string]int64{}
-	cursor := ""
-	for {
-		page, next, err := s.ListConsumptions(ctx, agentID, time.Time{}, store.Page{Cursor: cursor})
-		if err != nil {
-			return "", err
-		}
-		for _, c := range page {
-			charged[c.EntitlementID] += c.Cost.Cents
-		}
-		if next == "" {
-			break
-		}
-		cursor = next
-	}
-	for _, id := range ids {
-		e, err := s.GetEntitlement(ctx, id)
-		if err != nil {
-			return "", err
-		}
-		if got, want := e.Credits.Balance.Cents, initial-charged[id]; got != want {
-			return fmt.Sprintf("WRONG: %s has %d, want %d", id, got, want), nil
-		}
-		if e.Credits.Held.Cents != 0 {
-			return fmt.Sprintf("WRONG: %s still holds %d", id, e.Credits.Held.Cents), nil
-		}
-	}
-	return "exact", nil
 }
 
 func percentile(ds []time.Duration, p float64) time.Duration {

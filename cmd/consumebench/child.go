@@ -166,6 +166,6 @@ func multiProcess(ctx context.Context, client *firestore.Client, c config, own b
 		last = max(last, rep.End)
 	}
 	r.wall = time.Duration(last - first)
-	r.balance, err = checkBalances(context.WithoutCancel(ctx), s, ids, initial)
+	r.balance, err = loadgen.CheckBalances(context.WithoutCancel(ctx), s, agentID, ids, initial)
 	return r, err
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"cloud.google.com/go/firestore"
 	"github.com/google/uuid"
@@ -91,7 +90,7 @@ func scenario(ctx context.Context, c config, t target, instances, callers, ents,
 		return err
 	})
 	r.ok, r.failed, r.wall, r.latencies, r.firstErr = l.OK, l.Failed, l.Wall, l.Latencies, l.FirstErr
-	r.balance, err = checkBalances(ctx, stores[0], agent, ids, initial)
+	r.balance, err = loadgen.CheckBalances(ctx, stores[0], agent, ids, initial)
 	return r, err
 }
 
@@ -115,36 +114,6 @@ func authorizeCapture(ctx context.Context, s store.EntitlementStore, req entitle
 		err = fmt.Errorf("capture: outcome %s", c.Outcome)
 	}
 	return err
-}
-
-// checkBalances compares each entitlement's final balance with its initial
-// balance minus what the consumptions stored for it charged.
-func checkBalances(ctx context.Context, s store.EntitlementStore, agent string, ids []string, initial int64) (string, error) {
-	charged := map[string]int64{}
-	cursor := ""
-	for {
-		page, next, err := s.ListConsumptions(ctx, agent, time.Time{}, store.Page{Cursor: cursor})
-		if err != nil {
-			return "", err
-		}
-		for _, c := range page {
-			charged[c.EntitlementID] += c.Cost.Cents
-		}
-		if next == "" {
-			break
-		}
-		cursor = next
-	}
-	for _, id := range ids {
-		e, err := s.GetEntitlement(ctx, id)
-		if err != nil {
-			return "", err
-		}
-		if got, want := e.Credits.Balance.Cents, initial-charged[id]; got != want {
-			return fmt.Sprintf("WRONG: %d, want %d", got, want), nil
-		}
-	}
-	return "exact", nil
 }
 
 // memoryTarget is the memory store: one instance only.
