@@ -39,15 +39,10 @@ func (s *Store) RefundPaymentPart(ctx context.Context, id string, total money.Mo
 			}
 			return c.recordInbound(tx, &ch, now)
 		}
-		es, err := s.txEntitlements(tx, p.EntitlementIDs)
+		es, closeLeases, now, err := s.grantsOf(tx, &p)
 		if err != nil {
 			return err
 		}
-		closeLeases, err := s.gatherActive(tx, es)
-		if err != nil {
-			return err
-		}
-		now := s.clock() // after the reads: see instantAfterReads
 		writes := []func() error{closeLeases}
 		grants := make([]receipt.Grant, 0, len(es))
 		for i := range es {
@@ -106,15 +101,10 @@ func (s *Store) DisputePayment(ctx context.Context, id string, ch store.PaymentC
 		if replay {
 			return c.recordInbound(tx, &ch, s.clock())
 		}
-		es, err := s.txEntitlements(tx, p.EntitlementIDs)
+		es, closeLeases, now, err := s.grantsOf(tx, &p)
 		if err != nil {
 			return err
 		}
-		closeLeases, err := s.gatherActive(tx, es)
-		if err != nil {
-			return err
-		}
-		now := s.clock() // after the reads: see instantAfterReads
 		writes := []func() error{closeLeases}
 		for i := range es {
 			e := &es[i]

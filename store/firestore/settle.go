@@ -275,15 +275,10 @@ func (s *Store) refundPayment(ctx context.Context, id string, ch store.PaymentCh
 		if p.Status.Toward(payment.StatusRefunded) == payment.Refuse {
 			return transition.RefusedPayment(id, p.Status, payment.StatusRefunded)
 		}
-		es, err := s.txEntitlements(tx, p.EntitlementIDs)
+		es, closeLeases, now, err := s.grantsOf(tx, &p)
 		if err != nil {
 			return err
 		}
-		closeLeases, err := s.gatherActive(tx, es)
-		if err != nil {
-			return err
-		}
-		now := s.clock() // after the reads: see instantAfterReads
 		writes := []func() error{closeLeases}
 		grants := make([]receipt.Grant, 0, len(es))
 		for i := range es {
