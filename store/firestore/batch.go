@@ -1,6 +1,7 @@
 package firestore
 
 import (
+	"context"
 	"slices"
 	"time"
 
@@ -29,7 +30,10 @@ type batch struct {
 	tx     *firestore.Transaction
 	now    time.Time
 	entRef *firestore.DocumentRef
-	e      entitlement.Entitlement
+	// entSnap is the entitlement's document as read, outside the
+	// transaction: the batch writes it back guarded (guard.go).
+	entSnap *firestore.DocumentSnapshot
+	e       entitlement.Entitlement
 	found  bool
 	// changed: the entitlement must be written.
 	changed bool
@@ -48,8 +52,9 @@ type batch struct {
 	marked map[string]bool
 	// gathered are the leases the batch folded (batch_lease.go), to be
 	// written closed; took is the lease it took for this instance.
-	gathered []entitlement.Lease
-	took     *entitlement.Lease
+	gathered      []entitlement.Lease
+	gatheredSnaps []*firestore.DocumentSnapshot
+	took          *entitlement.Lease
 	// writer and writtenAt are the instance that last wrote the
 	// entitlement, and when (batch_lease.go).
 	writer    string
@@ -60,7 +65,10 @@ type batch struct {
 
 // batchKey is one consumptions document in a batch.
 type batchKey struct {
-	ref     *firestore.DocumentRef
+	ref *firestore.DocumentRef
+	// snap is the document as the batch read it (nil: known from before
+	// the call queued, see readBatch), for its guarded write.
+	snap    *firestore.DocumentSnapshot
 	stored  bool // it existed before the batch
 	written bool // the batch changed it: written at the end
 	keyDoc
@@ -75,8 +83,8 @@ type batchKey struct {
 // leaves the rest for the next batch: the answers are as many as the calls
 // it took on. It only computes from what it reads, so it may run more than
 // once.
-func (s *Store) applyBatch(tx *firestore.Transaction, entitlementID string, calls []*call, w leaseWish) ([]outcome, *batch, error) {
-	b, err := s.readBatch(tx, entitlementID, calls)
+func (s *Store) applyBatch(ctx context.Context, tx *firestore.Transaction, entitlementID string, calls []*call, w leaseWish) ([]outcome, *batch, error) {
+	b, err := s.readBatch(ctx, tx, entitlementID, calls)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -100,17 +108,19 @@ func (s *Store) applyBatch(tx *firestore.Transaction, entitlementID string, call
 }
 
 // readBatch reads the batch's documents and ends the entitlement's expired
-// holds.
+// holds. The entitlement is read beside the transaction and written back
+// guarded (guard.go); the other documents are read in it.
 //
 // A capture or release comes with its hold as read before it queued (open
-// then). While the entitlement's registry, read in this transaction, still
+// then). While the entitlement's registry, as this batch read it, still
 // holds the hold, the hold is open now too, and so the document is what
 // that read saw: every transaction that ends a hold also removes it from
-// the registry, so it conflicts with this one. Those documents are then not
+// the registry, so it conflicts with this one (this batch's guarded write
+// of the entitlement fails, and the batch reads again). Those documents are then not
 // read again (on the emulator, reading existing documents in a transaction
 // is most of its cost); only a hold that has ended meanwhile is read, in a
 // second read of the transaction.
-func (s *Store) readBatch(tx *firestore.Transaction, entitlementID string, calls []*call) (*batch, error) {
+func (s *Store) readBatch(ctx context.Context, tx *firestore.Transaction, entitlementID string, calls []*call) (*batch, error) {
 	b := &batch{s: s, tx: tx, entRef: s.entitlementRef(entitlementID), keys: make(map[string]*batchKey, len(calls))}
 	refs := []*firestore.DocumentRef{b.entRef}
 	for _, c := range calls {
@@ -137,7 +147,7 @@ func (s *Store) readBatch(tx *firestore.Transaction, entitlementID string, calls
 			known = append(known, k)
 		}
 	}
-	snaps, err := tx.GetAll(refs)
+	snaps, err := s.readGuarded(ctx, refs...)
 	if err != nil {
 		return nil, err
 	}
@@ -148,16 +158,17 @@ func (s *Store) readBatch(tx *firestore.Transaction, entitlementID string, calls
 		b.fences[snap.Ref.Path].snap = snap
 	}
 	b.writes = 1 // the entitlement
+	b.entSnap = snaps[0]
 	if b.found = snaps[0].Exists(); b.found {
 		if b.e, err = entitlementFrom(snaps[0]); err != nil {
 			return nil, err
 		}
 		b.writer, b.writtenAt = writerOf(snaps[0])
 	}
-	if err := b.confirm(known); err != nil {
+	if err := b.confirm(ctx, known); err != nil {
 		return nil, err
 	}
-	if err := b.gatherIfNeeded(calls); err != nil {
+	if err := b.gatherIfNeeded(ctx, calls); err != nil {
 		return nil, err
 	}
 	b.now = s.clock() // after the reads: see instantAfterReads
@@ -199,7 +210,7 @@ func (b *batch) key(id string) *batchKey {
 func (b *batch) decodeKeys(snaps []*firestore.DocumentSnapshot) error {
 	for _, snap := range snaps {
 		k := b.keys[snap.Ref.ID]
-		k.keyDoc, k.stored = keyDoc{}, snap.Exists()
+		k.keyDoc, k.stored, k.snap = keyDoc{}, snap.Exists(), snap
 		if !k.stored {
 			continue
 		}
@@ -213,7 +224,7 @@ func (b *batch) decodeKeys(snaps []*firestore.DocumentSnapshot) error {
 
 // confirm keeps the holds read before their calls queued that the
 // entitlement still holds open, and reads the others again.
-func (b *batch) confirm(known []*batchKey) error {
+func (b *batch) confirm(ctx context.Context, known []*batchKey) error {
 	var refs []*firestore.DocumentRef
 	for _, k := range known {
 		if b.found && slices.ContainsFunc(b.e.Holds, func(o entitlement.OpenHold) bool { return o.ID == k.ref.ID }) {
@@ -225,7 +236,7 @@ func (b *batch) confirm(known []*batchKey) error {
 	if len(refs) == 0 {
 		return nil
 	}
-	snaps, err := b.tx.GetAll(refs)
+	snaps, err := b.s.readGuarded(ctx, refs...)
 	if err != nil {
 		return err
 	}
@@ -297,10 +308,13 @@ func (b *batch) apply(c *call) (outcome, error) {
 }
 
 // write writes the entitlement and every document the batch changed, each
-// once.
+// once. The entitlement is written whenever anything is, changed or not
+// (a subscription's consume changes only its consumption): its guarded
+// write is what makes the commit fail if it changed since the batch read
+// it.
 func (b *batch) write() error {
-	if b.changed {
-		if err := b.tx.Set(b.entRef, b.s.writtenDoc(&b.e, b.now)); err != nil {
+	if b.found && (b.changed || b.writes > 1) {
+		if err := putGuarded(b.tx, b.entSnap, b.s.writtenDoc(&b.e, b.now)); err != nil {
 			return err
 		}
 	}
@@ -310,7 +324,7 @@ func (b *batch) write() error {
 		}
 	}
 	for i := range b.gathered {
-		if err := b.tx.Set(b.s.leaseRef(b.e.ID, b.gathered[i].ID), leaseDoc(&b.gathered[i])); err != nil {
+		if err := putGuarded(b.tx, b.gatheredSnaps[i], leaseDoc(&b.gathered[i])); err != nil {
 			return err
 		}
 	}
@@ -324,9 +338,12 @@ func (b *batch) write() error {
 			continue
 		}
 		var err error
-		if k.stored {
+		switch {
+		case k.stored && k.snap != nil:
+			err = putGuarded(b.tx, k.snap, k.document())
+		case k.stored: // an open hold the registry vouches for (readBatch)
 			err = b.tx.Set(k.ref, k.document())
-		} else {
+		default:
 			err = b.tx.Create(k.ref, k.document())
 		}
 		if err != nil {

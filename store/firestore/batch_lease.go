@@ -1,6 +1,7 @@
 package firestore
 
 import (
+	"context"
 	"math"
 	"time"
 
@@ -19,12 +20,12 @@ import (
 // at the limit. It runs before the batch writes anything (Firestore reads
 // come before writes); the folded leases are written closed with the
 // entitlement, so any lane still spending one reads it closed.
-func (b *batch) gatherIfNeeded(calls []*call) error {
+func (b *batch) gatherIfNeeded(ctx context.Context, calls []*call) error {
 	if !b.found || len(b.e.Leases) == 0 || !b.e.NeedsGather(b.s.clock(), b.demand(calls)) {
 		return nil
 	}
 	refs := b.s.leaseRefs(&b.e)
-	snaps, err := b.tx.GetAll(refs)
+	snaps, err := b.s.readGuarded(ctx, refs...)
 	if err != nil {
 		return err
 	}
@@ -39,7 +40,7 @@ func (b *batch) gatherIfNeeded(calls []*call) error {
 	if !b.e.Gather(ptrs) {
 		return corruptLease(refs[0])
 	}
-	b.gathered, b.changed = leases, true
+	b.gathered, b.gatheredSnaps, b.changed = leases, snaps, true
 	b.writes += len(leases)
 	return nil
 }

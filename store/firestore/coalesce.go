@@ -255,7 +255,7 @@ func (s *Store) runBatch(entitlementID string, calls []*call, w leaseWish) (int,
 		var err error
 		attempts++
 		w.attempt = attempts
-		results, b, err = s.applyBatch(tx, entitlementID, calls, w)
+		results, b, err = s.applyBatch(ctx, tx, entitlementID, calls, w)
 		return err
 	})
 	if err != nil {

@@ -49,7 +49,7 @@ func LeaseState(ctx context.Context, s *Store, id string) (entitlement.Entitleme
 	if err != nil {
 		return e, nil, err
 	}
-	snaps, err := s.entitlementRef(id).Collection(colLeases).Documents(ctx).GetAll()
+	snaps, err := s.col(colLeases).Where("entitlementId", "==", id).Documents(ctx).GetAll()
 	if err != nil {
 		return e, nil, err
 	}

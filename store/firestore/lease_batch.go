@@ -66,7 +66,9 @@ func (s *Store) leaseCharge(entitlementID string, calls []*call) []*call {
 }
 
 // runLeaseBatch is one transaction of consumes on lease leaseID: it reads
-// the lease and the calls' key documents, charges each call the lease fits
+// the lease and the calls' key documents (beside the transaction; the lease
+// is written back guarded, the consumptions created: guard.go), charges
+// each call the lease fits
 // (a replay or conflict for a key already used, a denial for a reason that
 // does not depend on the balance), writes the lease and the new
 // consumptions, and answers those calls. It returns the calls it left
@@ -103,7 +105,7 @@ func (s *Store) runLeaseBatch(ll *leaseLane, leaseID string, calls []*call) (lef
 				refs = append(refs, k.ref)
 			}
 		}
-		snaps, err := tx.GetAll(refs)
+		snaps, err := s.readGuarded(ctx, refs...)
 		if err != nil {
 			return err
 		}
@@ -156,7 +158,7 @@ func (s *Store) runLeaseBatch(ll *leaseLane, leaseID string, calls []*call) (lef
 		if charged == 0 {
 			return nil // nothing to write
 		}
-		if err := tx.Set(ref, leaseDoc(&lease)); err != nil {
+		if err := putGuarded(tx, snaps[0], leaseDoc(&lease)); err != nil {
 			return err
 		}
 		for _, k := range order {

@@ -93,7 +93,7 @@ func (s *Store) refill(ll *leaseLane) {
 	)
 	err := s.run(ctx, "refill lease", func(ctx context.Context, tx *firestore.Transaction) error {
 		took, gathered = "", false
-		e, err := s.foldLeases(tx, ll.id, func(e *entitlement.Entitlement, now time.Time) ([]string, bool) {
+		e, put, err := s.foldLeases(ctx, tx, ll.id, func(e *entitlement.Entitlement, now time.Time) ([]string, bool) {
 			gathered = e.NeedsGather(now, 0)
 			return retired, gathered
 		})
@@ -110,7 +110,7 @@ func (s *Store) refill(ll *leaseLane) {
 			took = l.ID
 		}
 		after = *e
-		return tx.Set(s.entitlementRef(e.ID), s.writtenDoc(e, now))
+		return put(s.writtenDoc(e, now))
 	})
 	ll.mu.Lock()
 	defer ll.mu.Unlock()
@@ -140,20 +140,21 @@ func (s *Store) refill(ll *leaseLane) {
 	}
 }
 
-// foldLeases reads the entitlement id in tx and folds the leases pick
-// names (all: every registered one) that it still registers, writing them
-// closed; the caller writes the entitlement. It returns nil for a missing
-// entitlement.
-func (s *Store) foldLeases(tx *firestore.Transaction, id string, pick func(*entitlement.Entitlement, time.Time) (ids []string, all bool)) (*entitlement.Entitlement, error) {
-	snap, err := tx.Get(s.entitlementRef(id))
-	if isNotFound(err) {
-		return nil, nil
-	} else if err != nil {
-		return nil, err
+// foldLeases reads the entitlement id and its leases for tx (guarded,
+// guard.go) and folds
+// the leases pick names (all: every registered one) that it still
+// registers, writing them closed; the caller writes the entitlement with
+// put. It returns nil for a missing entitlement.
+func (s *Store) foldLeases(ctx context.Context, tx *firestore.Transaction, id string, pick func(*entitlement.Entitlement, time.Time) (ids []string, all bool)) (_ *entitlement.Entitlement, put func(doc map[string]any) error, _ error) {
+	snaps, err := s.readGuarded(ctx, s.entitlementRef(id))
+	if err != nil || !snaps[0].Exists() {
+		return nil, nil, err
 	}
+	snap := snaps[0]
+	put = func(doc map[string]any) error { return putGuarded(tx, snap, doc) }
 	e, err := entitlementFrom(snap)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ids, all := pick(&e, s.clock())
 	var refs []*firestore.DocumentRef
@@ -163,25 +164,24 @@ func (s *Store) foldLeases(tx *firestore.Transaction, id string, pick func(*enti
 		}
 	}
 	if len(refs) == 0 {
-		return &e, nil
+		return &e, put, nil
 	}
-	snaps, err := tx.GetAll(refs)
-	if err != nil {
-		return nil, err
+	if snaps, err = s.readGuarded(ctx, refs...); err != nil {
+		return nil, nil, err
 	}
 	leases, err := leasesOf(snaps)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for i := range leases {
 		if !e.Fold(&leases[i]) {
-			return nil, corruptLease(refs[i])
+			return nil, nil, corruptLease(refs[i])
 		}
-		if err := tx.Set(refs[i], leaseDoc(&leases[i])); err != nil {
-			return nil, err
+		if err := putGuarded(tx, snaps[i], leaseDoc(&leases[i])); err != nil {
+			return nil, nil, err
 		}
 	}
-	return &e, nil
+	return &e, put, nil
 }
 
 // watchIdle releases ll's leases once it has gone LeaseOptions.Idle
@@ -220,7 +220,7 @@ func (s *Store) release(ctx context.Context, ll *leaseLane) error {
 	ctx, cancel := context.WithTimeout(ctx, s.retryBudget)
 	defer cancel()
 	return s.run(ctx, "release leases", func(ctx context.Context, tx *firestore.Transaction) error {
-		e, err := s.foldLeases(tx, ll.id, func(e *entitlement.Entitlement, _ time.Time) ([]string, bool) {
+		e, put, err := s.foldLeases(ctx, tx, ll.id, func(e *entitlement.Entitlement, _ time.Time) ([]string, bool) {
 			var ids []string
 			for _, o := range e.Leases {
 				if ll.ours(o.ID) {
@@ -232,7 +232,7 @@ func (s *Store) release(ctx context.Context, ll *leaseLane) error {
 		if err != nil || e == nil {
 			return err
 		}
-		return tx.Set(s.entitlementRef(e.ID), entitlementDoc(e))
+		return put(entitlementDoc(e))
 	})
 }
 

@@ -17,6 +17,10 @@ type Stats struct {
 	// (Aborted); LockTimeouts those of them that waited out a lock
 	// ("Transaction lock timeout", the emulator's deadlock breaker).
 	Aborts, LockTimeouts int64
+	// Conflicts are attempts whose commit found the entitlement changed
+	// since they read it (guard.go): contention without locks, retried
+	// like an abort but not counted in Aborts.
+	Conflicts int64
 	// Refills are leases taken; Gathers the transactions that folded every
 	// lease of an entitlement.
 	Refills, Gathers int64
@@ -24,7 +28,7 @@ type Stats struct {
 
 // counters are the live Stats.
 type counters struct {
-	batches, leaseBatches, aborts, lockTimeouts, refills, gathers atomic.Int64
+	batches, leaseBatches, aborts, lockTimeouts, conflicts, refills, gathers atomic.Int64
 }
 
 // Stats returns the store's counters.
@@ -32,13 +36,18 @@ func (s *Store) Stats() Stats {
 	c := &s.counters
 	return Stats{
 		Batches: c.batches.Load(), LeaseBatches: c.leaseBatches.Load(),
-		Aborts: c.aborts.Load(), LockTimeouts: c.lockTimeouts.Load(),
+		Aborts: c.aborts.Load(), LockTimeouts: c.lockTimeouts.Load(), Conflicts: c.conflicts.Load(),
 		Refills: c.refills.Load(), Gathers: c.gathers.Load(),
 	}
 }
 
-// countRetry counts a failed attempt that run retries.
-func (c *counters) countRetry(err error) {
+// countRetry counts a failed attempt that run retries; stale: its commit
+// found a guarded document changed.
+func (c *counters) countRetry(err error, stale bool) {
+	if stale {
+		c.conflicts.Add(1)
+		return
+	}
 	c.aborts.Add(1)
 	if strings.Contains(strings.ToLower(status.Convert(err).Message()), "lock timeout") {
 		c.lockTimeouts.Add(1)

@@ -47,13 +47,17 @@ func (s *Store) run(ctx context.Context, what string, fn func(context.Context, *
 			committing = true
 			return nil
 		}, firestore.MaxAttempts(1))
-		if err == nil || !retryable(err) || ctx.Err() != nil {
+		// A commit's FailedPrecondition is a guarded document read stale
+		// (guard.go): contention, like Aborted. Only the commit's: a read's
+		// (a query without its index) is no contention.
+		stale := committing && staleRead(err)
+		if err == nil || !(retryable(err) || stale) || ctx.Err() != nil {
 			if committing {
 				return fsfault.Write(err, "%s", what)
 			}
 			return fsfault.Read(err, "%s", what)
 		}
-		s.counters.countRetry(err)
+		s.counters.countRetry(err, stale)
 		// An attempt that waited long for its locks lost a round of a
 		// deadlock (the emulator holds transactions that read one document
 		// and then write it for about 2 s, then lets one commit): the losers

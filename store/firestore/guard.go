@@ -1,0 +1,72 @@
+package firestore
+
+import (
+	"context"
+	"slices"
+
+	"cloud.google.com/go/firestore"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// The entitlement's document is the one every instance's batches and
+// refills write, so those transactions read it optimistically: outside the
+// transaction, beside the transaction's own reads, and write it back only
+// if it is still as read (its update time, putGuarded). A commit that finds
+// it changed fails with FailedPrecondition before writing anything, and
+// Store.run retries it like an abort.
+//
+// Read inside the transaction, the document would be read-locked until the
+// commit. Two instances whose batches both read it and then write it each
+// wait for the other's read lock to go: the emulator breaks that deadlock
+// only after about 2 s ("Transaction lock timeout"), and in production
+// every other writer waits out the holder's round trips. So the first
+// contact of several instances with one entitlement cost each of them 2 s,
+// twice (docs/bench/firestore.md), before their leases took over.
+//
+// The other documents of the transaction (consumptions, holds, fences,
+// leases) are still read in it, so at the commit every document the batch
+// read is as read: the transaction is as serializable as before. A batch
+// that writes nothing may answer from a read that is already stale at the
+// commit, which is what any read is: each answer is right at the instant
+// of its read.
+
+// readGuarded reads refs outside any transaction (strongly consistent),
+// in one call; the snapshot of a missing document has Exists false.
+func (s *Store) readGuarded(ctx context.Context, refs ...*firestore.DocumentRef) ([]*firestore.DocumentSnapshot, error) {
+	return s.client.GetAll(ctx, refs)
+}
+
+// putGuarded writes doc in tx as the whole document snap read, on the
+// condition that it has not changed since (or, read missing, still does
+// not exist).
+func putGuarded(tx *firestore.Transaction, snap *firestore.DocumentSnapshot, doc map[string]any) error {
+	if !snap.Exists() {
+		return tx.Create(snap.Ref, doc)
+	}
+	// Update, unlike Set, takes the precondition; naming every field of
+	// the old and the new document makes it a replacement.
+	names := make([]string, 0, len(doc))
+	for k := range doc {
+		names = append(names, k)
+	}
+	for k := range snap.Data() {
+		if _, ok := doc[k]; !ok {
+			names = append(names, k)
+		}
+	}
+	slices.Sort(names)
+	ups := make([]firestore.Update, len(names))
+	for i, k := range names {
+		v, ok := doc[k]
+		if !ok {
+			v = firestore.Delete
+		}
+		ups[i] = firestore.Update{FieldPath: firestore.FieldPath{k}, Value: v}
+	}
+	return tx.Update(snap.Ref, ups, firestore.LastUpdateTime(snap.UpdateTime))
+}
+
+// staleRead reports whether a commit failed because a document it was
+// guarded on (putGuarded) changed since it was read.
+func staleRead(err error) bool { return status.Code(err) == codes.FailedPrecondition }
