@@ -34,7 +34,7 @@ type batch struct {
 	// transaction: the batch writes it back guarded (guard.go).
 	entSnap *firestore.DocumentSnapshot
 	e       entitlement.Entitlement
-	found  bool
+	found   bool
 	// changed: the entitlement must be written.
 	changed bool
 	keys    map[string]*batchKey
