@@ -238,7 +238,7 @@ func printStats(out io.Writer, rs []result) {
 	var shared, own float64
 	fmt.Fprintln(out, "\nmulti-process store counters (all children):")
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "scenario\tbatches\tlease batches\taborts/1k batches\tlock timeouts/1k batches\trefills/s\tgathers/s\t")
+	fmt.Fprintln(w, "scenario\tbatches\tlease batches\taborts/1k batches\tlock timeouts/1k batches\tconflicts/1k batches\trefills/s\tgathers/s\t")
 	for _, r := range rs {
 		if !r.multi {
 			continue
@@ -251,8 +251,8 @@ func printStats(out io.Writer, rs []result) {
 		}
 		st := r.stats
 		all := float64(max(st.Batches+st.LeaseBatches, 1))
-		fmt.Fprintf(w, "%s\t%d\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t\n", r.name, st.Batches, st.LeaseBatches,
-			1000*float64(st.Aborts)/all, 1000*float64(st.LockTimeouts)/all,
+		fmt.Fprintf(w, "%s\t%d\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t\n", r.name, st.Batches, st.LeaseBatches,
+			1000*float64(st.Aborts)/all, 1000*float64(st.LockTimeouts)/all, 1000*float64(st.Conflicts)/all,
 			float64(st.Refills)/r.wall.Seconds(), float64(st.Gathers)/r.wall.Seconds())
 	}
 	w.Flush()

@@ -152,6 +152,7 @@ func multiProcess(ctx context.Context, client *firestore.Client, c config, own b
 		r.stats.LeaseBatches += rep.Stats.LeaseBatches
 		r.stats.Aborts += rep.Stats.Aborts
 		r.stats.LockTimeouts += rep.Stats.LockTimeouts
+		r.stats.Conflicts += rep.Stats.Conflicts
 		r.stats.Refills += rep.Stats.Refills
 		r.stats.Gathers += rep.Stats.Gathers
 		if r.firstErr == "" {
