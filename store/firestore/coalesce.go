@@ -251,7 +251,7 @@ func (s *Store) runBatch(entitlementID string, calls []*call, w leaseWish) (int,
 		b        *batch
 		attempts int
 	)
-	err := s.run(ctx, "batch on entitlement", func(ctx context.Context, tx *firestore.Transaction) error {
+	err := s.runGuarded(ctx, "batch on entitlement", func(ctx context.Context, tx *firestore.Transaction) error {
 		var err error
 		attempts++
 		w.attempt = attempts

@@ -7,6 +7,8 @@ import (
 	"cloud.google.com/go/firestore"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/stipend-mcp/stipend/store"
 )
 
 // The entitlement's document is the one every instance's batches and
@@ -30,6 +32,43 @@ import (
 // that writes nothing may answer from a read that is already stale at the
 // commit, which is what any read is: each answer is right at the instant
 // of its read.
+
+// Documents read together beside a transaction may not agree: the
+// emulator's GetAll is not atomic against a concurrent commit (it can
+// return one commit's entitlement with the registry of a new lease and
+// without the lease document the same commit created; measured). Such a
+// read never commits, since a document it read stale fails its guard; but
+// the checks that find data corrupt (a registered lease that is missing, a
+// registered hold that is no hold) would report it as corruption. So the
+// bodies of guarded transactions (runGuarded) mark what those checks find,
+// and Store.run retries it up to maxTorn times before it reports the
+// corruption.
+
+// maxTorn is how many attempts Store.run retries for a torn read.
+const maxTorn = 3
+
+// tornRead is corrupt data found on a guarded read: it may be a torn read.
+type tornRead struct{ err error }
+
+func (t *tornRead) Error() string { return t.err.Error() }
+func (t *tornRead) Unwrap() error { return t.err }
+
+// runGuarded is Store.run for a transaction that reads guarded: what its
+// body finds corrupt is retried as a possible torn read.
+func (s *Store) runGuarded(ctx context.Context, what string, fn func(context.Context, *firestore.Transaction) error) error {
+	return s.run(ctx, what, func(ctx context.Context, tx *firestore.Transaction) error {
+		return tornIfCorrupt(fn(ctx, tx))
+	})
+}
+
+// tornIfCorrupt marks err as a possible torn read if it reports corrupt
+// data (store.CodeInternal); other errors pass as they are.
+func tornIfCorrupt(err error) error {
+	if err != nil && store.CodeOf(err) == store.CodeInternal {
+		return &tornRead{err}
+	}
+	return err
+}
 
 // readGuarded reads refs outside any transaction (strongly consistent),
 // in one call; the snapshot of a missing document has Exists false.

@@ -91,7 +91,7 @@ func (s *Store) runLeaseBatch(ll *leaseLane, leaseID string, calls []*call) (lef
 		largest int64
 		charged int64
 	)
-	err = s.run(ctx, "lease batch", func(ctx context.Context, tx *firestore.Transaction) error {
+	err = s.runGuarded(ctx, "lease batch", func(ctx context.Context, tx *firestore.Transaction) error {
 		answers, taken, left, largest, charged = nil, nil, nil, 0, 0
 		ref := s.leaseRef(ll.id, leaseID)
 		refs := []*firestore.DocumentRef{ref}

@@ -91,7 +91,7 @@ func (s *Store) refill(ll *leaseLane) {
 		after    entitlement.Entitlement
 		gathered bool
 	)
-	err := s.run(ctx, "refill lease", func(ctx context.Context, tx *firestore.Transaction) error {
+	err := s.runGuarded(ctx, "refill lease", func(ctx context.Context, tx *firestore.Transaction) error {
 		took, gathered = "", false
 		e, put, err := s.foldLeases(ctx, tx, ll.id, func(e *entitlement.Entitlement, now time.Time) ([]string, bool) {
 			gathered = e.NeedsGather(now, 0)
@@ -219,7 +219,7 @@ func (s *Store) release(ctx context.Context, ll *leaseLane) error {
 	defer s.leasing.drop(ll)
 	ctx, cancel := context.WithTimeout(ctx, s.retryBudget)
 	defer cancel()
-	return s.run(ctx, "release leases", func(ctx context.Context, tx *firestore.Transaction) error {
+	return s.runGuarded(ctx, "release leases", func(ctx context.Context, tx *firestore.Transaction) error {
 		e, put, err := s.foldLeases(ctx, tx, ll.id, func(e *entitlement.Entitlement, _ time.Time) ([]string, bool) {
 			var ids []string
 			for _, o := range e.Leases {

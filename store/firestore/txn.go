@@ -2,6 +2,7 @@ package firestore
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"time"
 
@@ -36,6 +37,7 @@ func (s *Store) run(ctx context.Context, what string, fn func(context.Context, *
 		deadline = d
 	}
 	wait := retryFirst
+	torn := 0 // attempts retried for a torn read (guard.go)
 	for {
 		committing := false // fn succeeded, so the client sent the commit
 		began := time.Now()
@@ -51,6 +53,13 @@ func (s *Store) run(ctx context.Context, what string, fn func(context.Context, *
 		// (guard.go): contention, like Aborted. Only the commit's: a read's
 		// (a query without its index) is no contention.
 		stale := committing && staleRead(err)
+		if t, ok := errors.AsType[*tornRead](err); ok {
+			if stale = torn < maxTorn; stale {
+				torn++
+			} else {
+				err = t.err // not a torn read: the data disagree
+			}
+		}
 		if err == nil || !(retryable(err) || stale) || ctx.Err() != nil {
 			if committing {
 				return fsfault.Write(err, "%s", what)
