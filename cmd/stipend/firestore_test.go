@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -94,6 +95,40 @@ func TestMain_FirestoreProduction(t *testing.T) {
 	if logs := m.stderr.String(); !strings.Contains(logs, `"message":"firestore store"`) {
 		t.Errorf("logs do not say which store is used:\n%s", logs)
 	}
+	// The store's counters are metrics: the consume was one batch on its
+	// entitlement, and no attempt was retried.
+	resp, err := http.Get(m.URL() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	metrics, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{
+		`stipend_firestore_batches_total{on="entitlement"} 1`,
+		`stipend_firestore_batches_total{on="lease"} 0`,
+		`stipend_firestore_retries_total{reason="stale_read"} 0`,
+		`stipend_firestore_retries_total{reason="lock_timeout"} 0`,
+		`stipend_firestore_lease_takes_total 0`,
+		`stipend_firestore_lease_gathers_total 0`,
+	} {
+		if !strings.Contains(string(metrics), line+"\n") {
+			t.Errorf("/metrics lacks %q:\n%s", line, grepLines(string(metrics), "stipend_firestore"))
+		}
+	}
+}
+
+// grepLines returns the lines of s that contain sub.
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 // TestMain_EmulatorFromItsEnvironment: the program reaches the emulator that

@@ -16,6 +16,7 @@ import (
 
 	"github.com/stipend-mcp/stipend/api"
 	"github.com/stipend-mcp/stipend/holdsweep"
+	fsstore "github.com/stipend-mcp/stipend/store/firestore"
 	"github.com/stipend-mcp/stipend/stripepay"
 	"github.com/stipend-mcp/stipend/webhook"
 )
@@ -40,10 +41,13 @@ type Main struct {
 	// DevKeys holds the raw development API keys when Run made them.
 	DevKeys *DevKeys
 
-	failpoints      failpoints // set by ParseFlags; empty outside the crash test's build
-	ln              net.Listener
-	closers         []func() error // released by Close, last first
-	serveErr        chan error     // receives the HTTP server's exit
+	failpoints failpoints // set by ParseFlags; empty outside the crash test's build
+	ln         net.Listener
+	closers    []func() error // released by Close, last first
+	// storeStats are the Firestore store's counters (nil on the other
+	// stores), exported as metrics (firestore_metrics.go).
+	storeStats      func() fsstore.Stats
+	serveErr        chan error // receives the HTTP server's exit
 	stopDispatch    context.CancelFunc
 	dispatcherDone  chan struct{}
 	stopSweep       context.CancelFunc
@@ -118,6 +122,9 @@ func (m *Main) Run(ctx context.Context) error {
 	// The API adds its own metrics to the runtime and process ones.
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if m.storeStats != nil {
+		reg.MustRegister(firestoreMetrics(m.storeStats)...)
+	}
 	srv, err := api.New(api.Config{
 		Store:        st,
 		Keys:         keys,

@@ -67,6 +67,7 @@ func (m *Main) openStore(ctx context.Context, db database) backend {
 	default:
 		fs := fsstore.New(db.firestore, fsstore.WithCollectionPrefix(c.CollectionPrefix))
 		st = fs
+		m.storeStats = fs.Stats
 		// Before the client closes (closers run last first): what this
 		// instance leased goes back at once, not at the next gather.
 		m.closers = append(m.closers, func() error {
