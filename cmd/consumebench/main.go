@@ -38,6 +38,7 @@ type config struct {
 	procs        int
 	procCallers  int
 	procCalls    int
+	procRounds   int
 	deadline     time.Duration
 	naive        bool
 	mode         string
@@ -56,6 +57,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs.IntVar(&c.baseline, "baseline-calls", 200, "consumes of the single-caller baseline")
 	fs.IntVar(&c.procCallers, "proc-callers", 32, "concurrent callers per server process")
 	fs.IntVar(&c.procCalls, "proc-calls", 500, "consumes per server process")
+	fs.IntVar(&c.procRounds, "proc-rounds", 1, "rounds of the multi-process pair (one entitlement, own entitlements), alternating their order; the ratio is given per round and as the median")
 	fs.BoolVar(&c.naive, "naive", true, "run the naive scenarios too (false: only Stipend's path, for quick reruns)")
 	fs.IntVar(&c.procs, "procs", 4, "server processes sharing one entitlement (0: skip that scenario)")
 	fs.StringVar(&c.mode, "mode", "consume", `"consume": the naive and coalesced consume scenarios; "holds": authorize+capture pairs against plain consumes, -callers each on one entitlement`)
