@@ -107,9 +107,9 @@ func (s *Store) applyBatch(ctx context.Context, tx *firestore.Transaction, entit
 	return out, b, b.write()
 }
 
-// readBatch reads the batch's documents and ends the entitlement's expired
-// holds. The entitlement is read beside the transaction and written back
-// guarded (guard.go); the other documents are read in it.
+// readBatch reads the batch's documents, beside the transaction (each one
+// it writes is written back guarded, guard.go), and ends the entitlement's
+// expired holds.
 //
 // A capture or release comes with its hold as read before it queued (open
 // then). While the entitlement's registry, as this batch read it, still
@@ -117,9 +117,9 @@ func (s *Store) applyBatch(ctx context.Context, tx *firestore.Transaction, entit
 // that read saw: every transaction that ends a hold also removes it from
 // the registry, so it conflicts with this one (this batch's guarded write
 // of the entitlement fails, and the batch reads again). Those documents are then not
-// read again (on the emulator, reading existing documents in a transaction
-// is most of its cost); only a hold that has ended meanwhile is read, in a
-// second read of the transaction.
+// read again (on the emulator, reading existing documents is most of a
+// transaction's cost); only a hold that has ended meanwhile is read, in a
+// second read.
 func (s *Store) readBatch(ctx context.Context, tx *firestore.Transaction, entitlementID string, calls []*call) (*batch, error) {
 	b := &batch{s: s, tx: tx, entRef: s.entitlementRef(entitlementID), keys: make(map[string]*batchKey, len(calls))}
 	refs := []*firestore.DocumentRef{b.entRef}

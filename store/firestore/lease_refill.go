@@ -141,10 +141,9 @@ func (s *Store) refill(ll *leaseLane) {
 }
 
 // foldLeases reads the entitlement id and its leases for tx (guarded,
-// guard.go) and folds
-// the leases pick names (all: every registered one) that it still
-// registers, writing them closed; the caller writes the entitlement with
-// put. It returns nil for a missing entitlement.
+// guard.go) and folds the leases pick names (all: every registered one)
+// that it still registers, writing them closed; the caller writes the
+// entitlement with put. It returns nil for a missing entitlement.
 func (s *Store) foldLeases(ctx context.Context, tx *firestore.Transaction, id string, pick func(*entitlement.Entitlement, time.Time) (ids []string, all bool)) (_ *entitlement.Entitlement, put func(doc map[string]any) error, _ error) {
 	snaps, err := s.readGuarded(ctx, s.entitlementRef(id))
 	if err != nil || !snaps[0].Exists() {
