@@ -12,26 +12,28 @@ import (
 )
 
 // The entitlement's document is the one every instance's batches and
-// refills write, so those transactions read it optimistically: outside the
-// transaction, beside the transaction's own reads, and write it back only
-// if it is still as read (its update time, putGuarded). A commit that finds
-// it changed fails with FailedPrecondition before writing anything, and
-// Store.run retries it like an abort.
+// refills write, and a lease's the one its lane's batches and other
+// instances' gathers write. So the hot-path transactions (batches on
+// entitlements and on leases, refills, releases) read optimistically: every
+// document in one GetAll beside the transaction, and each one they write
+// back only if it is still as read (its update time, putGuarded); new
+// documents are Creates. A commit that finds one changed fails with
+// FailedPrecondition before writing anything, and Store.run retries it like
+// an abort, reading again.
 //
-// Read inside the transaction, the document would be read-locked until the
-// commit. Two instances whose batches both read it and then write it each
-// wait for the other's read lock to go: the emulator breaks that deadlock
+// Read inside the transaction, the entitlement was read-locked until the
+// commit. Two instances whose batches both read it and then wrote it each
+// waited for the other's read lock to go: the emulator breaks that deadlock
 // only after about 2 s ("Transaction lock timeout"), and in production
 // every other writer waits out the holder's round trips. So the first
 // contact of several instances with one entitlement cost each of them 2 s,
 // twice (docs/bench/firestore.md), before their leases took over.
 //
-// The other documents of the transaction (consumptions, holds, fences,
-// leases) are still read in it, so at the commit every document the batch
-// read is as read: the transaction is as serializable as before. A batch
-// that writes nothing may answer from a read that is already stale at the
-// commit, which is what any read is: each answer is right at the instant
-// of its read.
+// At the commit every document the transaction read and relies on is as it
+// read it (written back guarded, or created), so the transaction is as
+// serializable as with read locks. A document read but not written (a
+// replayed consumption) only answers its call, as any read does: right at
+// the instant of the read.
 
 // Documents read together beside a transaction may not agree: the
 // emulator's GetAll is not atomic against a concurrent commit (it can
