@@ -16,7 +16,7 @@ func firestoreMetrics(stats func() fsstore.Stats) []prometheus.Collector {
 	}
 	const (
 		batches = "Committed batch transactions of the Firestore store, on entitlements and on escrow leases."
-		retries = "Firestore transaction attempts retried for contention: aborted, aborted after the emulator's lock timeout, or a commit that found a document it read optimistically changed (stale_read)."
+		retries = "Firestore transaction attempts retried for contention: aborted, aborted after the emulator's lock timeout, or an optimistic read gone stale or torn before its commit (stale_read)."
 	)
 	return []prometheus.Collector{
 		counter("stipend_firestore_batches_total", batches, prometheus.Labels{"on": "entitlement"},

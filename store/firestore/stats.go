@@ -17,9 +17,10 @@ type Stats struct {
 	// (Aborted); LockTimeouts those of them that waited out a lock
 	// ("Transaction lock timeout", the emulator's deadlock breaker).
 	Aborts, LockTimeouts int64
-	// Conflicts are attempts whose commit found the entitlement changed
-	// since they read it (guard.go): contention without locks, retried
-	// like an abort but not counted in Aborts.
+	// Conflicts are attempts of the optimistic hot path (guard.go) that
+	// were retried: a commit found a document changed since it was read,
+	// or the read was torn. Contention without locks, retried like an
+	// abort but not counted in Aborts.
 	Conflicts int64
 	// Refills are leases taken; Gathers the transactions that folded every
 	// lease of an entitlement.
