@@ -51,6 +51,8 @@ require (
 	google.golang.org/grpc v1.84.0
 )
 
+require go.uber.org/goleak v1.3.0
+
 require (
 	cloud.google.com/go v0.123.0 // indirect
 	cloud.google.com/go/auth v0.24.1-0.20261001053825-dbc26066f70a // indirect

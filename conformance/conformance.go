@@ -42,13 +42,14 @@ func RunTests(t *testing.T, newStore NewStore) {
 // quota that hold exactly what they spend, a revocation among consumes,
 // MaxCallers callers authorizing and capturing on one entitlement, captures
 // racing releases of one hold (one wins), and holds and consumes racing on
-// one key (one call is made). Run it under -race. A failure names the seed
+// one key (one call is made), and a Close among consumes (close.go). Run it
+// under -race. A failure names the seed
 // of the random costs.
 func RunConcurrencyTests(t *testing.T, newStore NewStore, opts ConcurrencyOptions) {
 	t.Helper()
 	opts = opts.withDefaults()
 	t.Logf("conformance: concurrency seed %d (reproduce with ConcurrencyOptions{Seed: %d})", opts.Seed, opts.Seed)
-	runTable(t, newStore, paymentConcurrencyTests, hotTests(opts), holdConcurrencyTests(opts))
+	runTable(t, newStore, paymentConcurrencyTests, hotTests(opts), holdConcurrencyTests(opts), closeTests)
 	runTable(t, newStore, topUpConcurrencyTests)
 }
 

@@ -346,4 +346,14 @@ type EntitlementStore interface {
 	// Ping checks, without writing, that the backend answers. It is bounded
 	// by ctx and used by /readyz.
 	Ping(ctx context.Context) error
+
+	// Close stops every goroutine the store started (coalescing lanes,
+	// lease refills and timers, shared readers) and waits for them: calls
+	// queued before it finish, calls after it fail with CodeUnavailable
+	// (or, on a store without background work, still run). It releases
+	// what this instance reserved (Firestore: its escrow leases) within a
+	// bounded time. It does not close the client or pool the caller
+	// passed in: the caller closes that after Close returns. Safe to call
+	// more than once.
+	Close() error
 }

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -46,14 +47,15 @@ type Main struct {
 	closers    []func() error // released by Close, last first
 	// storeStats are the Firestore store's counters (nil on the other
 	// stores), exported as metrics (firestore_metrics.go).
-	storeStats      func() fsstore.Stats
-	serveErr        chan error // receives the HTTP server's exit
-	stopDispatch    context.CancelFunc
-	dispatcherDone  chan struct{}
-	stopSweep       context.CancelFunc
-	stopStripeSweep context.CancelFunc
-	topUps          *stripepay.TopUps // auto top-up of this instance (stripe.go), nil without Stripe
-	stopTopUps      context.CancelFunc
+	storeStats func() fsstore.Stats
+	serveErr   chan error // receives the HTTP server's exit
+	// The background loops (the webhook dispatcher, the hold sweep, the
+	// Stripe sweep, auto top-up) run on loopsCtx; Close cancels it and
+	// waits for every loop before it closes the store.
+	loopsCtx  context.Context
+	stopLoops context.CancelFunc
+	loops     sync.WaitGroup
+	topUps    *stripepay.TopUps // auto top-up of this instance (stripe.go), nil without Stripe
 }
 
 // MaxHeaderBytes bounds the request line and headers `stipend serve`
@@ -161,6 +163,7 @@ func (m *Main) Run(ctx context.Context) error {
 		m.printBanner(signer.KeyID())
 	}
 	go func() { m.serveErr <- m.HTTPServer.Serve(ln) }()
+	m.loopsCtx, m.stopLoops = context.WithCancel(context.Background())
 	m.startDispatcher(st)
 	m.startHoldSweep(st)
 	m.startStripeSweep(st, stripeClient, signer)
@@ -175,9 +178,12 @@ func (m *Main) startHoldSweep(st backend) {
 		m.Logger.Info("hold sweep off (--hold-sweep-interval 0)")
 		return
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	m.stopSweep = cancel
-	go holdsweep.Run(ctx, st, m.Config.HoldSweepInterval, m.Logger)
+	m.goLoop(func(ctx context.Context) { holdsweep.Run(ctx, st, m.Config.HoldSweepInterval, m.Logger) })
+}
+
+// goLoop runs loop in the background until Close, which waits for it.
+func (m *Main) goLoop(loop func(ctx context.Context)) {
+	m.loops.Go(func() { loop(m.loopsCtx) })
 }
 
 // startDispatcher sends webhook deliveries in the background until Close.
@@ -192,12 +198,7 @@ func (m *Main) startDispatcher(st backend) {
 		AllowPrivate: m.Config.WebhookAllowPrivate,
 		Logger:       m.Logger,
 	})
-	ctx, cancel := context.WithCancel(context.Background())
-	m.stopDispatch, m.dispatcherDone = cancel, make(chan struct{})
-	go func() {
-		defer close(m.dispatcherDone)
-		_ = d.Run(ctx)
-	}()
+	m.goLoop(func(ctx context.Context) { _ = d.Run(ctx) })
 	m.Logger.Info("webhook dispatcher started", "worker", d.WorkerID(), "concurrency", m.Config.WebhookConcurrency)
 }
 
@@ -222,20 +223,12 @@ func (m *Main) Close() error {
 	// attempts run out the same clock, so the process is done within the
 	// shutdown timeout (Cloud Run's grace period is 10 s).
 	deadline := time.Now().Add(m.Config.ShutdownTimeout)
-	if m.stopDispatch != nil {
-		m.stopDispatch() // stop claiming now; attempts already started finish
-	}
-	if m.stopSweep != nil {
-		m.stopSweep() // a sweep cut short ends nothing twice: the next instance's finishes it
-		m.stopSweep = nil
-	}
-	if m.stopStripeSweep != nil {
-		m.stopStripeSweep() // likewise: the next sweep reads what this one did not
-		m.stopStripeSweep = nil
-	}
-	if m.stopTopUps != nil {
-		m.stopTopUps() // a queued check not made is made by the next sweep
-		m.stopTopUps = nil
+	// Stop the loops now: the dispatcher claims nothing more (attempts
+	// already started finish), a sweep cut short ends nothing twice (the
+	// next instance's finishes it), a top-up check not made is made by the
+	// next sweep.
+	if m.stopLoops != nil {
+		m.stopLoops()
 	}
 	if m.ln != nil {
 		ctx, cancel := context.WithDeadline(context.Background(), deadline)
@@ -250,20 +243,15 @@ func (m *Main) Close() error {
 		}
 		m.ln = nil
 	}
-	if m.stopDispatch != nil {
-		// Attempts already started finish (each bounded by its timeout);
-		// one still running after the deadline is left to another worker,
-		// which re-claims it once its claim expires.
-		select {
-		case <-m.dispatcherDone: // finished already: no warning, whatever the clock says
-		default:
-			select {
-			case <-m.dispatcherDone:
-			case <-time.After(time.Until(deadline)):
-				m.Logger.Warn("webhook attempts still running at shutdown; another worker retries them after their claim expires")
-			}
+	if m.stopLoops != nil {
+		// The loops use the store: it closes only once they are done.
+		// Webhook attempts already started finish (each bounded by its
+		// timeout); one still running after the deadline is left to another
+		// worker, which re-claims it once its claim expires.
+		if !waitUntil(&m.loops, deadline) {
+			m.Logger.Warn("background work still running at the shutdown deadline; closing the store under it (webhook attempts are retried by another worker after their claim expires)")
 		}
-		m.stopDispatch = nil
+		m.stopLoops = nil
 	}
 	for i := len(m.closers) - 1; i >= 0; i-- {
 		if err := m.closers[i](); err != nil {
@@ -272,4 +260,26 @@ func (m *Main) Close() error {
 	}
 	m.closers = nil
 	return errors.Join(errs...)
+}
+
+// waitUntil waits for wg until deadline and reports whether it finished.
+func waitUntil(wg *sync.WaitGroup, deadline time.Time) bool {
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done: // finished already: no warning, whatever the clock says
+		return true
+	default:
+	}
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
+	}
 }

@@ -58,9 +58,13 @@ func (m *Main) openDatabase(ctx context.Context) (database, error) {
 func (m *Main) openStore(ctx context.Context, db database) backend {
 	c := m.Config
 	var st backend
+	// Closed before the database (closers run last first), once the loops
+	// and requests that use it are done.
+	defer func() { m.closers = append(m.closers, st.Close) }()
 	switch c.Store {
 	case StoreMemory:
-		return memory.New()
+		st = memory.New()
+		return st
 	case StorePostgres:
 		st = pgstore.New(db.postgres)
 		m.Logger.Info("postgres store", postgresAttrs(db.postgres)...)
@@ -68,13 +72,6 @@ func (m *Main) openStore(ctx context.Context, db database) backend {
 		fs := fsstore.New(db.firestore, fsstore.WithCollectionPrefix(c.CollectionPrefix))
 		st = fs
 		m.storeStats = fs.Stats
-		// Before the client closes (closers run last first): what this
-		// instance leased goes back at once, not at the next gather.
-		m.closers = append(m.closers, func() error {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			defer cancel()
-			return fs.ReleaseLeases(ctx)
-		})
 		m.Logger.Info("firestore store",
 			"database", c.FirestoreDatabase, "collectionPrefix", c.CollectionPrefix, "emulator", c.FirestoreEmulatorHost)
 		if c.FirestoreEmulatorHost != "" && !c.Development() {

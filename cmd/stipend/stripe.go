@@ -66,9 +66,7 @@ func (m *Main) startTopUps() {
 	if m.topUps == nil {
 		return
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	m.stopTopUps = cancel
-	go m.topUps.Run(ctx, time.Minute)
+	m.goLoop(func(ctx context.Context) { m.topUps.Run(ctx, time.Minute) })
 }
 
 // startStripeSweep reconciles pending Stripe payments in the background
@@ -82,9 +80,8 @@ func (m *Main) startStripeSweep(st backend, client *stripepay.Client, signer *re
 		m.Logger.Info("stripe sweep off (--stripe-sweep-interval 0)")
 		return
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	m.stopStripeSweep = cancel
-	go m.stripeSweep(st, client, signer).Run(ctx, m.Config.StripeSweepInterval)
+	sweep := m.stripeSweep(st, client, signer)
+	m.goLoop(func(ctx context.Context) { sweep.Run(ctx, m.Config.StripeSweepInterval) })
 }
 
 // stripeCmd runs `stipend stripe reconcile`: one sweep of the pending Stripe

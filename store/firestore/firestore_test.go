@@ -14,7 +14,9 @@ import (
 // own, so every test and subtest sees an empty store.
 func newStore(t *testing.T, now func() time.Time) store.EntitlementStore {
 	t.Helper()
-	return fsstore.New(emulator.Client(t), fsstore.WithCollectionPrefix(emulator.Prefix(t)), fsstore.WithClock(now))
+	s := fsstore.New(emulator.Client(t), fsstore.WithCollectionPrefix(emulator.Prefix(t)), fsstore.WithClock(now))
+	t.Cleanup(func() { _ = s.Close() })
+	return s
 }
 
 func TestStore_Conformance(t *testing.T) {

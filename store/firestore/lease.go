@@ -253,20 +253,15 @@ func (ll *leaseLane) wantSize(maxSize int64) int64 {
 }
 
 // awaitRefill waits for the lane's running refill, if any, to end, or for
-// the last of calls' callers to leave; it reports whether there was one.
-func (ll *leaseLane) awaitRefill(calls []*call) bool {
+// ctx (the batch's: its last caller left) to end; it reports whether there
+// was one.
+func (ll *leaseLane) awaitRefill(ctx context.Context) bool {
 	ll.mu.Lock()
 	ch := ll.refilled
 	ll.mu.Unlock()
 	if ch == nil {
 		return false
 	}
-	ctxs := make([]context.Context, len(calls))
-	for i, c := range calls {
-		ctxs[i] = c.ctx
-	}
-	ctx, stop := sharedContext(ctxs, time.Minute)
-	defer stop()
 	select {
 	case <-ch:
 	case <-ctx.Done():

@@ -15,7 +15,7 @@ import (
 // entitlement and answers those calls; it returns the others, in order, for
 // the entitlement's own batch: every call but a consume, and the consumes
 // no lease fits.
-func (s *Store) leaseCharge(entitlementID string, calls []*call) []*call {
+func (s *Store) leaseCharge(ctx context.Context, entitlementID string, calls []*call) []*call {
 	ll := s.leasing.lane(entitlementID)
 	if ll == nil {
 		return calls
@@ -40,7 +40,7 @@ func (s *Store) leaseCharge(entitlementID string, calls []*call) []*call {
 			break
 		}
 		id := ll.current()
-		if id == "" && !ll.awaitRefill(consumes) {
+		if id == "" && !ll.awaitRefill(ctx) {
 			break
 		}
 		if id == "" {
@@ -48,10 +48,10 @@ func (s *Store) leaseCharge(entitlementID string, calls []*call) []*call {
 				break
 			}
 		}
-		left, dry, err := s.runLeaseBatch(ll, id, consumes)
+		left, dry, err := s.runLeaseBatch(ctx, ll, id, consumes)
 		if err != nil {
 			for _, c := range consumes {
-				c.done <- outcome{err: err}
+				c.answer(outcome{err: err})
 			}
 			consumes = nil
 			break
@@ -74,13 +74,7 @@ func (s *Store) leaseCharge(entitlementID string, calls []*call) []*call {
 // consumptions, and answers those calls. It returns the calls it left
 // (the lease does not fit them), and dry when the lease is closed or fits
 // none of them.
-func (s *Store) runLeaseBatch(ll *leaseLane, leaseID string, calls []*call) (left []*call, dry bool, err error) {
-	ctxs := make([]context.Context, len(calls))
-	for i, c := range calls {
-		ctxs[i] = c.ctx
-	}
-	ctx, stop := sharedContext(ctxs, s.retryBudget)
-	defer stop()
+func (s *Store) runLeaseBatch(ctx context.Context, ll *leaseLane, leaseID string, calls []*call) (left []*call, dry bool, err error) {
 	ll.mu.Lock()
 	ent := ll.ent.Clone()
 	ll.mu.Unlock()
@@ -179,7 +173,7 @@ func (s *Store) runLeaseBatch(ll *leaseLane, leaseID string, calls []*call) (lef
 	}
 	s.counters.leaseBatches.Add(1)
 	for i, c := range taken {
-		c.done <- answers[i]
+		c.answer(answers[i])
 	}
 	ll.spent(charged, largest)
 	ll.mu.Lock()

@@ -69,8 +69,10 @@ func (s *Store) maybeRefill(ll *leaseLane) {
 	if ll.active == "" || ll.left*2 > ll.limit {
 		return
 	}
+	if !s.bg.goFn(func() { s.refill(ll) }) {
+		return // the store is closing
+	}
 	ll.refilling, ll.refilled = true, make(chan struct{})
-	go s.refill(ll)
 }
 
 // refill is one transaction on the entitlement: it folds the lane's retired
@@ -80,6 +82,16 @@ func (s *Store) maybeRefill(ll *leaseLane) {
 func (s *Store) refill(ll *leaseLane) {
 	ll.tx.Lock()
 	defer ll.tx.Unlock()
+	ll.mu.Lock()
+	released := ll.closing
+	ll.mu.Unlock()
+	if released {
+		// Released while this refill waited for the lane's transactions: a
+		// lease taken now would belong to no lane (nothing would spend or
+		// release it).
+		ll.endRefill()
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.retryBudget)
 	defer cancel()
 	want := ll.wantSize(s.leaseOpt.MaxSize)
@@ -112,13 +124,9 @@ func (s *Store) refill(ll *leaseLane) {
 		after = *e
 		return put(s.writtenDoc(e, now))
 	})
+	ll.endRefill()
 	ll.mu.Lock()
 	defer ll.mu.Unlock()
-	ll.refilling = false
-	if ll.refilled != nil {
-		close(ll.refilled)
-		ll.refilled = nil
-	}
 	if err != nil || took == "" {
 		ll.pauseUntil = time.Now().Add(refillPause)
 		if err == nil {
@@ -137,6 +145,17 @@ func (s *Store) refill(ll *leaseLane) {
 		ll.active, ll.left, ll.limit = took, after.Leases[len(after.Leases)-1].Limit, after.Leases[len(after.Leases)-1].Limit
 	} else {
 		ll.next = took
+	}
+}
+
+// endRefill marks the lane's refill over, waking those waiting for it.
+func (ll *leaseLane) endRefill() {
+	ll.mu.Lock()
+	defer ll.mu.Unlock()
+	ll.refilling = false
+	if ll.refilled != nil {
+		close(ll.refilled)
+		ll.refilled = nil
 	}
 }
 
@@ -184,23 +203,34 @@ func (s *Store) foldLeases(ctx context.Context, tx *firestore.Transaction, id st
 }
 
 // watchIdle releases ll's leases once it has gone LeaseOptions.Idle
-// without a lease charge.
+// without a lease charge. The check re-arms itself while the lane is in
+// use, never once the lane is being released or the store is closing.
 func (s *Store) watchIdle(ll *leaseLane) {
 	var check func()
+	arm := func(d time.Duration) {
+		ll.idleStop = time.AfterFunc(d, func() {
+			if s.bg.enter() {
+				defer s.bg.leave()
+				check()
+			}
+		})
+	}
 	check = func() {
 		ll.mu.Lock()
-		idle := time.Since(ll.lastUse)
-		ll.mu.Unlock()
-		if idle < s.leaseOpt.Idle {
-			ll.mu.Lock()
-			ll.idleStop = time.AfterFunc(s.leaseOpt.Idle-idle, check)
+		if ll.closing {
 			ll.mu.Unlock()
 			return
 		}
+		if idle := time.Since(ll.lastUse); idle < s.leaseOpt.Idle {
+			arm(s.leaseOpt.Idle - idle)
+			ll.mu.Unlock()
+			return
+		}
+		ll.mu.Unlock()
 		_ = s.release(context.Background(), ll) // a failure leaves the leases for a gather
 	}
 	ll.mu.Lock()
-	ll.idleStop = time.AfterFunc(s.leaseOpt.Idle, check)
+	arm(s.leaseOpt.Idle)
 	ll.mu.Unlock()
 }
 

@@ -6,19 +6,27 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
+
+	"github.com/stipend-mcp/stipend/store/internal/coalesce"
 )
 
 // The consume path makes a point read per call before its transaction (the
 // consumption key, in charge.Consume). Under load, those reads, not the
 // transactions, are most of the requests. So point reads on that path share
-// requests: a read issued while another batch of
-// reads is in flight waits for it to return and then goes out in the next
-// GetAll with every read that queued meanwhile. A lone read is one request,
-// as before; no timer delays anything. Every read still starts after its
-// caller asked, so it sees every write committed before the call.
+// requests: a read issued while maxReaders GetAlls are in flight waits for
+// one of them to return and then goes out in the next GetAll with every
+// read that queued meanwhile. A lone read is one request; no timer delays
+// anything. Every read still starts after its caller asked, so it sees
+// every write committed before the call. Several readers, not one: a
+// stalled GetAll holds up only the reads it carries, not every read of the
+// instance.
 
-// maxReadBatch bounds the documents of one GetAll.
-const maxReadBatch = 300
+// maxReadBatch bounds the documents of one GetAll; maxReaders the GetAlls
+// in flight at once.
+const (
+	maxReadBatch = 300
+	maxReaders   = 4
+)
 
 type readReq struct {
 	ctx  context.Context // the reader's
@@ -31,11 +39,11 @@ type readResult struct {
 	err  error
 }
 
-// reader queues point reads; running means a drainer goroutine owns the queue.
+// reader queues point reads; running drainer goroutines take from the queue.
 type reader struct {
 	mu      sync.Mutex
 	q       []*readReq
-	running bool
+	running int
 }
 
 // get reads one document through the shared queue. A missing document is
@@ -44,11 +52,23 @@ func (s *Store) get(ctx context.Context, ref *firestore.DocumentRef) (*firestore
 	r := &readReq{ctx: ctx, ref: ref, done: make(chan readResult, 1)}
 	s.reads.mu.Lock()
 	s.reads.q = append(s.reads.q, r)
-	start := !s.reads.running
-	s.reads.running = true
-	s.reads.mu.Unlock()
+	start := s.reads.running < maxReaders
 	if start {
-		go s.drainReads()
+		s.reads.running++
+	}
+	s.reads.mu.Unlock()
+	if start && !s.bg.goFn(s.drainReads) {
+		s.reads.mu.Lock()
+		s.reads.running--
+		s.reads.mu.Unlock()
+		// The store is closed: no drainer serves the queue, so this read
+		// goes alone (a drainer still running may serve it too: the
+		// channel is buffered).
+		snaps, err := s.client.GetAll(ctx, []*firestore.DocumentRef{ref})
+		if err != nil {
+			return nil, err
+		}
+		return snaps[0], nil
 	}
 	select {
 	case res := <-r.done:
@@ -63,7 +83,7 @@ func (s *Store) drainReads() {
 		s.reads.mu.Lock()
 		n := min(len(s.reads.q), maxReadBatch)
 		if n == 0 {
-			s.reads.running = false
+			s.reads.running--
 			s.reads.mu.Unlock()
 			return
 		}
@@ -80,8 +100,8 @@ func (s *Store) drainReads() {
 			refs[i], ctxs[i] = r.ref, r.ctx
 		}
 		// Bounded by its readers' deadlines, so a stalled read holds up
-		// the reads queued behind it no longer than its readers wait.
-		ctx, stop := sharedContext(ctxs, readTimeout)
+		// the reads it carries no longer than its readers wait.
+		ctx, stop := coalesce.Shared(ctxs, readTimeout)
 		snaps, err := s.client.GetAll(ctx, refs)
 		stop()
 		for i, r := range batch {

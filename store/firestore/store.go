@@ -29,6 +29,7 @@ import (
 
 	"github.com/stipend-mcp/stipend/payment"
 	"github.com/stipend-mcp/stipend/store"
+	"github.com/stipend-mcp/stipend/store/internal/coalesce"
 )
 
 // The collection names, before the prefix.
@@ -53,8 +54,8 @@ type Store struct {
 
 	// reads shares point reads of the consume path (reads.go).
 	reads reader
-	// lanes queues concurrent calls per entitlement (coalesce.go).
-	lanes lanes
+	// lanes queues concurrent calls per entitlement (lane.go).
+	lanes *coalesce.Lanes[*call, outcome]
 	// holds remembers the holds this instance authorized (remembered.go).
 	holds remembered
 	// completions and failures share concurrent changes of one payment
@@ -73,6 +74,8 @@ type Store struct {
 	leaseOpt LeaseOptions
 	leasing  leasing
 	counters counters
+	// bg holds the store's goroutines but the lanes' (close.go).
+	bg background
 }
 
 // Option configures a Store.
@@ -123,6 +126,7 @@ func New(client *firestore.Client, opts ...Option) *Store {
 	for _, o := range opts {
 		o(s)
 	}
+	s.lanes = s.newLanes()
 	return s
 }
 

@@ -59,8 +59,14 @@ type opResult struct {
 	hold    store.HoldResult
 }
 
-// applyBatch is the lanes' Apply: one transaction, retried as a whole.
-func (s *Store) applyBatch(ctx context.Context, entitlementID string, calls []coalesce.Call[op]) ([]coalesce.Result[opResult], error) {
+// applyBatch is the lanes' Apply: one transaction, retried as a whole,
+// that answers every call.
+func (s *Store) applyBatch(ctx context.Context, entitlementID string, lb *coalesce.Batch[op, opResult]) error {
+	calls := make([]*op, lb.Len())
+	for i := range calls {
+		o := lb.Op(i)
+		calls[i] = &o
+	}
 	var results []coalesce.Result[opResult]
 	err := s.run(ctx, "charge entitlement", func(tx pgx.Tx) error {
 		b := &batch{ctx: ctx, tx: tx, clock: s.clock, entitlementID: entitlementID}
@@ -68,7 +74,18 @@ func (s *Store) applyBatch(ctx context.Context, entitlementID string, calls []co
 		results, err = b.apply(calls)
 		return err
 	})
-	return results, err
+	if err != nil {
+		return err
+	}
+	for i, r := range results {
+		lb.Answer(i, r)
+	}
+	return nil
+}
+
+// what names an operation in errors.
+func (o op) what() string {
+	return [...]string{"consume", "authorize", "capture hold", "release hold"}[o.kind]
 }
 
 // batch is one attempt of a batch's transaction: what it read, and what it
@@ -101,7 +118,7 @@ type newKey struct {
 
 // apply reads what the calls need (the entitlement, locked; their keys;
 // their holds), applies each call in order to what it read, and writes.
-func (b *batch) apply(calls []coalesce.Call[op]) ([]coalesce.Result[opResult], error) {
+func (b *batch) apply(calls []*op) ([]coalesce.Result[opResult], error) {
 	if err := b.read(calls); err != nil {
 		return nil, err
 	}
@@ -112,7 +129,7 @@ func (b *batch) apply(calls []coalesce.Call[op]) ([]coalesce.Result[opResult], e
 	results := make([]coalesce.Result[opResult], len(calls))
 	for i := range calls {
 		var err error
-		results[i].Value, err = b.call(&calls[i].Op)
+		results[i].Value, err = b.call(calls[i])
 		if err != nil {
 			if store.CodeOf(err) == store.CodeInternal {
 				return nil, err // corrupt state: nothing of the batch is written
@@ -130,14 +147,14 @@ func (b *batch) apply(calls []coalesce.Call[op]) ([]coalesce.Result[opResult], e
 // after the lock is held, so they see what the last holder committed) the
 // calls' keys and holds: one round trip, the three pipelined, and one more
 // only when keys were used before.
-func (b *batch) read(calls []coalesce.Call[op]) error {
+func (b *batch) read(calls []*op) error {
 	var pairs []keyPair
 	var holdIDs []string
 	for i := range calls {
-		if k, ok := calls[i].Op.key(); ok {
+		if k, ok := calls[i].key(); ok {
 			pairs = append(pairs, k)
 		} else {
-			holdIDs = append(holdIDs, calls[i].Op.holdID)
+			holdIDs = append(holdIDs, calls[i].holdID)
 		}
 	}
 	rb := &pgx.Batch{}

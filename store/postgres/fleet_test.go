@@ -25,6 +25,14 @@ type fleet struct {
 
 func newFleetOf(all []*postgres.Store) *fleet { return &fleet{EntitlementStore: all[0], all: all} }
 
+// Close closes every instance.
+func (f *fleet) Close() error {
+	for _, s := range f.all {
+		_ = s.Close()
+	}
+	return nil
+}
+
 func (f *fleet) pick() *postgres.Store { return f.all[f.next.Add(1)%uint64(len(f.all))] }
 
 func (f *fleet) UpsertAccount(ctx context.Context, a entitlement.Account) (entitlement.Account, error) {

@@ -35,7 +35,9 @@ func open(tb testing.TB, cfg *pgxpool.Config, n int, now func() time.Time) []*po
 	tb.Helper()
 	out := make([]*postgres.Store, n)
 	for i := range out {
-		out[i] = postgres.New(pgtest.Open(tb, cfg, 8), postgres.WithClock(now))
+		s := postgres.New(pgtest.Open(tb, cfg, 8), postgres.WithClock(now))
+		tb.Cleanup(func() { _ = s.Close() }) // before the pool closes: cleanups run last first
+		out[i] = s
 	}
 	return out
 }

@@ -101,7 +101,7 @@ func New(pool *pgxpool.Pool, opts ...Option) *Store {
 	for _, o := range opts {
 		o(s)
 	}
-	s.lanes = coalesce.New(s.applyBatch, s.maxBatch, s.gather, s.retryBudget)
+	s.lanes = coalesce.New(s.applyBatch, coalesce.Options[op]{MaxBatch: s.maxBatch, Gather: s.gather, Budget: s.retryBudget, What: op.what})
 	return s
 }
 
@@ -128,5 +128,13 @@ func (s *Store) Ping(ctx context.Context) error {
 	if err := s.pool.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM accounts LIMIT 1)").Scan(&any); err != nil {
 		return pgfault.Read(err, "ping")
 	}
+	return nil
+}
+
+// Close implements store.EntitlementStore: it refuses new charges and
+// waits for the batches already queued. The pool stays open: its owner
+// closes it after.
+func (s *Store) Close() error {
+	s.lanes.Close()
 	return nil
 }

@@ -3,20 +3,19 @@ package postgres
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stipend-mcp/stipend/internal/pgfault"
+	"github.com/stipend-mcp/stipend/store/internal/retry"
 )
 
-// Backoff between transaction attempts: jittered, doubling from retryFirst
-// up to retryMax, for at most the store's retry budget.
-const (
-	retryFirst = 2 * time.Millisecond
-	retryMax   = 200 * time.Millisecond
-)
+// policy is the backoff between transaction attempts: jittered, doubling
+// from 2 ms up to 200 ms (store/internal/retry).
+func (s *Store) policy() retry.Policy {
+	return retry.Policy{First: 2 * time.Millisecond, Max: 200 * time.Millisecond, Budget: s.retryBudget}
+}
 
 // errRetry makes run start the transaction again: a body returns it when a
 // guard it inserted with ON CONFLICT DO NOTHING was taken by another
@@ -24,41 +23,29 @@ const (
 var errRetry = errors.New("a unique guard was taken concurrently")
 
 // run runs fn in a READ COMMITTED transaction and commits it, retrying
-// (from the start, with jittered backoff) when the server broke a deadlock
-// or a serialization failure, or when fn returns errRetry (a unique guard
-// was taken concurrently), until it commits, fails otherwise, ctx ends, or
-// the retry budget is spent. fn may run more than once: it must only
-// compute from what it reads. Errors are translated, with what naming the
-// operation; one from a COMMIT whose answer was lost is Uncertain, every
-// other one committed nothing.
+// (from the start, with the shared retry loop) when the server broke a
+// deadlock or a serialization failure, or when fn returns errRetry (a
+// unique guard was taken concurrently), until it commits, fails otherwise,
+// ctx ends, or the retry budget (or ctx's deadline, if sooner) is spent.
+// fn may run more than once: it must only compute from what it reads.
+// Errors are translated, with what naming the operation; one from a COMMIT
+// whose answer was lost is Uncertain, every other one committed nothing.
 func (s *Store) run(ctx context.Context, what string, fn func(tx pgx.Tx) error) error {
-	deadline := time.Now().Add(s.retryBudget)
-	wait := retryFirst
-	for {
-		committing, err := s.attempt(ctx, fn)
-		if err == nil {
-			return nil
-		}
-		if !(errors.Is(err, errRetry) || pgfault.Retryable(err)) || ctx.Err() != nil {
-			if committing {
-				return pgfault.Write(err, "%s", what)
-			}
-			return pgfault.Read(err, "%s", what)
-		}
-		// Full jitter over [wait/2, wait): transactions that collided spread out.
-		d := wait/2 + rand.N(wait/2+1)
-		if time.Now().Add(d).After(deadline) {
-			return pgfault.Read(err, "%s: contention outlasted the retry budget", what)
-		}
-		t := time.NewTimer(d)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return pgfault.Read(ctx.Err(), "%s", what)
-		case <-t.C:
-		}
-		wait = min(2*wait, retryMax)
+	committing := false
+	err, stop := retry.Run(ctx, s.policy(), func() error {
+		var err error
+		committing, err = s.attempt(ctx, fn)
+		return err
+	}, func(err error) bool { return errors.Is(err, errRetry) || pgfault.Retryable(err) })
+	switch {
+	case err == nil:
+		return nil
+	case stop == retry.Exhausted:
+		return pgfault.Read(err, "%s: contention outlasted the retry budget (or the caller's deadline, if sooner)", what)
+	case stop == retry.Cancelled || !committing:
+		return pgfault.Read(err, "%s", what)
 	}
+	return pgfault.Write(err, "%s", what)
 }
 
 // attempt runs fn once in a transaction. committing reports that fn
