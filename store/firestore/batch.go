@@ -10,6 +10,7 @@ import (
 	"github.com/stipend-mcp/stipend/entitlement"
 	"github.com/stipend-mcp/stipend/event"
 	"github.com/stipend-mcp/stipend/store"
+	"github.com/stipend-mcp/stipend/store/internal/charge"
 )
 
 // maxWrites is the most writes one Firestore commit takes.
@@ -26,17 +27,15 @@ const callWrites = 2
 // calls (and the batch's own expiry) touch it, which keeps the count
 // against the commit's 500 writes exact.
 type batch struct {
+	// Batch is the charge engine's state: the entitlement as read and
+	// changed (E, Found, Changed), the instant (Now) and its events.
+	charge.Batch
 	s      *Store
 	tx     *firestore.Transaction
-	now    time.Time
 	entRef *firestore.DocumentRef
 	// entSnap is the entitlement's document as read, outside the
 	// transaction: the batch writes it back guarded (guard.go).
 	entSnap *firestore.DocumentSnapshot
-	e       entitlement.Entitlement
-	found   bool
-	// changed: the entitlement must be written.
-	changed bool
 	keys    map[string]*batchKey
 	order   []*batchKey // the keys in the order they were read
 	// ended are the holds this batch ended by expiry whose documents no
@@ -122,6 +121,7 @@ func (s *Store) applyBatch(ctx context.Context, tx *firestore.Transaction, entit
 // second read.
 func (s *Store) readBatch(ctx context.Context, tx *firestore.Transaction, entitlementID string, calls []*call) (*batch, error) {
 	b := &batch{s: s, tx: tx, entRef: s.entitlementRef(entitlementID), keys: make(map[string]*batchKey, len(calls))}
+	b.ID = entitlementID
 	refs := []*firestore.DocumentRef{b.entRef}
 	for _, c := range calls {
 		if c.key != "" && c.pre == nil && b.keys[c.key] == nil {
@@ -143,7 +143,7 @@ func (s *Store) readBatch(ctx context.Context, tx *firestore.Transaction, entitl
 	for _, c := range calls {
 		if c.pre != nil && b.keys[c.key] == nil {
 			k := b.key(c.key)
-			k.keyDoc = c.pre.clone()
+			k.keyDoc = c.pre.Clone()
 			known = append(known, k)
 		}
 	}
@@ -159,8 +159,8 @@ func (s *Store) readBatch(ctx context.Context, tx *firestore.Transaction, entitl
 	}
 	b.writes = 1 // the entitlement
 	b.entSnap = snaps[0]
-	if b.found = snaps[0].Exists(); b.found {
-		if b.e, err = entitlementFrom(snaps[0]); err != nil {
+	if b.Found = snaps[0].Exists(); b.Found {
+		if b.E, err = entitlementFrom(snaps[0]); err != nil {
 			return nil, err
 		}
 		b.writer, b.writtenAt = writerOf(snaps[0])
@@ -171,21 +171,18 @@ func (s *Store) readBatch(ctx context.Context, tx *firestore.Transaction, entitl
 	if err := b.gatherIfNeeded(ctx, calls); err != nil {
 		return nil, err
 	}
-	b.now = s.clock() // after the reads: see instantAfterReads
-	if !b.found {
+	b.Now = s.clock() // after the reads: see instantAfterReads
+	if !b.Found {
 		return b, nil
 	}
-	b.changed = b.e.Refresh(b.now)
-	expiry := expiries(&b.e)
-	ended := b.e.ExpireHolds(b.now)
+	expiry := expiries(&b.E)
+	ended := b.Start()
 	b.expiredByBatch = len(ended)
-	b.changed = b.changed || len(ended) > 0
 	for _, id := range ended {
 		if k := b.keys[id]; k != nil {
-			if k.Hold == nil {
+			if !charge.EndExpired(&k.keyDoc, ended, b.Now) {
 				return nil, b.corrupt(k, "the entitlement holds it, but its document is no hold")
 			}
-			k.Hold.End(entitlement.HoldExpired, b.now)
 			b.touch(k)
 			continue
 		}
@@ -227,7 +224,7 @@ func (b *batch) decodeKeys(snaps []*firestore.DocumentSnapshot) error {
 func (b *batch) confirm(ctx context.Context, known []*batchKey) error {
 	var refs []*firestore.DocumentRef
 	for _, k := range known {
-		if b.found && slices.ContainsFunc(b.e.Holds, func(o entitlement.OpenHold) bool { return o.ID == k.ref.ID }) {
+		if b.Found && slices.ContainsFunc(b.E.Holds, func(o entitlement.OpenHold) bool { return o.ID == k.ref.ID }) {
 			k.stored = true
 			continue
 		}
@@ -268,43 +265,66 @@ func (b *batch) fence(c *call) error {
 	}
 	b.marked[path] = true
 	b.writes++
-	return b.tx.Update(fd.f.Doc(), fd.f.Mark(b.now), firestore.LastUpdateTime(fd.snap.UpdateTime))
+	return b.tx.Update(fd.f.Doc(), fd.f.Mark(b.Now), firestore.LastUpdateTime(fd.snap.UpdateTime))
 }
 
 // event writes an outbox event about the entitlement.
 func (b *batch) event(typ event.Type, data any) error {
 	b.writes++
-	return b.s.enqueue(b.tx, typ, b.e.AgentID, b.now, data)
+	return b.s.enqueue(b.tx, typ, b.E.AgentID, b.Now, data)
 }
 
 // after is the entitlement as a call's answer shows it.
 func (b *batch) after() entitlement.Entitlement {
-	e := b.e.Clone()
-	e.Refresh(b.now)
+	e := b.E.Clone()
+	e.Refresh(b.Now)
 	return e
 }
 
-// ours reports whether the entitlement exists and belongs to agentID.
-func (b *batch) ours(agentID string) bool { return b.found && b.e.AgentID == agentID }
-
-// apply applies one call.
+// apply applies one call with the charge engine, marks its document to
+// be written if the call changed it, and writes the events it raised. A
+// call's own failure (a hold not found, a conflict) is its outcome's err;
+// a returned error (corrupt data) fails the batch.
 func (b *batch) apply(c *call) (outcome, error) {
+	if c.op == opExpire {
+		n := b.expiredByBatch
+		b.expiredByBatch = 0
+		return outcome{ended: n}, nil
+	}
 	k := b.keys[c.key]
+	before, events := k.keyDoc, len(b.Events)
+	var o outcome
 	switch c.op {
 	case opConsume:
-		return b.consume(c, k)
+		o.consume = b.Consume(c.consume, &k.keyDoc, k.ref.ID, c.fingerprint)
 	case opAuthorize:
-		return b.authorize(c, k)
+		o.hold = b.Authorize(c.hold, &k.keyDoc, k.ref.ID, c.fingerprint)
 	case opCapture:
-		return b.capture(c, k)
+		o.hold, o.err = b.Capture(&k.keyDoc, c.key, c.agentID, c.amount, k.ref.ID)
 	case opRelease:
-		return b.release(c, k)
+		o.hold, o.err = b.Release(&k.keyDoc, c.key, c.agentID)
 	case opRefund:
-		return b.refund(c, k)
+		o.refund, o.err = b.Refund(&k.keyDoc, c.key, c.amount, func() error { return b.fence(c) })
 	}
-	n := b.expiredByBatch
-	b.expiredByBatch = 0
-	return outcome{ended: n}, nil
+	if store.CodeOf(o.err) == store.CodeInternal {
+		return outcome{}, o.err
+	}
+	if o.err == nil && (k.Cons != before.Cons || k.Hold != before.Hold || changedHold(o.hold)) {
+		b.touch(k)
+	}
+	for _, ev := range b.Events[events:] {
+		b.writes++
+		if err := b.s.enqueue(b.tx, ev.Type, ev.AgentID, b.Now, ev.Data); err != nil {
+			return outcome{}, err
+		}
+	}
+	return o, nil
+}
+
+// changedHold reports whether a capture or release answer ended its hold
+// (the hold's document changes in place).
+func changedHold(r store.HoldResult) bool {
+	return r.Outcome == store.Captured || r.Outcome == store.Released
 }
 
 // write writes the entitlement and every document the batch changed, each
@@ -313,13 +333,13 @@ func (b *batch) apply(c *call) (outcome, error) {
 // write is what makes the commit fail if it changed since the batch read
 // it.
 func (b *batch) write() error {
-	if b.found && (b.changed || b.writes > 1) {
-		if err := putGuarded(b.tx, b.entSnap, b.s.writtenDoc(&b.e, b.now)); err != nil {
+	if b.Found && (b.Changed || b.writes > 1) {
+		if err := putGuarded(b.tx, b.entSnap, b.s.writtenDoc(&b.E, b.Now)); err != nil {
 			return err
 		}
 	}
 	if b.took != nil {
-		if err := b.tx.Create(b.s.leaseRef(b.e.ID, b.took.ID), leaseDoc(b.took)); err != nil {
+		if err := b.tx.Create(b.s.leaseRef(b.E.ID, b.took.ID), leaseDoc(b.took)); err != nil {
 			return err
 		}
 	}
@@ -340,11 +360,11 @@ func (b *batch) write() error {
 		var err error
 		switch {
 		case k.stored && k.snap != nil:
-			err = putGuarded(b.tx, k.snap, k.document())
+			err = putGuarded(b.tx, k.snap, keyDocument(&k.keyDoc))
 		case k.stored: // an open hold the registry vouches for (readBatch)
-			err = b.tx.Set(k.ref, k.document())
+			err = b.tx.Set(k.ref, keyDocument(&k.keyDoc))
 		default:
-			err = b.tx.Create(k.ref, k.document())
+			err = b.tx.Create(k.ref, keyDocument(&k.keyDoc))
 		}
 		if err != nil {
 			return err

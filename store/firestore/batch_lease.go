@@ -21,10 +21,10 @@ import (
 // come before writes); the folded leases are written closed with the
 // entitlement, so any lane still spending one reads it closed.
 func (b *batch) gatherIfNeeded(ctx context.Context, calls []*call) error {
-	if !b.found || len(b.e.Leases) == 0 || !b.e.NeedsGather(b.s.clock(), b.demand(calls)) {
+	if !b.Found || len(b.E.Leases) == 0 || !b.E.NeedsGather(b.s.clock(), b.demand(calls)) {
 		return nil
 	}
-	refs := b.s.leaseRefs(&b.e)
+	refs := b.s.leaseRefs(&b.E)
 	snaps, err := b.s.readGuarded(ctx, refs...)
 	if err != nil {
 		return err
@@ -37,10 +37,10 @@ func (b *batch) gatherIfNeeded(ctx context.Context, calls []*call) error {
 	for i := range leases {
 		ptrs[i] = &leases[i]
 	}
-	if !b.e.Gather(ptrs) {
+	if !b.E.Gather(ptrs) {
 		return corruptLease(refs[0])
 	}
-	b.gathered, b.gatheredSnaps, b.changed = leases, snaps, true
+	b.gathered, b.gatheredSnaps, b.Changed = leases, snaps, true
 	b.writes += len(leases)
 	return nil
 }
@@ -52,17 +52,17 @@ func (b *batch) demand(calls []*call) int64 {
 	for _, c := range calls {
 		switch c.op {
 		case opConsume:
-			n += amountOf(&b.e, c.consume)
+			n += amountOf(&b.E, c.consume)
 		case opAuthorize:
-			n += amountOf(&b.e, &c.hold.ConsumeRequest)
+			n += amountOf(&b.E, &c.hold.ConsumeRequest)
 		case opCapture:
-			if h := c.pre.Hold; h != nil && b.e.Type == entitlement.TypeCredits {
+			if h := c.pre.Hold; h != nil && b.E.Type == entitlement.TypeCredits {
 				n += h.MaxCost.Cents
 			} else if h != nil {
 				n += h.MaxUnits
 			}
 		case opRefund:
-			if b.e.Type == entitlement.TypeQuota {
+			if b.E.Type == entitlement.TypeQuota {
 				return math.MaxInt64
 			}
 		}
@@ -196,7 +196,7 @@ func (s *Store) leaseWish(entitlementID string, ll *leaseLane) leaseWish {
 // recently (seen by this batch or a recent one). A lone instance never
 // leases.
 func (b *batch) takeLease(w leaseWish, out []outcome) {
-	if w.off || !b.found || b.e.Type == entitlement.TypeSubscription || b.e.Status != entitlement.StatusActive ||
+	if w.off || !b.Found || b.E.Type == entitlement.TypeSubscription || b.E.Status != entitlement.StatusActive ||
 		b.writes+1 > maxWrites {
 		return
 	}
@@ -206,15 +206,15 @@ func (b *batch) takeLease(w leaseWish, out []outcome) {
 		if c := out[i].consume; c.Outcome == store.Consumed {
 			consumes++
 			n := c.Consumption.Units
-			if b.e.Type == entitlement.TypeCredits {
+			if b.E.Type == entitlement.TypeCredits {
 				n = c.Consumption.Cost.Cents
 			}
 			units += n
 			largest = max(largest, n)
 		}
 	}
-	other := len(b.e.Leases) > 0 || w.attempt > 1 ||
-		(b.writer != "" && b.writer != b.s.owner && b.now.Sub(b.writtenAt) < recentWriter)
+	other := len(b.E.Leases) > 0 || w.attempt > 1 ||
+		(b.writer != "" && b.writer != b.s.owner && b.Now.Sub(b.writtenAt) < recentWriter)
 	b.other = other
 	// A retry is contention right now: the entitlement is hot across
 	// instances even if this batch holds one call.
@@ -229,12 +229,12 @@ func (b *batch) takeLease(w leaseWish, out []outcome) {
 			want = min(want, w.maxSize)
 		}
 	}
-	n := b.e.LeaseSize(b.now, want)
+	n := b.E.LeaseSize(b.Now, want)
 	if n <= 0 {
 		return
 	}
-	l := b.e.TakeLease(uuid.NewString(), b.s.owner, n)
-	b.took, b.changed = &l, true
+	l := b.E.TakeLease(uuid.NewString(), b.s.owner, n)
+	b.took, b.Changed = &l, true
 	b.writes++
 }
 

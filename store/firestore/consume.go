@@ -56,7 +56,7 @@ func (s *Store) FindKey(ctx context.Context, agentID, key string) (charge.Used, 
 	if err != nil {
 		return charge.Used{}, err
 	}
-	return k.used(s.clock()), nil
+	return k.Used(s.clock()), nil
 }
 
 // readKey reads the consumptions document id (a consumption's or a hold's

@@ -22,58 +22,11 @@ import (
 // to the same document.
 
 // keyDoc is the document of one idempotency key: a consumption (Cons), a
-// hold (Hold), or a captured hold (both).
-type keyDoc struct {
-	Cons *entitlement.Consumption
-	Hold *entitlement.Hold
-}
+// hold (Hold), or a captured hold (both): the charge engine's record.
+type keyDoc = charge.Record
 
-// clone returns a copy of k that shares nothing with it.
-func (k *keyDoc) clone() keyDoc {
-	var c keyDoc
-	if k.Cons != nil {
-		cons := *k.Cons
-		if cons.Refund != nil {
-			r := *cons.Refund
-			cons.Refund = &r
-		}
-		if cons.RemainingAfter != nil {
-			n := *cons.RemainingAfter
-			cons.RemainingAfter = &n
-		}
-		c.Cons = &cons
-	}
-	if k.Hold != nil {
-		h := *k.Hold
-		if h.EndedAt != nil {
-			t := *h.EndedAt
-			h.EndedAt = &t
-		}
-		if h.Captured != nil {
-			ch := *h.Captured
-			h.Captured = &ch
-		}
-		c.Hold = &h
-	}
-	return c
-}
-
-// used is what the key was used for, as charge.ReplayOf and HoldReplayOf
-// take it, with the hold shown as it is at now.
-func (k *keyDoc) used(now time.Time) charge.Used {
-	var u charge.Used
-	if k.Cons != nil {
-		u.Consumption = *k.Cons
-	}
-	if k.Hold != nil {
-		u.Hold = *k.Hold
-		u.Hold.Refresh(now)
-	}
-	return u
-}
-
-// document is k as stored.
-func (k *keyDoc) document() map[string]any {
+// keyDocument is k as stored.
+func keyDocument(k *keyDoc) map[string]any {
 	d := map[string]any{}
 	if k.Cons != nil {
 		d = consumptionDoc(k.Cons)

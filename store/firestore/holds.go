@@ -49,9 +49,9 @@ func (s *Store) GetHold(ctx context.Context, id string) (entitlement.Hold, error
 // CaptureHold implements store.EntitlementStore.
 func (s *Store) CaptureHold(ctx context.Context, id, agentID string, amount entitlement.Amount) (store.HoldResult, error) {
 	c := &call{ctx: ctx, op: opCapture, key: docID(id), agentID: agentID, amount: amount}
-	o, err := s.finishHold(c, func(k *keyDoc) *outcome {
-		_, done := settleCapture(k, c)
-		return done
+	o, err := s.finishHold(c, func(k *keyDoc) (bool, error) {
+		_, done, err := charge.SettleCapture(k, c.key, agentID, amount)
+		return done, err
 	})
 	return o.hold, err
 }
@@ -59,14 +59,14 @@ func (s *Store) CaptureHold(ctx context.Context, id, agentID string, amount enti
 // ReleaseHold implements store.EntitlementStore.
 func (s *Store) ReleaseHold(ctx context.Context, id, agentID string) (store.HoldResult, error) {
 	c := &call{ctx: ctx, op: opRelease, key: docID(id), agentID: agentID}
-	o, err := s.finishHold(c, func(k *keyDoc) *outcome { return checkRelease(k, c) })
+	o, err := s.finishHold(c, func(k *keyDoc) (bool, error) { return charge.CheckRelease(k, c.key, agentID) })
 	return o.hold, err
 }
 
 // finishHold runs the capture or release c: with the hold as this instance
 // authorized it (s.holds) or else as read now, answering at once when check
 // can, and otherwise on the lane of the hold's entitlement.
-func (s *Store) finishHold(c *call, check func(*keyDoc) *outcome) (outcome, error) {
+func (s *Store) finishHold(c *call, check func(*keyDoc) (done bool, err error)) (outcome, error) {
 	k, ok := s.holds.get(c.key)
 	if !ok {
 		var err error
@@ -74,8 +74,10 @@ func (s *Store) finishHold(c *call, check func(*keyDoc) *outcome) (outcome, erro
 			return outcome{}, err
 		}
 	}
-	if done := check(&k); done != nil {
-		return *done, done.err
+	if done, err := check(&k); err != nil {
+		return outcome{}, err
+	} else if done { // a replay of an ended hold
+		return outcome{hold: store.HoldResult{Outcome: store.Replay, Hold: *k.Hold, Consumption: consumptionOf(&k)}}, nil
 	}
 	c.pre = &k
 	o := s.queue(k.Hold.EntitlementID, c)
@@ -98,9 +100,23 @@ func (s *Store) RefundConsumption(ctx context.Context, id string, amount entitle
 		return store.RefundResult{}, err
 	}
 	c := &call{ctx: ctx, op: opRefund, key: docID(id), amount: amount, fence: f}
-	if _, done := checkRefund(&k, c); done != nil {
-		return done.refund, done.err
+	if _, err := charge.CheckRefund(&k, c.key, amount); err != nil {
+		return store.RefundResult{}, err
 	}
 	o := s.queue(k.Cons.EntitlementID, c)
 	return o.refund, o.err
+}
+
+// consumptionOf is the consumption of k, or none.
+func consumptionOf(k *keyDoc) entitlement.Consumption {
+	if k.Cons == nil {
+		return entitlement.Consumption{}
+	}
+	return *k.Cons
+}
+
+func holdNotFound(id string) error { return store.Errorf(store.CodeNotFound, "hold %q", id) }
+
+func consumptionNotFound(id string) error {
+	return store.Errorf(store.CodeNotFound, "consumption %q", id)
 }

@@ -138,7 +138,7 @@ func (s *Store) runBatch(ctx context.Context, entitlementID string, calls []*cal
 	for i := range results {
 		calls[i].answer(results[i])
 	}
-	info := directInfo{e: b.e, found: b.found, gathered: len(b.gathered) > 0, took: b.took, other: b.other}
+	info := directInfo{e: b.E, found: b.Found, gathered: len(b.gathered) > 0, took: b.took, other: b.other}
 	s.counters.batches.Add(1)
 	if info.gathered {
 		s.counters.gathers.Add(1)

@@ -120,8 +120,8 @@ func (s *Store) runLeaseBatch(ctx context.Context, ll *leaseLane, leaseID string
 		now := s.clock() // after the reads: see instantAfterReads
 		for _, c := range calls {
 			k := keys[c.key]
-			if !k.unused() {
-				answers, taken = append(answers, outcome{consume: charge.ReplayOf(k.used(now), c.consume)}), append(taken, c)
+			if !k.Unused() {
+				answers, taken = append(answers, outcome{consume: charge.ReplayOf(k.Used(now), c.consume)}), append(taken, c)
 				continue
 			}
 			if ent.AgentID != c.consume.AgentID {
@@ -157,7 +157,7 @@ func (s *Store) runLeaseBatch(ctx context.Context, ll *leaseLane, leaseID string
 		}
 		for _, k := range order {
 			if k.written {
-				if err := tx.Create(k.ref, k.document()); err != nil {
+				if err := tx.Create(k.ref, keyDocument(&k.keyDoc)); err != nil {
 					return err
 				}
 			}

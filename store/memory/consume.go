@@ -8,7 +8,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/stipend-mcp/stipend/entitlement"
-	"github.com/stipend-mcp/stipend/event"
 	"github.com/stipend-mcp/stipend/store"
 	"github.com/stipend-mcp/stipend/store/internal/charge"
 )
@@ -103,32 +102,15 @@ func (s *Store) ConsumeOne(_ context.Context, req *entitlement.ConsumeRequest, e
 // and records the consumption. The caller holds s.mu and has checked that
 // the agent's key is unused.
 func (s *Store) consumeLocked(req *entitlement.ConsumeRequest, stored *entitlement.Entitlement, entitlementID string, now time.Time) (store.ConsumeResult, error) {
-	if stored == nil || stored.AgentID != req.AgentID {
-		return charge.DeniedBy(entitlementID, entitlement.ReasonNotFound), nil
+	b, expired := start(entitlementID, stored, now)
+	var r charge.Record // the key is unused
+	res := b.Consume(req, &r, uuid.NewString(), req.Fingerprint())
+	if err := s.commitBatch(stored, b, expired); err != nil {
+		return store.ConsumeResult{}, err
 	}
-	// The charge is computed on a copy and stored only once everything it
-	// writes is ready, so a failure leaves the store as it was. A denial
-	// keeps a lazy quota reset and the end of expired holds, which change
-	// nothing a caller can see.
-	next, expired := edit(stored, now)
-	c, reason := next.Consume(now, req, uuid.NewString(), req.Fingerprint())
-	if reason != "" {
-		s.commit(stored, &next, expired, now)
-		return charge.DeniedBy(entitlementID, reason), nil
+	if r.Cons != nil {
+		s.putConsumption(r.Cons)
 	}
-	res := store.ConsumeResult{Outcome: store.Consumed, Consumption: c, Entitlement: next.Clone()}
-	var depleted []event.Event
-	if c.Depleted() || c.LowBalance {
-		after := res.Entitlement // only this branch's copy escapes to the heap
-		evs, err := s.newEvents(chargeEvents(&c, &after)...)
-		if err != nil {
-			return store.ConsumeResult{}, err
-		}
-		depleted = evs
-	}
-	s.commit(stored, &next, expired, now)
-	s.putConsumption(&c)
-	s.events.add(depleted...)
 	return res, nil
 }
 

@@ -13,22 +13,63 @@ import (
 	"github.com/stipend-mcp/stipend/store/internal/charge"
 )
 
-// Every change of a stored entitlement goes through edit and commit: edit
-// makes the copy to change, with the holds past their expiry already ended
-// (every transaction on an entitlement ends them first), and commit writes
-// it back and marks those holds expired. A call that fails between the two
-// leaves the store as it was.
+// Every change of a stored entitlement goes through the charge engine
+// (store/internal/charge): start makes the copy to change, with the lazy
+// resets applied and the holds past their expiry already ended (every
+// transaction on an entitlement ends them first), and commit writes it
+// back, marks those holds expired and adds the events. A call that fails
+// before commit leaves the store as it was.
 
-// edit returns a copy of the stored entitlement e to change at now, sharing
-// nothing the rules change with e, and the IDs of the holds it ended.
+// start returns the charge engine on a copy of the stored entitlement e
+// (nil: absent) at now, sharing nothing the rules change with e, and the
+// IDs of the holds it ended.
+func start(id string, e *entitlement.Entitlement, now time.Time) (*charge.Batch, []string) {
+	b := &charge.Batch{Now: now, ID: id}
+	if e != nil {
+		b.E, b.Found = *e, true
+		b.E.Holds = slices.Clone(e.Holds) // nil stays nil: a consume without holds allocates nothing here
+	}
+	return b, b.Start()
+}
+
+// commitBatch stores what b did to the stored entitlement e: its new state, the
+// holds it ended by expiry, its events. A denial keeps the lazy reset and
+// the end of expired holds, which change nothing a caller can see. Only
+// encoding an event can fail, and then nothing is written. Callers hold
+// s.mu.
+func (s *Store) commitBatch(e *entitlement.Entitlement, b *charge.Batch, expired []string) error {
+	if e == nil {
+		return nil
+	}
+	var evs []event.Event
+	if len(b.Events) > 0 {
+		ps := make([]pendingEvent, len(b.Events))
+		for i, ev := range b.Events {
+			ps[i] = pending(ev.Type, ev.AgentID, ev.Data)
+		}
+		var err error
+		if evs, err = s.newEvents(ps...); err != nil {
+			return err
+		}
+	}
+	*e = b.E
+	s.endHolds(expired, entitlement.HoldExpired, b.Now)
+	s.events.add(evs...)
+	return nil
+}
+
+// edit and commit are start and commitBatch for the changes of an
+// entitlement that are not charges (revoke, update, disputes): edit
+// returns a copy of the stored entitlement e to change at now, sharing
+// nothing the rules change with e, with the holds past their expiry
+// ended, and their IDs; commit stores next as e and marks those holds
+// expired. Callers hold s.mu.
 func edit(e *entitlement.Entitlement, now time.Time) (entitlement.Entitlement, []string) {
 	next := *e
-	next.Holds = slices.Clone(e.Holds) // nil stays nil: a consume without holds allocates nothing here
+	next.Holds = slices.Clone(e.Holds)
 	return next, next.ExpireHolds(now)
 }
 
-// commit stores next as e and marks expired the holds edit ended. Callers
-// hold s.mu.
 func (s *Store) commit(e, next *entitlement.Entitlement, expired []string, now time.Time) {
 	*e = *next
 	s.endHolds(expired, entitlement.HoldExpired, now)
@@ -60,17 +101,16 @@ func (s *Store) AuthorizeOne(_ context.Context, req *entitlement.HoldRequest, en
 		return charge.HoldReplayOf(prior, req), nil
 	}
 	stored := s.entitlements[entitlementID]
-	if stored == nil || stored.AgentID != req.AgentID {
-		return charge.HoldDeniedBy(entitlementID, entitlement.ReasonNotFound), nil
+	b, expired := start(entitlementID, stored, now)
+	var r charge.Record // the key is unused
+	res := b.Authorize(req, &r, uuid.NewString(), req.Fingerprint())
+	if err := s.commitBatch(stored, b, expired); err != nil {
+		return store.HoldResult{}, err
 	}
-	next, expired := edit(stored, now)
-	h, reason := next.Authorize(now, req, uuid.NewString(), req.Fingerprint())
-	s.commit(stored, &next, expired, now) // a denial keeps the lazy reset and the expiries
-	if reason != "" {
-		return charge.HoldDeniedBy(entitlementID, reason), nil
+	if r.Hold != nil {
+		s.putHold(r.Hold)
 	}
-	s.putHold(&h)
-	return store.HoldResult{Outcome: store.Held, Hold: h, Entitlement: shown(stored, now)}, nil
+	return res, nil
 }
 
 // GetHold returns the hold as it is now, or ErrNotFound.
@@ -99,80 +139,56 @@ func (s *Store) ownHold(id, agentID string) (*entitlement.Hold, error) {
 // CaptureHold charges amount (nil fields: the hold's maximum) to the open
 // hold id of agentID, returning the rest of the reservation.
 func (s *Store) CaptureHold(_ context.Context, id, agentID string, amount entitlement.Amount) (store.HoldResult, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	h, err := s.ownHold(id, agentID)
-	if err != nil {
-		return store.HoldResult{}, err
-	}
-	ch, err := h.Settle(amount)
-	if err != nil {
-		return store.HoldResult{}, store.Wrap(store.CodeInvalid, err, "capture of hold %q", id)
-	}
-	now := s.clock()
-	switch h.Status {
-	case entitlement.HoldCaptured:
-		if *h.Captured != ch {
-			return store.HoldResult{}, store.Errorf(store.CodeConflict, "hold %q was captured with another amount", id)
-		}
-		return store.HoldResult{Outcome: store.Replay, Hold: copyHold(h), Consumption: copyConsumption(s.consumptions[h.ConsumptionID])}, nil
-	case entitlement.HoldReleased:
-		return store.HoldResult{}, store.Errorf(store.CodeConflict, "hold %q was released", id)
-	case entitlement.HoldExpired:
-		return store.HoldResult{}, store.Wrap(store.CodeConflict, entitlement.ErrHoldExpired, "hold %q", id)
-	}
-	e := s.entitlements[h.EntitlementID]
-	next, expired := edit(e, now)
-	captured := copyHold(h)
-	c, ok := next.Capture(now, &captured, ch, uuid.NewString())
-	if !ok {
-		// Capture refuses only a hold no longer on its entitlement: this
-		// one, past its expiry, which edit has just ended.
-		s.commit(e, &next, expired, now)
-		return store.HoldResult{}, store.Wrap(store.CodeConflict, entitlement.ErrHoldExpired, "hold %q", id)
-	}
-	res := store.HoldResult{Outcome: store.Captured, Hold: captured, Entitlement: next.Clone(), Consumption: c}
-	var depleted []event.Event
-	if c.Depleted() || c.LowBalance {
-		if depleted, err = s.newEvents(chargeEvents(&c, &res.Entitlement)...); err != nil {
-			return store.HoldResult{}, err
-		}
-	}
-	s.commit(e, &next, expired, now)
-	*h = copyHold(&captured)
-	s.putConsumption(&c)
-	s.events.add(depleted...)
-	return res, nil
+	return s.finishHold(id, agentID, func(b *charge.Batch, r *charge.Record) (store.HoldResult, error) {
+		return b.Capture(r, id, agentID, amount, uuid.NewString())
+	})
 }
 
 // ReleaseHold returns all that the open hold id of agentID reserved.
 func (s *Store) ReleaseHold(_ context.Context, id, agentID string) (store.HoldResult, error) {
+	return s.finishHold(id, agentID, func(b *charge.Batch, r *charge.Record) (store.HoldResult, error) {
+		return b.Release(r, id, agentID)
+	})
+}
+
+// finishHold runs a capture or release (apply) of agentID's hold id with
+// the charge engine on the hold's entitlement, and stores the hold as it
+// ended and the capture's consumption.
+func (s *Store) finishHold(id, agentID string, apply func(*charge.Batch, *charge.Record) (store.HoldResult, error)) (store.HoldResult, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	h, err := s.ownHold(id, agentID)
 	if err != nil {
 		return store.HoldResult{}, err
 	}
-	now := s.clock()
-	switch h.Status {
-	case entitlement.HoldCaptured:
-		return store.HoldResult{}, store.Errorf(store.CodeConflict, "hold %q was captured", id)
-	case entitlement.HoldReleased, entitlement.HoldExpired:
-		return store.HoldResult{Outcome: store.Replay, Hold: copyHold(h)}, nil
-	}
 	e := s.entitlements[h.EntitlementID]
-	next, expired := edit(e, now)
-	released := copyHold(h)
-	if !next.Release(now, &released) {
-		// Only a hold past its expiry is open but no longer on its
-		// entitlement: edit has just ended it, and a release of an
-		// expired hold is a replay.
-		s.commit(e, &next, expired, now)
-		return store.HoldResult{Outcome: store.Replay, Hold: copyHold(h)}, nil
+	b, expired := start(h.EntitlementID, e, s.clock())
+	b.Consumption = func(cid string) (entitlement.Consumption, error) {
+		if c := s.consumptions[cid]; c != nil {
+			return copyConsumption(c), nil
+		}
+		return entitlement.Consumption{}, store.Errorf(store.CodeInternal, "corrupt data: hold %s names missing consumption %s", id, cid)
 	}
-	s.commit(e, &next, expired, now)
-	*h = copyHold(&released)
-	return store.HoldResult{Outcome: store.Released, Hold: released, Entitlement: shown(e, now)}, nil
+	ended := copyHold(h)
+	r := charge.Record{Hold: &ended}
+	charge.EndExpired(&r, expired, b.Now)
+	res, err := apply(b, &r)
+	if store.CodeOf(err) == store.CodeInternal {
+		return store.HoldResult{}, err
+	}
+	if cerr := s.commitBatch(e, b, expired); cerr != nil {
+		return store.HoldResult{}, cerr
+	}
+	if err != nil {
+		return store.HoldResult{}, err
+	}
+	if res.Outcome == store.Captured || res.Outcome == store.Released {
+		*h = copyHold(&ended)
+	}
+	if res.Outcome == store.Captured {
+		s.putConsumption(r.Cons)
+	}
+	return res, nil
 }
 
 // ExpireHolds ends the holds past their expiry on up to limit entitlements
@@ -194,11 +210,13 @@ func (s *Store) ExpireHolds(_ context.Context, limit int) (int, error) {
 		if len(e.Holds) == 0 {
 			continue
 		}
-		next, expired := edit(e, now)
+		b, expired := start(e.ID, e, now)
 		if len(expired) == 0 {
 			continue
 		}
-		s.commit(e, &next, expired, now)
+		if err := s.commitBatch(e, b, expired); err != nil {
+			return ended, err
+		}
 		ended += len(expired)
 		touched++
 	}

@@ -2,11 +2,10 @@ package memory
 
 import (
 	"context"
-	"errors"
 
 	"github.com/stipend-mcp/stipend/entitlement"
-	"github.com/stipend-mcp/stipend/event"
 	"github.com/stipend-mcp/stipend/store"
+	"github.com/stipend-mcp/stipend/store/internal/charge"
 )
 
 // GetConsumption returns the consumption, or ErrNotFound.
@@ -29,35 +28,20 @@ func (s *Store) RefundConsumption(ctx context.Context, id string, amount entitle
 	if c == nil {
 		return store.RefundResult{}, store.Errorf(store.CodeNotFound, "consumption %q", id)
 	}
-	ch, err := c.RefundCharge(amount)
-	if err != nil {
-		return store.RefundResult{}, store.Wrap(store.CodeInvalid, err, "refund of consumption %q", id)
-	}
 	e := s.entitlements[c.EntitlementID]
-	now := s.clock()
-	if c.Refund != nil {
-		if c.Refund.Charge != ch {
-			return store.RefundResult{}, store.Wrap(store.CodeConflict, entitlement.ErrRefundRefused, "consumption %q was refunded with another amount", id)
-		}
-		return store.RefundResult{Consumption: copyConsumption(c), Entitlement: shown(e, now), Replayed: true}, nil
-	}
-	next, expired := edit(e, now)
+	b, expired := start(c.EntitlementID, e, s.clock())
 	refunded := copyConsumption(c)
-	if err := next.Refund(now, &refunded, amount); err != nil {
-		if errors.Is(err, entitlement.ErrRefundRefused) {
-			return store.RefundResult{}, store.Wrap(store.CodeConflict, err, "refund of consumption %q", id)
-		}
-		return store.RefundResult{}, store.Wrap(store.CodeInvalid, err, "refund of consumption %q", id)
-	}
-	evs, err := s.newEvents(pending(event.ConsumptionRefunded, c.AgentID, &refunded))
+	r := charge.Record{Cons: &refunded}
+	res, err := b.Refund(&r, id, amount, func() error { return markFence(ctx) })
 	if err != nil {
+		return store.RefundResult{}, err // nothing written: a refused refund changes nothing
+	}
+	if res.Replayed {
+		return res, nil
+	}
+	if err := s.commitBatch(e, b, expired); err != nil {
 		return store.RefundResult{}, err
 	}
-	if err := markFence(ctx); err != nil {
-		return store.RefundResult{}, err
-	}
-	s.commit(e, &next, expired, now)
-	*c = refunded // every index holds this record
-	s.events.add(evs...)
-	return store.RefundResult{Consumption: copyConsumption(c), Entitlement: shown(e, now)}, nil
+	*c = copyConsumption(r.Cons) // every index holds this record
+	return res, nil
 }

@@ -69,7 +69,9 @@ func (s *Store) applyBatch(ctx context.Context, entitlementID string, lb *coales
 	}
 	var results []coalesce.Result[opResult]
 	err := s.run(ctx, "charge entitlement", func(tx pgx.Tx) error {
-		b := &batch{ctx: ctx, tx: tx, clock: s.clock, entitlementID: entitlementID}
+		b := &batch{ctx: ctx, tx: tx, clock: s.clock}
+		b.ID = entitlementID
+		b.Consumption = b.capturedConsumption
 		var err error
 		results, err = b.apply(calls)
 		return err
@@ -91,14 +93,14 @@ func (o op) what() string {
 // batch is one attempt of a batch's transaction: what it read, and what it
 // will write.
 type batch struct {
-	ctx           context.Context
-	tx            pgx.Tx
-	clock         func() time.Time
-	now           time.Time // read once the entitlement is locked: see Store.clock
-	entitlementID string
+	// Batch is the charge engine's state: the entitlement as read and
+	// changed (E, Found), the instant (Now: read once the entitlement is
+	// locked, see Store.clock) and the events.
+	charge.Batch
+	ctx   context.Context
+	tx    pgx.Tx
+	clock func() time.Time
 
-	e     entitlement.Entitlement
-	found bool
 	used  map[keyPair]charge.Used
 	holds map[string]entitlement.Hold // loaded for captures and releases
 
@@ -122,8 +124,8 @@ func (b *batch) apply(calls []*op) ([]coalesce.Result[opResult], error) {
 	if err := b.read(calls); err != nil {
 		return nil, err
 	}
-	before := b.e.Clone()
-	if b.found {
+	before := b.E.Clone()
+	if b.Found {
 		b.expireHolds()
 	}
 	results := make([]coalesce.Result[opResult], len(calls))
@@ -158,7 +160,7 @@ func (b *batch) read(calls []*op) error {
 		}
 	}
 	rb := &pgx.Batch{}
-	rb.Queue(`SELECT `+entitlementColumns+` FROM entitlements WHERE id = $1 FOR UPDATE`, b.entitlementID)
+	rb.Queue(`SELECT `+entitlementColumns+` FROM entitlements WHERE id = $1 FOR UPDATE`, b.ID)
 	if len(pairs) > 0 {
 		sql, args := keyRefsQuery(pairs)
 		rb.Queue(sql, args...)
@@ -171,7 +173,7 @@ func (b *batch) read(calls []*op) error {
 	e, err := scanEntitlement(res.QueryRow())
 	switch {
 	case err == nil:
-		b.e, b.found = e, true
+		b.E, b.Found = e, true
 	case !errors.Is(err, pgx.ErrNoRows):
 		return err
 	}
@@ -198,8 +200,8 @@ func (b *batch) read(calls []*op) error {
 	if err := res.Close(); err != nil {
 		return err
 	}
-	b.now = b.clock()
-	if b.used, err = resolveKeys(b.ctx, b.tx, refs, b.now); err != nil {
+	b.Now = b.clock()
+	if b.used, err = resolveKeys(b.ctx, b.tx, refs, b.Now); err != nil {
 		return err
 	}
 	if b.used == nil {
@@ -209,12 +211,12 @@ func (b *batch) read(calls []*op) error {
 }
 
 // expireHolds ends the entitlement's expired holds first, as every
-// transaction that touches an entitlement does (entitlement.ExpireHolds).
+// transaction that touches an entitlement does (charge.Batch.Start).
 func (b *batch) expireHolds() {
-	b.expired = b.e.ExpireHolds(b.now)
+	b.expired = b.Start()
 	for _, id := range b.expired {
 		if h, ok := b.holds[id]; ok {
-			h.End(entitlement.HoldExpired, b.now)
+			charge.EndExpired(&charge.Record{Hold: &h}, b.expired, b.Now)
 			b.holds[id] = h
 		}
 	}
@@ -225,15 +227,15 @@ func (b *batch) expireHolds() {
 // share keys wait for each other instead of deadlocking.
 func (b *batch) write(before *entitlement.Entitlement) error {
 	wb := &pgx.Batch{}
-	if b.found && !sameState(before, &b.e) {
-		args, err := updateEntitlementArgs(&b.e)
+	if b.Found && !sameState(before, &b.E) {
+		args, err := updateEntitlementArgs(&b.E)
 		if err != nil {
 			return err
 		}
 		wb.Queue(updateEntitlementSQL, args...)
 	}
 	if len(b.expired) > 0 {
-		wb.Queue(endHoldsSQL, b.expired, string(entitlement.HoldExpired), b.now)
+		wb.Queue(endHoldsSQL, b.expired, string(entitlement.HoldExpired), b.Now)
 	}
 	for i := range b.newHolds {
 		wb.Queue(insertHoldSQL, holdArgs(&b.newHolds[i])...)
@@ -256,7 +258,7 @@ func (b *batch) write(before *entitlement.Entitlement) error {
 	}
 	firstEvent := wb.Len()
 	for _, p := range b.events {
-		q, args, err := insertEvent(p, b.now)
+		q, args, err := insertEvent(p, b.Now)
 		if err != nil {
 			return err
 		}

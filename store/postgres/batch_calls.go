@@ -4,172 +4,120 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/stipend-mcp/stipend/entitlement"
-	"github.com/stipend-mcp/stipend/event"
 	"github.com/stipend-mcp/stipend/store"
 	"github.com/stipend-mcp/stipend/store/internal/charge"
 )
 
-// The calls of a batch, each applied to the entitlement as the batch read
-// it and as the calls before it left it. What they write is collected in
-// the batch and written by batch.write.
+// The calls of a batch, each applied by the charge engine
+// (store/internal/charge) to the entitlement as the batch read it and as
+// the calls before it left it. What they write is collected in the batch
+// and written by batch.write.
 
 // call applies one call. An error is that call's alone, except an Internal
 // one, which fails the batch.
 func (b *batch) call(o *op) (opResult, error) {
+	events := len(b.Events)
+	defer func() {
+		for _, ev := range b.Events[events:] {
+			b.events = append(b.events, pending(ev.Type, ev.AgentID, ev.Data))
+		}
+	}()
 	switch o.kind {
 	case opConsume:
 		return opResult{consume: b.consume(o.consume)}, nil
 	case opAuthorize:
 		return opResult{hold: b.authorize(o.authorize)}, nil
-	case opCapture:
-		r, err := b.capture(o)
-		return opResult{hold: r}, err
-	default:
-		r, err := b.release(o)
-		return opResult{hold: r}, err
 	}
+	h, err := b.hold(o)
+	if err != nil {
+		return opResult{}, err
+	}
+	r := charge.Record{Hold: &h}
+	var res store.HoldResult
+	if o.kind == opCapture {
+		res, err = b.Capture(&r, o.holdID, o.agentID, o.amount, uuid.NewString())
+	} else {
+		res, err = b.Release(&r, o.holdID, o.agentID)
+	}
+	if err != nil || (res.Outcome != store.Captured && res.Outcome != store.Released) {
+		return opResult{hold: res}, err
+	}
+	b.holds[h.ID] = h
+	b.endedHolds = append(b.endedHolds, h)
+	if r.Cons != nil {
+		b.consumptions = append(b.consumptions, *r.Cons)
+		b.used[keyPair{h.AgentID, h.IdempotencyKey}] = charge.Used{Hold: h, Consumption: *r.Cons}
+	}
+	return opResult{hold: res}, nil
+}
+
+// record is what the batch knows the key k was used for.
+func (b *batch) record(k keyPair) charge.Record {
+	u, ok := b.used[k]
+	if !ok {
+		return charge.Record{}
+	}
+	var r charge.Record
+	if u.Consumption.ID != "" {
+		r.Cons = &u.Consumption
+	}
+	if u.Hold.ID != "" {
+		r.Hold = &u.Hold
+	}
+	return r
 }
 
 func (b *batch) consume(req *entitlement.ConsumeRequest) store.ConsumeResult {
 	k := keyPair{req.AgentID, req.IdempotencyKey}
-	if u, ok := b.used[k]; ok {
-		return charge.ReplayOf(u, req)
+	r := b.record(k)
+	res := b.Consume(req, &r, uuid.NewString(), req.Fingerprint())
+	if res.Outcome == store.Consumed {
+		b.used[k] = charge.Used{Consumption: res.Consumption}
+		b.consumptions = append(b.consumptions, res.Consumption)
+		b.newKeys = append(b.newKeys, newKey{keyPair: k, consumptionID: &res.Consumption.ID})
 	}
-	if !b.found || b.e.AgentID != req.AgentID {
-		return charge.DeniedBy(b.entitlementID, entitlement.ReasonNotFound)
-	}
-	c, reason := b.e.Consume(b.now, req, uuid.NewString(), req.Fingerprint())
-	if reason != "" {
-		return charge.DeniedBy(b.entitlementID, reason)
-	}
-	b.used[k] = charge.Used{Consumption: c}
-	b.addConsumption(c)
-	b.newKeys = append(b.newKeys, newKey{keyPair: k, consumptionID: &c.ID})
-	return store.ConsumeResult{Outcome: store.Consumed, Consumption: c, Entitlement: b.shown()}
+	return res
 }
 
 func (b *batch) authorize(req *entitlement.HoldRequest) store.HoldResult {
 	k := keyPair{req.AgentID, req.IdempotencyKey}
-	if u, ok := b.used[k]; ok {
-		return charge.HoldReplayOf(u, req)
+	r := b.record(k)
+	res := b.Authorize(req, &r, uuid.NewString(), req.Fingerprint())
+	if res.Outcome == store.Held {
+		h := res.Hold
+		b.used[k] = charge.Used{Hold: h}
+		b.holds[h.ID] = h
+		b.newHolds = append(b.newHolds, h)
+		b.newKeys = append(b.newKeys, newKey{keyPair: k, holdID: &h.ID})
 	}
-	if !b.found || b.e.AgentID != req.AgentID {
-		return charge.HoldDeniedBy(b.entitlementID, entitlement.ReasonNotFound)
-	}
-	h, reason := b.e.Authorize(b.now, req, uuid.NewString(), req.Fingerprint())
-	if reason != "" {
-		return charge.HoldDeniedBy(b.entitlementID, reason)
-	}
-	b.used[k] = charge.Used{Hold: h}
-	b.holds[h.ID] = h
-	b.newHolds = append(b.newHolds, h)
-	b.newKeys = append(b.newKeys, newKey{keyPair: k, holdID: &h.ID})
-	return store.HoldResult{Outcome: store.Held, Hold: h, Entitlement: b.shown()}
+	return res
 }
 
 // hold returns the hold a capture or release names, or ErrNotFound for an
 // unknown hold or another agent's.
 func (b *batch) hold(o *op) (entitlement.Hold, error) {
 	h, ok := b.holds[o.holdID]
-	if !ok || h.AgentID != o.agentID || !b.found || h.EntitlementID != b.e.ID {
+	if !ok || h.AgentID != o.agentID || !b.Found || h.EntitlementID != b.E.ID {
 		return entitlement.Hold{}, errHoldNotFound(o.holdID)
 	}
 	return h, nil
 }
 
-func (b *batch) capture(o *op) (store.HoldResult, error) {
-	h, err := b.hold(o)
-	if err != nil {
-		return store.HoldResult{}, err
-	}
-	ch, err := h.Settle(o.amount)
-	if err != nil {
-		return store.HoldResult{}, store.Wrap(store.CodeInvalid, err, "capture hold %q", h.ID)
-	}
-	switch h.Status {
-	case entitlement.HoldCaptured:
-		if *h.Captured != ch {
-			return store.HoldResult{}, store.Errorf(store.CodeConflict, "hold %q was captured with another amount", h.ID)
-		}
-		c, err := b.capturedConsumption(&h)
-		if err != nil {
-			return store.HoldResult{}, err
-		}
-		return store.HoldResult{Outcome: store.Replay, Hold: h, Consumption: c}, nil
-	case entitlement.HoldReleased:
-		return store.HoldResult{}, store.Errorf(store.CodeConflict, "hold %q was released", h.ID)
-	case entitlement.HoldExpired:
-		return store.HoldResult{}, store.Wrap(store.CodeConflict, entitlement.ErrHoldExpired, "capture hold %q", h.ID)
-	}
-	c, ok := b.e.Capture(b.now, &h, ch, uuid.NewString())
-	if !ok {
-		// Open in its row but not in the entitlement's registry (holds
-		// past their expiry were ended above).
-		return store.HoldResult{}, store.Errorf(store.CodeInternal, "corrupt data: open hold %s is not on entitlement %s", h.ID, b.e.ID)
-	}
-	b.holds[h.ID] = h
-	b.endedHolds = append(b.endedHolds, h)
-	b.addConsumption(c)
-	k := keyPair{h.AgentID, h.IdempotencyKey}
-	b.used[k] = charge.Used{Hold: h, Consumption: c}
-	return store.HoldResult{Outcome: store.Captured, Hold: h, Entitlement: b.shown(), Consumption: c}, nil
-}
-
 // capturedConsumption returns the consumption of a hold captured before
-// this batch (or earlier in it).
-func (b *batch) capturedConsumption(h *entitlement.Hold) (entitlement.Consumption, error) {
-	if u, ok := b.used[keyPair{h.AgentID, h.IdempotencyKey}]; ok && u.Consumption.ID == h.ConsumptionID {
-		return u.Consumption, nil
+// this batch (or earlier in it): charge.Batch.Consumption.
+func (b *batch) capturedConsumption(id string) (entitlement.Consumption, error) {
+	for _, u := range b.used {
+		if u.Consumption.ID == id {
+			return u.Consumption, nil
+		}
 	}
-	cs, err := consumptionsByID(b.ctx, b.tx, []string{h.ConsumptionID})
+	cs, err := consumptionsByID(b.ctx, b.tx, []string{id})
 	if err != nil {
 		return entitlement.Consumption{}, err
 	}
-	c, ok := cs[h.ConsumptionID]
+	c, ok := cs[id]
 	if !ok {
-		return entitlement.Consumption{}, store.Errorf(store.CodeInternal, "corrupt data: captured hold %s names missing consumption %s", h.ID, h.ConsumptionID)
+		return entitlement.Consumption{}, store.Errorf(store.CodeInternal, "corrupt data: a captured hold names missing consumption %s", id)
 	}
 	return c, nil
-}
-
-func (b *batch) release(o *op) (store.HoldResult, error) {
-	h, err := b.hold(o)
-	if err != nil {
-		return store.HoldResult{}, err
-	}
-	switch h.Status {
-	case entitlement.HoldCaptured:
-		return store.HoldResult{}, store.Errorf(store.CodeConflict, "hold %q was captured", h.ID)
-	case entitlement.HoldReleased, entitlement.HoldExpired:
-		return store.HoldResult{Outcome: store.Replay, Hold: h}, nil
-	}
-	if !b.e.Release(b.now, &h) {
-		return store.HoldResult{}, store.Errorf(store.CodeInternal, "corrupt data: open hold %s is not on entitlement %s", h.ID, b.e.ID)
-	}
-	b.holds[h.ID] = h
-	b.endedHolds = append(b.endedHolds, h)
-	return store.HoldResult{Outcome: store.Released, Hold: h, Entitlement: b.shown()}, nil
-}
-
-// addConsumption records a new consumption, and the events of its charge:
-// balance_low when it crossed an alert, depleted when it emptied the
-// entitlement.
-func (b *batch) addConsumption(c entitlement.Consumption) {
-	b.consumptions = append(b.consumptions, c)
-	if c.LowBalance || c.Depleted() {
-		after := b.shown()
-		if c.LowBalance {
-			b.events = append(b.events, pending(event.EntitlementBalanceLow, b.e.AgentID, &after))
-		}
-		if c.Depleted() {
-			b.events = append(b.events, pending(event.EntitlementDepleted, b.e.AgentID, &after))
-		}
-	}
-}
-
-// shown is the entitlement as a result shows it now.
-func (b *batch) shown() entitlement.Entitlement {
-	e := b.e.Clone()
-	e.Refresh(b.now)
-	return e
 }

@@ -1,8 +1,10 @@
-// Package charge is the consume path both stores share: the candidate rules
-// of EntitlementStore.CheckAndConsume and Check, written once on top of the
-// lookups and the one atomic step each adapter provides (Charger). Only the
-// adapters under store/ import it; callers use the store.EntitlementStore
-// contract.
+// Package charge is the charge path every store shares: the candidate rules
+// of EntitlementStore.CheckAndConsume, Check and Authorize, written once on
+// top of the lookups and the one atomic step each adapter provides
+// (Charger, charge.go), and the charge engine that applies consumes, holds,
+// captures, releases, consumption refunds and hold expiry to an entitlement
+// inside that step (Batch, engine.go). Only the adapters under store/
+// import it; callers use the store.EntitlementStore contract.
 package charge
 
 import (

@@ -11,7 +11,7 @@ import (
 	"github.com/stipend-mcp/stipend/store/internal/coalesce"
 )
 
-// sum applies each call by answering its op doubled, recording batch sizes.
+// recorder applies each call by answering its op doubled, recording batch sizes.
 type recorder struct {
 	mu      sync.Mutex
 	batches []int
