@@ -60,6 +60,7 @@ func TestMain_ShutdownUnderLoad(t *testing.T) {
 				t.Fatalf("grant: status %d, body %v", status, body)
 			}
 
+			url := m.URL() // Close resets what URL reads
 			var (
 				stop     atomic.Bool
 				consumed atomic.Int64
@@ -69,7 +70,7 @@ func TestMain_ShutdownUnderLoad(t *testing.T) {
 				wg.Go(func() {
 					for i := 0; !stop.Load(); i++ {
 						ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-						if consumeOnce(ctx, client, m.URL(), m.DevKeys.Host, fmt.Sprintf("w%d-%d", w, i)) {
+						if consumeOnce(ctx, client, url, m.DevKeys.Host, fmt.Sprintf("w%d-%d", w, i)) {
 							consumed.Add(1)
 						}
 						cancel()

@@ -49,13 +49,13 @@ type batch struct {
 	// marked are those whose mark the batch has written.
 	fences map[string]*fenced
 	marked map[string]bool
-	// gathered are the leases the batch folded (batch_lease.go), to be
+	// gathered are the leases the batch folded (gather.go), to be
 	// written closed; took is the lease it took for this instance.
 	gathered      []entitlement.Lease
 	gatheredSnaps []*firestore.DocumentSnapshot
 	took          *entitlement.Lease
 	// writer and writtenAt are the instance that last wrote the
-	// entitlement, and when (batch_lease.go).
+	// entitlement, and when (gather.go).
 	writer    string
 	writtenAt time.Time
 	// other: the batch saw another instance active (takeLease).

@@ -14,7 +14,7 @@ import (
 
 // The consume path: charge.Consume and charge.Check hold the candidate
 // rules; this adapter provides the lookups of charge.Charger and the atomic
-// step, ConsumeOne, which queues on the entitlement's lane (coalesce.go)
+// step, ConsumeOne, which queues on the entitlement's lane (store/internal/coalesce)
 // to be applied in a batch (batch.go).
 
 var _ charge.Charger = (*Store)(nil)

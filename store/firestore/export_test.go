@@ -2,7 +2,6 @@ package firestore
 
 import (
 	"context"
-	"time"
 
 	"github.com/stipend-mcp/stipend/entitlement"
 )
@@ -39,15 +38,11 @@ func TakeLease(ctx context.Context, s *Store, id string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	ll, created := s.leasing.ensure(&e)
+	ll, created := s.leasing.Ensure(&e)
 	if created {
 		s.watchIdle(ll)
 	}
-	ll.mu.Lock()
-	ll.refilling, ll.pauseUntil = true, time.Time{}
-	ll.mu.Unlock()
+	ll.BeginRefill()
 	s.refill(ll)
-	ll.mu.Lock()
-	defer ll.mu.Unlock()
-	return ll.active != "" || ll.next != "", nil
+	return ll.HasLease(), nil
 }

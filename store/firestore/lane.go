@@ -15,7 +15,7 @@ import (
 // each other's locks and abort, and one document only takes a modest
 // sustained write rate. So the calls on one entitlement queue in a lane of
 // the shared coalescer (store/internal/coalesce), whose batches this file
-// runs: on the instance's leases where they fit (lease_batch.go), else in
+// runs: on the instance's leases where they fit (lease_charge.go), else in
 // one transaction on the entitlement (applyBatch, batch.go). Between
 // instances, batches contend like ordinary transactions and are retried
 // with jittered backoff (Store.run).
@@ -151,10 +151,10 @@ func (s *Store) runBatch(ctx context.Context, entitlementID string, calls []*cal
 // updates the lane's leases after it (afterDirect). It returns how many
 // calls the batch took on.
 func (s *Store) runDirect(ctx context.Context, entitlementID string, calls []*call) int {
-	ll := s.leasing.lane(entitlementID)
+	ll := s.leasing.Lane(entitlementID)
 	if ll != nil {
-		ll.tx.Lock()
-		defer ll.tx.Unlock()
+		ll.Tx.Lock()
+		defer ll.Tx.Unlock()
 	}
 	n, info, ok := s.runBatch(ctx, entitlementID, calls, s.leaseWish(entitlementID, ll))
 	if ok {

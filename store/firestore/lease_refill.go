@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/stipend-mcp/stipend/entitlement"
+	"github.com/stipend-mcp/stipend/store/firestore/internal/escrow"
 )
 
 // directInfo is what an entitlement batch saw, for the lane's leases.
@@ -25,79 +26,52 @@ type directInfo struct {
 // after one of its batches committed: a gather leaves the lane without
 // leases, a lease the batch took becomes the lane's (making the lane if
 // need be), and a lane whose lease is being spent may refill.
-func (s *Store) afterDirect(ll *leaseLane, d directInfo) {
+func (s *Store) afterDirect(ll *escrow.Lane, d directInfo) {
 	if d.other {
-		s.leasing.saw(d.e.ID)
+		s.leasing.Saw(d.e.ID)
 	}
 	if ll == nil && d.took == nil {
 		return
 	}
 	if ll == nil {
 		var created bool
-		if ll, created = s.leasing.ensure(&d.e); created {
+		if ll, created = s.leasing.Ensure(&d.e); created {
 			s.watchIdle(ll)
 		}
 	}
-	ll.mu.Lock()
-	ll.ent = d.e.Clone()
-	if d.gathered {
-		ll.active, ll.next, ll.retired = "", "", nil
-	}
 	if d.took != nil {
 		s.counters.refills.Add(1)
-		if ll.active == "" {
-			ll.active, ll.left, ll.limit = d.took.ID, d.took.Limit, d.took.Limit
-		} else {
-			ll.next = d.took.ID
-		}
 	}
-	ll.mu.Unlock()
+	ll.AfterBatch(&d.e, d.gathered, d.took)
 	s.maybeRefill(ll)
 }
 
-// maybeRefill starts a refill of ll in the background when it has no
-// refill running or refilled, and half of its active lease is spent: the
-// next lease is there long before this one runs dry (leases are sized for
-// seconds of traffic, so a refill delayed by contention still is).
-func (s *Store) maybeRefill(ll *leaseLane) {
-	ll.mu.Lock()
-	defer ll.mu.Unlock()
-	if ll.closing || ll.refilling || ll.next != "" || time.Now().Before(ll.pauseUntil) {
-		return
+// maybeRefill starts a refill of ll in the background when the lane asks
+// for one (escrow.Lane.StartRefill).
+func (s *Store) maybeRefill(ll *escrow.Lane) {
+	if ll.StartRefill() && !s.bg.goFn(func() { s.refill(ll) }) {
+		ll.EndRefill() // the store is closing
 	}
-	// With no active lease, the next batch on the entitlement takes one.
-	if ll.active == "" || ll.left*2 > ll.limit {
-		return
-	}
-	if !s.bg.goFn(func() { s.refill(ll) }) {
-		return // the store is closing
-	}
-	ll.refilling, ll.refilled = true, make(chan struct{})
 }
 
 // refill is one transaction on the entitlement: it folds the lane's retired
 // leases (those still registered: a gather may have folded them), gathers
 // every lease if a new quota period starts, and takes a new lease of
 // entitlement.Entitlement.LeaseSize for the lane, its next one.
-func (s *Store) refill(ll *leaseLane) {
-	ll.tx.Lock()
-	defer ll.tx.Unlock()
-	ll.mu.Lock()
-	released := ll.closing
-	ll.mu.Unlock()
-	if released {
+func (s *Store) refill(ll *escrow.Lane) {
+	ll.Tx.Lock()
+	defer ll.Tx.Unlock()
+	if ll.Closing() {
 		// Released while this refill waited for the lane's transactions: a
 		// lease taken now would belong to no lane (nothing would spend or
 		// release it).
-		ll.endRefill()
+		ll.EndRefill()
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.retryBudget)
 	defer cancel()
-	want := ll.wantSize(s.leaseOpt.MaxSize)
-	ll.mu.Lock()
-	retired := slices.Clone(ll.retired)
-	ll.mu.Unlock()
+	want := ll.WantSize(s.leaseOpt.MaxSize)
+	retired := ll.Retired()
 	var (
 		took     string
 		after    entitlement.Entitlement
@@ -105,7 +79,7 @@ func (s *Store) refill(ll *leaseLane) {
 	)
 	err := s.runGuarded(ctx, "refill lease", func(ctx context.Context, tx *firestore.Transaction) error {
 		took, gathered = "", false
-		e, put, err := s.foldLeases(ctx, tx, ll.id, func(e *entitlement.Entitlement, now time.Time) ([]string, bool) {
+		e, put, err := s.foldLeases(ctx, tx, ll.ID(), func(e *entitlement.Entitlement, now time.Time) ([]string, bool) {
 			gathered = e.NeedsGather(now, 0)
 			return retired, gathered
 		})
@@ -124,39 +98,10 @@ func (s *Store) refill(ll *leaseLane) {
 		after = *e
 		return put(s.writtenDoc(e, now))
 	})
-	ll.endRefill()
-	ll.mu.Lock()
-	defer ll.mu.Unlock()
-	if err != nil || took == "" {
-		ll.pauseUntil = time.Now().Add(refillPause)
-		if err == nil {
-			ll.ent = after.Clone()
-			ll.retired = slices.DeleteFunc(ll.retired, func(id string) bool { return slices.Contains(retired, id) })
-		}
-		return
+	if err == nil && took != "" {
+		s.counters.refills.Add(1)
 	}
-	s.counters.refills.Add(1)
-	ll.ent = after.Clone()
-	ll.retired = slices.DeleteFunc(ll.retired, func(id string) bool { return slices.Contains(retired, id) })
-	if gathered {
-		ll.active, ll.retired = "", nil
-	}
-	if ll.active == "" {
-		ll.active, ll.left, ll.limit = took, after.Leases[len(after.Leases)-1].Limit, after.Leases[len(after.Leases)-1].Limit
-	} else {
-		ll.next = took
-	}
-}
-
-// endRefill marks the lane's refill over, waking those waiting for it.
-func (ll *leaseLane) endRefill() {
-	ll.mu.Lock()
-	defer ll.mu.Unlock()
-	ll.refilling = false
-	if ll.refilled != nil {
-		close(ll.refilled)
-		ll.refilled = nil
-	}
+	ll.Refilled(err != nil, &after, retired, gathered, took)
 }
 
 // foldLeases reads the entitlement id and its leases for tx (guarded,
@@ -205,10 +150,10 @@ func (s *Store) foldLeases(ctx context.Context, tx *firestore.Transaction, id st
 // watchIdle releases ll's leases once it has gone LeaseOptions.Idle
 // without a lease charge. The check re-arms itself while the lane is in
 // use, never once the lane is being released or the store is closing.
-func (s *Store) watchIdle(ll *leaseLane) {
+func (s *Store) watchIdle(ll *escrow.Lane) {
 	var check func()
 	arm := func(d time.Duration) {
-		ll.idleStop = time.AfterFunc(d, func() {
+		ll.ArmIdle(d, func() {
 			if s.bg.enter() {
 				defer s.bg.leave()
 				check()
@@ -216,43 +161,29 @@ func (s *Store) watchIdle(ll *leaseLane) {
 		})
 	}
 	check = func() {
-		ll.mu.Lock()
-		if ll.closing {
-			ll.mu.Unlock()
-			return
-		}
-		if idle := time.Since(ll.lastUse); idle < s.leaseOpt.Idle {
+		if idle := ll.IdleFor(); idle < s.leaseOpt.Idle {
 			arm(s.leaseOpt.Idle - idle)
-			ll.mu.Unlock()
 			return
 		}
-		ll.mu.Unlock()
 		_ = s.release(context.Background(), ll) // a failure leaves the leases for a gather
 	}
-	ll.mu.Lock()
 	arm(s.leaseOpt.Idle)
-	ll.mu.Unlock()
 }
 
 // release folds every lease of ll and forgets the lane. Calls arriving
 // meanwhile go through the entitlement's batch.
-func (s *Store) release(ctx context.Context, ll *leaseLane) error {
-	ll.mu.Lock()
-	ll.closing = true
-	if ll.idleStop != nil {
-		ll.idleStop.Stop()
-	}
-	ll.mu.Unlock()
-	ll.tx.Lock()
-	defer ll.tx.Unlock()
-	defer s.leasing.drop(ll)
+func (s *Store) release(ctx context.Context, ll *escrow.Lane) error {
+	ll.Close()
+	ll.Tx.Lock()
+	defer ll.Tx.Unlock()
+	defer s.leasing.Drop(ll)
 	ctx, cancel := context.WithTimeout(ctx, s.retryBudget)
 	defer cancel()
 	return s.runGuarded(ctx, "release leases", func(ctx context.Context, tx *firestore.Transaction) error {
-		e, put, err := s.foldLeases(ctx, tx, ll.id, func(e *entitlement.Entitlement, _ time.Time) ([]string, bool) {
+		e, put, err := s.foldLeases(ctx, tx, ll.ID(), func(e *entitlement.Entitlement, _ time.Time) ([]string, bool) {
 			var ids []string
 			for _, o := range e.Leases {
-				if ll.ours(o.ID) {
+				if ll.Ours(o.ID) {
 					ids = append(ids, o.ID)
 				}
 			}
@@ -272,7 +203,7 @@ func (s *Store) release(ctx context.Context, ll *leaseLane) error {
 // folded by the first gather that needs them.
 func (s *Store) ReleaseLeases(ctx context.Context) error {
 	var errs []error
-	for _, ll := range s.leasing.all() {
+	for _, ll := range s.leasing.All() {
 		errs = append(errs, s.release(ctx, ll))
 	}
 	return errors.Join(errs...)

@@ -29,6 +29,7 @@ import (
 
 	"github.com/stipend-mcp/stipend/payment"
 	"github.com/stipend-mcp/stipend/store"
+	"github.com/stipend-mcp/stipend/store/firestore/internal/escrow"
 	"github.com/stipend-mcp/stipend/store/internal/coalesce"
 )
 
@@ -69,10 +70,10 @@ type Store struct {
 	// retryBudget bounds how long one consume batch retries contention.
 	retryBudget time.Duration
 	// owner names this instance on the leases it takes; leasing holds
-	// them (lease.go).
+	// them (lease.go, internal/escrow).
 	owner    string
 	leaseOpt LeaseOptions
-	leasing  leasing
+	leasing  escrow.Lanes
 	counters counters
 	// bg holds the store's goroutines but the lanes' (close.go).
 	bg background

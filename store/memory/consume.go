@@ -102,10 +102,11 @@ func (s *Store) ConsumeOne(_ context.Context, req *entitlement.ConsumeRequest, e
 // and records the consumption. The caller holds s.mu and has checked that
 // the agent's key is unused.
 func (s *Store) consumeLocked(req *entitlement.ConsumeRequest, stored *entitlement.Entitlement, entitlementID string, now time.Time) (store.ConsumeResult, error) {
-	b, expired := start(entitlementID, stored, now)
+	var b charge.Batch
+	expired := start(&b, entitlementID, stored, now)
 	var r charge.Record // the key is unused
 	res := b.Consume(req, &r, uuid.NewString(), req.Fingerprint())
-	if err := s.commitBatch(stored, b, expired); err != nil {
+	if err := s.commitBatch(stored, &b, expired); err != nil {
 		return store.ConsumeResult{}, err
 	}
 	if r.Cons != nil {

@@ -40,18 +40,24 @@ func (s *Store) used(agentID, key string, now time.Time) (charge.Used, bool) {
 
 func consumptionPos(c *entitlement.Consumption) position { return position{c.OccurredAt, c.ID} }
 
-// putConsumption stores and indexes a copy of c, a new consumption (of a
-// consume, or of the capture of a hold stored under the same key). Callers
-// hold s.mu.
+// putConsumption stores and indexes c itself, a new consumption (of a
+// consume, or of the capture of a hold stored under the same key) that the
+// charge engine made and nothing else holds: only what c shares with the
+// caller's answer (a quota's remaining count) is copied, so the development
+// hot path makes no copy of a credits consumption. Callers hold s.mu.
 func (s *Store) putConsumption(c *entitlement.Consumption) {
-	stored := copyConsumption(c)
-	s.consumptions[c.ID] = &stored
+	stored := c
+	if c.RemainingAfter != nil {
+		rem := *c.RemainingAfter
+		stored.RemainingAfter = &rem
+	}
+	s.consumptions[c.ID] = stored
 	k := consumptionKey{c.AgentID, c.IdempotencyKey}
 	u := s.keys[k]
-	u.consumption = &stored
+	u.consumption = stored
 	s.keys[k] = u
 	a := s.agent(c.AgentID)
-	a.consumptions = insertSorted(a.consumptions, &stored, byPosition(consumptionPos))
+	a.consumptions = insertSorted(a.consumptions, stored, byPosition(consumptionPos))
 }
 
 // putHold stores and indexes a copy of h, a new hold. Callers hold s.mu.

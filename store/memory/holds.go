@@ -20,16 +20,17 @@ import (
 // back, marks those holds expired and adds the events. A call that fails
 // before commit leaves the store as it was.
 
-// start returns the charge engine on a copy of the stored entitlement e
-// (nil: absent) at now, sharing nothing the rules change with e, and the
-// IDs of the holds it ended.
-func start(id string, e *entitlement.Entitlement, now time.Time) (*charge.Batch, []string) {
-	b := &charge.Batch{Now: now, ID: id}
+// start sets b, the charge engine, on a copy of the stored entitlement e
+// (nil: absent) at now, sharing nothing the rules change with e, and
+// returns the IDs of the holds it ended. b is the caller's (on its stack:
+// the development hot path allocates no engine).
+func start(b *charge.Batch, id string, e *entitlement.Entitlement, now time.Time) []string {
+	*b = charge.Batch{Now: now, ID: id}
 	if e != nil {
 		b.E, b.Found = *e, true
 		b.E.Holds = slices.Clone(e.Holds) // nil stays nil: a consume without holds allocates nothing here
 	}
-	return b, b.Start()
+	return b.Start()
 }
 
 // commitBatch stores what b did to the stored entitlement e: its new state, the
@@ -101,10 +102,11 @@ func (s *Store) AuthorizeOne(_ context.Context, req *entitlement.HoldRequest, en
 		return charge.HoldReplayOf(prior, req), nil
 	}
 	stored := s.entitlements[entitlementID]
-	b, expired := start(entitlementID, stored, now)
+	var b charge.Batch
+	expired := start(&b, entitlementID, stored, now)
 	var r charge.Record // the key is unused
 	res := b.Authorize(req, &r, uuid.NewString(), req.Fingerprint())
-	if err := s.commitBatch(stored, b, expired); err != nil {
+	if err := s.commitBatch(stored, &b, expired); err != nil {
 		return store.HoldResult{}, err
 	}
 	if r.Hold != nil {
@@ -162,7 +164,8 @@ func (s *Store) finishHold(id, agentID string, apply func(*charge.Batch, *charge
 		return store.HoldResult{}, err
 	}
 	e := s.entitlements[h.EntitlementID]
-	b, expired := start(h.EntitlementID, e, s.clock())
+	b := &charge.Batch{}
+	expired := start(b, h.EntitlementID, e, s.clock())
 	b.Consumption = func(cid string) (entitlement.Consumption, error) {
 		if c := s.consumptions[cid]; c != nil {
 			return copyConsumption(c), nil
@@ -210,11 +213,12 @@ func (s *Store) ExpireHolds(_ context.Context, limit int) (int, error) {
 		if len(e.Holds) == 0 {
 			continue
 		}
-		b, expired := start(e.ID, e, now)
+		var b charge.Batch
+		expired := start(&b, e.ID, e, now)
 		if len(expired) == 0 {
 			continue
 		}
-		if err := s.commitBatch(e, b, expired); err != nil {
+		if err := s.commitBatch(e, &b, expired); err != nil {
 			return ended, err
 		}
 		ended += len(expired)

@@ -29,7 +29,8 @@ func (s *Store) RefundConsumption(ctx context.Context, id string, amount entitle
 		return store.RefundResult{}, store.Errorf(store.CodeNotFound, "consumption %q", id)
 	}
 	e := s.entitlements[c.EntitlementID]
-	b, expired := start(c.EntitlementID, e, s.clock())
+	b := &charge.Batch{}
+	expired := start(b, c.EntitlementID, e, s.clock())
 	refunded := copyConsumption(c)
 	r := charge.Record{Cons: &refunded}
 	res, err := b.Refund(&r, id, amount, func() error { return markFence(ctx) })

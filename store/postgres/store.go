@@ -23,7 +23,7 @@
 // Transactions run at READ COMMITTED and take the row locks they need
 // (SELECT … FOR UPDATE), so they wait for each other instead of failing;
 // a deadlock or serialization failure the server breaks is retried. Charges
-// of one entitlement are coalesced per instance (coalesce.go): one
+// of one entitlement are coalesced per instance (store/internal/coalesce): one
 // transaction, and one lock of the entitlement row, per batch of calls.
 package postgres
 
@@ -48,7 +48,7 @@ type Store struct {
 	pool *pgxpool.Pool
 	now  func() time.Time
 
-	// lanes queues the charges of each entitlement (coalesce.go).
+	// lanes queues the charges of each entitlement (store/internal/coalesce).
 	lanes *coalesce.Lanes[op, opResult]
 	// maxBatch bounds the calls one charge transaction applies; gather is
 	// how long a hot lane waits for its callers to come back.

@@ -154,7 +154,7 @@ func (b *Batch) Consume(req *entitlement.ConsumeRequest, r *Record, id, fingerpr
 	b.Changed = b.Changed || b.E.Type != entitlement.TypeSubscription
 	r.Cons = &cons
 	after := b.After()
-	b.chargeEvents(&cons, &after)
+	b.chargeEvents(&cons, after)
 	return store.ConsumeResult{Outcome: store.Consumed, Consumption: cons, Entitlement: after}
 }
 
@@ -201,7 +201,7 @@ func (b *Batch) Capture(r *Record, holdID, agentID string, amount entitlement.Am
 	b.Changed = true
 	r.Cons = &cons
 	after := b.After()
-	b.chargeEvents(&cons, &after)
+	b.chargeEvents(&cons, after)
 	return store.HoldResult{Outcome: store.Captured, Hold: *h, Entitlement: after, Consumption: cons}, nil
 }
 
@@ -329,13 +329,20 @@ func CheckRefund(r *Record, consumptionID string, amount entitlement.Amount) (en
 }
 
 // chargeEvents raises the events of a charge: balance_low when it crossed
-// an alert, depleted when it emptied the entitlement.
-func (b *Batch) chargeEvents(c *entitlement.Consumption, after *entitlement.Entitlement) {
+// an alert, depleted when it emptied the entitlement. after is taken by
+// value: only a charge that raises an event puts a copy on the heap (the
+// memory store's hot path allocates nothing here).
+func (b *Batch) chargeEvents(c *entitlement.Consumption, after entitlement.Entitlement) {
+	if !c.LowBalance && !c.Depleted() {
+		return
+	}
+	shown := after // declared here, so that only this branch allocates it
+	data := &shown
 	if c.LowBalance {
-		b.Events = append(b.Events, Event{event.EntitlementBalanceLow, after.AgentID, after})
+		b.Events = append(b.Events, Event{event.EntitlementBalanceLow, after.AgentID, data})
 	}
 	if c.Depleted() {
-		b.Events = append(b.Events, Event{event.EntitlementDepleted, after.AgentID, after})
+		b.Events = append(b.Events, Event{event.EntitlementDepleted, after.AgentID, data})
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stipend-mcp/stipend/entitlement"
 	"github.com/stipend-mcp/stipend/store"
+	"github.com/stipend-mcp/stipend/store/firestore/internal/escrow"
 	"github.com/stipend-mcp/stipend/store/internal/charge"
 )
 
@@ -16,13 +17,11 @@ import (
 // the entitlement's own batch: every call but a consume, and the consumes
 // no lease fits.
 func (s *Store) leaseCharge(ctx context.Context, entitlementID string, calls []*call) []*call {
-	ll := s.leasing.lane(entitlementID)
+	ll := s.leasing.Lane(entitlementID)
 	if ll == nil {
 		return calls
 	}
-	ll.mu.Lock()
-	ll.lastUse = time.Now() // not idle: calls keep coming
-	ll.mu.Unlock()
+	ll.Used() // not idle: calls keep coming
 	var consumes, rest []*call
 	for _, c := range calls {
 		if c.op == opConsume {
@@ -39,12 +38,12 @@ func (s *Store) leaseCharge(ctx context.Context, entitlementID string, calls []*
 		if len(consumes) == 0 {
 			break
 		}
-		id := ll.current()
-		if id == "" && !ll.awaitRefill(ctx) {
+		id := ll.Current()
+		if id == "" && !ll.AwaitRefill(ctx) {
 			break
 		}
 		if id == "" {
-			if id = ll.current(); id == "" {
+			if id = ll.Current(); id == "" {
 				break
 			}
 		}
@@ -57,7 +56,7 @@ func (s *Store) leaseCharge(ctx context.Context, entitlementID string, calls []*
 			break
 		}
 		if dry {
-			ll.retire(id)
+			ll.Retire(id)
 		}
 		consumes = left
 	}
@@ -74,10 +73,8 @@ func (s *Store) leaseCharge(ctx context.Context, entitlementID string, calls []*
 // consumptions, and answers those calls. It returns the calls it left
 // (the lease does not fit them), and dry when the lease is closed or fits
 // none of them.
-func (s *Store) runLeaseBatch(ctx context.Context, ll *leaseLane, leaseID string, calls []*call) (left []*call, dry bool, err error) {
-	ll.mu.Lock()
-	ent := ll.ent.Clone()
-	ll.mu.Unlock()
+func (s *Store) runLeaseBatch(ctx context.Context, ll *escrow.Lane, leaseID string, calls []*call) (left []*call, dry bool, err error) {
+	ent := ll.Ent()
 	var (
 		answers []outcome
 		taken   []*call
@@ -87,7 +84,7 @@ func (s *Store) runLeaseBatch(ctx context.Context, ll *leaseLane, leaseID string
 	)
 	err = s.runGuarded(ctx, "lease batch", func(ctx context.Context, tx *firestore.Transaction) error {
 		answers, taken, left, largest, charged = nil, nil, nil, 0, 0
-		ref := s.leaseRef(ll.id, leaseID)
+		ref := s.leaseRef(ll.ID(), leaseID)
 		refs := []*firestore.DocumentRef{ref}
 		keys := map[string]*batchKey{}
 		var order []*batchKey
@@ -125,7 +122,7 @@ func (s *Store) runLeaseBatch(ctx context.Context, ll *leaseLane, leaseID string
 				continue
 			}
 			if ent.AgentID != c.consume.AgentID {
-				answers = append(answers, outcome{consume: charge.DeniedBy(ll.id, entitlement.ReasonNotFound)})
+				answers = append(answers, outcome{consume: charge.DeniedBy(ll.ID(), entitlement.ReasonNotFound)})
 				taken = append(taken, c)
 				continue
 			}
@@ -135,7 +132,7 @@ func (s *Store) runLeaseBatch(ctx context.Context, ll *leaseLane, leaseID string
 				left = append(left, c)
 				continue
 			case reason != "":
-				answers = append(answers, outcome{consume: charge.DeniedBy(ll.id, reason)})
+				answers = append(answers, outcome{consume: charge.DeniedBy(ll.ID(), reason)})
 			default:
 				k.Cons, k.written = &cons, true
 				amount := cons.Units
@@ -175,12 +172,7 @@ func (s *Store) runLeaseBatch(ctx context.Context, ll *leaseLane, leaseID string
 	for i, c := range taken {
 		c.answer(answers[i])
 	}
-	ll.spent(charged, largest)
-	ll.mu.Lock()
-	if ll.active == leaseID {
-		ll.left, ll.limit = lease.Left(), lease.Limit
-	}
-	ll.mu.Unlock()
+	ll.Charged(leaseID, charged, largest, lease.Left(), lease.Limit)
 	return left, lease.Closed || len(left) == len(calls), nil
 }
 

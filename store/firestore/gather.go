@@ -11,6 +11,7 @@ import (
 	"github.com/stipend-mcp/stipend/entitlement"
 	"github.com/stipend-mcp/stipend/payment"
 	"github.com/stipend-mcp/stipend/store"
+	"github.com/stipend-mcp/stipend/store/firestore/internal/escrow"
 )
 
 // gatherIfNeeded folds every lease of the batch's entitlement when its
@@ -149,10 +150,9 @@ func (s *Store) gatherAll(tx *firestore.Transaction, es ...*entitlement.Entitlem
 	}, nil
 }
 
-// recentWriter is how recent another instance's write of an entitlement
+// escrow.RecentWriter is how recent another instance's write of an entitlement
 // must be for a hot lane to take a lease without having met contention.
 // It only decides when to lease, never what is safe.
-const recentWriter = 5 * time.Second
 
 // leaseWish is what a lane asks of its next batch on the entitlement: off
 // (never take a lease: leases are off, or the lane has one or is
@@ -168,23 +168,20 @@ type leaseWish struct {
 
 // leaseWish is the wish of lane ll (nil if none) of entitlementID for its
 // next batch.
-func (s *Store) leaseWish(entitlementID string, ll *leaseLane) leaseWish {
+func (s *Store) leaseWish(entitlementID string, ll *escrow.Lane) leaseWish {
 	w := leaseWish{off: s.leaseOpt.Off, force: s.leaseOpt.Force, maxSize: s.leaseOpt.MaxSize,
-		other: s.leasing.sawOther(entitlementID)}
-	if ll == nil && s.leasing.releasing(entitlementID) {
+		other: s.leasing.SawOther(entitlementID)}
+	if ll == nil && s.leasing.Releasing(entitlementID) {
 		w.off = true // its release would miss a lease taken now
 	}
 	if ll == nil || w.off {
 		return w
 	}
-	ll.mu.Lock()
-	busy := ll.active != "" || ll.next != "" || ll.refilling
-	ll.mu.Unlock()
-	if busy {
+	if ll.Busy() {
 		w.off = true
 		return w
 	}
-	w.lane, w.want = true, ll.wantSize(s.leaseOpt.MaxSize)
+	w.lane, w.want = true, ll.WantSize(s.leaseOpt.MaxSize)
 	return w
 }
 
@@ -214,7 +211,7 @@ func (b *batch) takeLease(w leaseWish, out []outcome) {
 		}
 	}
 	other := len(b.E.Leases) > 0 || w.attempt > 1 ||
-		(b.writer != "" && b.writer != b.s.owner && b.Now.Sub(b.writtenAt) < recentWriter)
+		(b.writer != "" && b.writer != b.s.owner && b.Now.Sub(b.writtenAt) < escrow.RecentWriter)
 	b.other = other
 	// A retry is contention right now: the entitlement is hot across
 	// instances even if this batch holds one call.
