@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
 	"strings"
 
 	"cloud.google.com/go/firestore"
@@ -26,16 +27,22 @@ const emulatorProject = "dummy-emulator-firestore-project"
 func openFirestore(ctx context.Context, c Config) (*firestore.Client, error) {
 	project := c.FirestoreProject
 	var opts []option.ClientOption
-	if c.FirestoreEmulatorHost != "" {
+	// The client library dials the emulator itself whenever the process
+	// environment names one, and a connection passed in then replaces its
+	// own without closing it. So when the process environment already
+	// names the configured emulator, the library's connection is the one
+	// used (and Client.Close closes it); only a configuration that differs
+	// from the process environment gets a connection of its own.
+	if host, ok := os.LookupEnv("FIRESTORE_EMULATOR_HOST"); c.FirestoreEmulatorHost != "" && (!ok || host != c.FirestoreEmulatorHost) {
 		conn, err := dialEmulator(c.FirestoreEmulatorHost)
 		if err != nil {
 			return nil, fmt.Errorf("firestore emulator %q: %w", c.FirestoreEmulatorHost, err)
 		}
 		// The client owns conn from here: Client.Close closes it.
 		opts = append(opts, option.WithGRPCConn(conn))
-		if project == "" {
-			project = emulatorProject
-		}
+	}
+	if c.FirestoreEmulatorHost != "" && project == "" {
+		project = emulatorProject
 	}
 	if project == "" {
 		project = firestore.DetectProjectID

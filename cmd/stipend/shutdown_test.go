@@ -45,17 +45,25 @@ func TestMain_ShutdownUnderLoad(t *testing.T) {
 
 			m := main.NewMain()
 			m.Stdout, m.Stderr = &syncbuf.Buffer{}, &syncbuf.Buffer{}
-			if err := m.ParseFlags(append([]string{"--addr", "127.0.0.1:0", "--hold-sweep-interval", "50ms"}, args...), env); err != nil {
+			if err := m.ParseFlags(append([]string{"--addr", "127.0.0.1:0", "--hold-sweep-interval", "50ms", "--store-timeout", "10s"}, args...), env); err != nil {
 				t.Fatal(err)
 			}
 			if err := m.Run(context.Background()); err != nil {
 				t.Fatalf("Run: %v", err)
 			}
 			client := &http.Client{Transport: &http.Transport{}}
-			status, body := callIdempotent(t, client, "POST", m.URL()+"/v1/accounts/"+main.DevAgent+"/entitlements", m.DevKeys.Admin, "grant", map[string]any{
-				"type": "credits", "scope": map[string]any{"service": "search"},
-				"balance": map[string]any{"cents": 1_000_000, "currency": "USD"},
-			})
+			var (
+				status int
+				body   map[string]any
+			)
+			// A cold emulator may answer the first requests late (503):
+			// retrying with the same Idempotency-Key is safe.
+			for try := 0; try < 5 && status != http.StatusCreated; try++ {
+				status, body = callIdempotent(t, client, "POST", m.URL()+"/v1/accounts/"+main.DevAgent+"/entitlements", m.DevKeys.Admin, "grant", map[string]any{
+					"type": "credits", "scope": map[string]any{"service": "search"},
+					"balance": map[string]any{"cents": 1_000_000, "currency": "USD"},
+				})
+			}
 			if status != http.StatusCreated {
 				t.Fatalf("grant: status %d, body %v", status, body)
 			}
@@ -86,7 +94,7 @@ func TestMain_ShutdownUnderLoad(t *testing.T) {
 			stop.Store(true)
 			wg.Wait()
 			client.CloseIdleConnections()
-			goleak.VerifyNone(t, before)
+			noLeaks(t, before)
 		})
 	}
 }
@@ -106,4 +114,23 @@ func consumeOnce(ctx context.Context, client *http.Client, url, key, idemKey str
 	}
 	resp.Body.Close()
 	return resp.StatusCode == http.StatusOK
+}
+
+// noLeaks fails t if goroutines other than those of before are still
+// running 10 s from now: a closed connection's goroutines (gRPC's, pgx's)
+// end soon after Close, later on a loaded machine.
+func noLeaks(t *testing.T, before goleak.Option) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := goleak.Find(before)
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("goroutines still running 10 s after Close: %v", err)
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
