@@ -32,11 +32,19 @@ import (
 // Period); the transaction that starts a new period gathers first, so a new
 // period starts with none. Subscriptions are never leased.
 
-// OpenLease is an entitlement's record of one open lease: its ID and the most
-// it may spend (cents for credits, units for quota).
+// OpenLease is an entitlement's record of one open lease: its ID, the most
+// it may spend (cents for credits, units for quota), and its liveness
+// deadline (Until; zero: none). An owner that is alive renews its leases'
+// deadlines (RenewLeases) in the transactions it makes on the entitlement;
+// after the deadline any instance may fold the lease (ExpiredLeases), so
+// the share of an instance that died is not reserved for ever. The
+// deadline is about liveness only: a lease folded while its owner still
+// spends it is closed, and the owner's next charge on it fails and goes to
+// the entitlement, so no clock decides what is spent.
 type OpenLease struct {
 	ID    string
 	Limit int64
+	Until time.Time
 }
 
 // Lease is a slice of an entitlement reserved for one store instance (Owner),
@@ -130,15 +138,37 @@ func leaseSize(available, want int64) int64 {
 }
 
 // TakeLease records a new open lease of size (from LeaseSize, > 0) on e for
-// owner and returns its document. It belongs to e's current period (callers
-// refresh e first).
-func (e *Entitlement) TakeLease(id, owner string, size int64) Lease {
-	e.Leases = append(e.Leases, OpenLease{ID: id, Limit: size})
+// owner, live until until (zero: no deadline), and returns its document. It
+// belongs to e's current period (callers refresh e first).
+func (e *Entitlement) TakeLease(id, owner string, size int64, until time.Time) Lease {
+	e.Leases = append(e.Leases, OpenLease{ID: id, Limit: size, Until: until})
 	l := Lease{ID: id, EntitlementID: e.ID, Owner: owner, Limit: size, Base: e.settled() - e.reserved()}
 	if e.Type == TypeQuota {
 		l.Period = e.Quota.ResetAt
 	}
 	return l
+}
+
+// RenewLeases moves the deadline of e's open leases ids to until.
+func (e *Entitlement) RenewLeases(ids []string, until time.Time) {
+	for i := range e.Leases {
+		if slices.Contains(ids, e.Leases[i].ID) {
+			e.Leases[i].Until = until
+		}
+	}
+}
+
+// ExpiredLeases returns the IDs of e's open leases whose deadline has passed
+// at now: their owners stopped renewing them, so any transaction on e may
+// fold them.
+func (e *Entitlement) ExpiredLeases(now time.Time) []string {
+	var ids []string
+	for _, o := range e.Leases {
+		if !o.Until.IsZero() && !now.Before(o.Until) {
+			ids = append(ids, o.ID)
+		}
+	}
+	return ids
 }
 
 // Fold closes the open lease l of e: what it spent is taken from the settled

@@ -127,7 +127,7 @@ func leaseSteps(e entitlement.Entitlement) []leaseStep {
 			w.preamble(0)
 			if n := w.e.LeaseSize(w.now, 2); n > 0 {
 				// The slot's earlier lease is closed, so its ID is free.
-				l := w.e.TakeLease(fmt.Sprint("L", i), fmt.Sprint("instance", i), n)
+				l := w.e.TakeLease(fmt.Sprint("L", i), fmt.Sprint("instance", i), n, time.Time{})
 				w.leases[i] = &l
 			}
 		}
@@ -403,7 +403,7 @@ func TestEntitlement_LeasesAndSpendControls(t *testing.T) {
 		if got := e.LeaseSize(now, 1000); got != 24 {
 			t.Errorf("LeaseSize = %d, want 24 (half of the 50 before the threshold, less one)", got)
 		}
-		e.TakeLease("l1", "a", 24)
+		e.TakeLease("l1", "a", 24, time.Time{})
 		if got := e.LeaseSize(now, 1000); got != 12 {
 			t.Errorf("second LeaseSize = %d, want 12 (half of the 26 left before it, less one)", got)
 		}
@@ -417,7 +417,7 @@ func TestEntitlement_LeasesAndSpendControls(t *testing.T) {
 	})
 	t.Run("ChargeThatCouldCrossGathers", func(t *testing.T) {
 		e := withAlert(1000, 100)
-		e.TakeLease("l1", "a", 400) // 500 left outside it before the threshold
+		e.TakeLease("l1", "a", 400, time.Time{}) // 500 left outside it before the threshold
 		if e.NeedsGather(now, 400) {
 			t.Errorf("NeedsGather(400) = true, want false: it stays above the threshold whatever the lease spent")
 		}
@@ -442,7 +442,7 @@ func TestEntitlement_LeasesAndSpendControls(t *testing.T) {
 	t.Run("LeaseChargeObeysMaxPerCall", func(t *testing.T) {
 		e := credits(1000)
 		e.Limits.MaxPerCall = usd(20)
-		l := e.TakeLease("l1", "a", 100)
+		l := e.TakeLease("l1", "a", 100, time.Time{})
 		r := &entitlement.ConsumeRequest{AgentID: "a1", Service: "search", Tool: "web", IdempotencyKey: "k", Cost: usd(30)}
 		if _, reason, fits := e.ChargeLease(now, &l, r, "c1", "fp"); reason != entitlement.ReasonMaxPerCall || !fits || l.Spent != 0 {
 			t.Errorf("ChargeLease above maxPerCall = %q, fits %v, spent %d; want %s, nothing spent", reason, fits, l.Spent, entitlement.ReasonMaxPerCall)

@@ -69,7 +69,7 @@ func (m *Main) openStore(ctx context.Context, db database) backend {
 		st = pgstore.New(db.postgres)
 		m.Logger.Info("postgres store", postgresAttrs(db.postgres)...)
 	default:
-		fs := fsstore.New(db.firestore, fsstore.WithCollectionPrefix(c.CollectionPrefix))
+		fs := fsstore.New(db.firestore, fsstore.WithCollectionPrefix(c.CollectionPrefix), fsstore.WithLogger(m.Logger))
 		st = fs
 		m.storeStats = fs.Stats
 		m.Logger.Info("firestore store",

@@ -53,7 +53,9 @@ type batch struct {
 	// written closed; took is the lease it took for this instance.
 	gathered      []entitlement.Lease
 	gatheredSnaps []*firestore.DocumentSnapshot
-	took          *entitlement.Lease
+	// gatheredAll: gathered is every lease (not only expired ones).
+	gatheredAll bool
+	took        *entitlement.Lease
 	// writer and writtenAt are the instance that last wrote the
 	// entitlement, and when (gather.go).
 	writer    string

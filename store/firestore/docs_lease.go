@@ -71,7 +71,11 @@ func putLeases(d map[string]any, leases []entitlement.OpenLease) {
 	}
 	list := make([]any, len(leases))
 	for i, o := range leases {
-		list[i] = map[string]any{"id": o.ID, "limit": o.Limit}
+		m := map[string]any{"id": o.ID, "limit": o.Limit}
+		if !o.Until.IsZero() {
+			m["until"] = o.Until
+		}
+		list[i] = m
 	}
 	d["leases"] = list
 }
@@ -80,6 +84,9 @@ func putLeases(d map[string]any, leases []entitlement.OpenLease) {
 func leasesFrom(f *fields, e *entitlement.Entitlement) {
 	f.each("leases", func(l *fields) {
 		o := entitlement.OpenLease{ID: l.str("id"), Limit: l.integer("limit")}
+		if t := l.optInstant("until"); t != nil {
+			o.Until = *t
+		}
 		if l.err == nil && o.Limit <= 0 {
 			l.corrupt("limit", "lease limit %d", o.Limit)
 		}

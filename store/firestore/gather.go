@@ -20,10 +20,16 @@ import (
 // new quota period starts, or a quota refund must cap the remaining units
 // at the limit. It runs before the batch writes anything (Firestore reads
 // come before writes); the folded leases are written closed with the
-// entitlement, so any lane still spending one reads it closed.
+// entitlement, so any lane still spending one reads it closed. Otherwise it
+// folds the leases whose owner stopped renewing them (past their deadline,
+// entitlement.OpenLease): the share of an instance that died.
 func (b *batch) gatherIfNeeded(ctx context.Context, calls []*call) error {
-	if !b.Found || len(b.E.Leases) == 0 || !b.E.NeedsGather(b.s.clock(), b.demand(calls)) {
+	if !b.Found || len(b.E.Leases) == 0 {
 		return nil
+	}
+	now := b.s.clock()
+	if !b.E.NeedsGather(now, b.demand(calls)) {
+		return b.foldExpired(ctx, now)
 	}
 	refs := b.s.leaseRefs(&b.E)
 	snaps, err := b.s.readGuarded(ctx, refs...)
@@ -40,6 +46,36 @@ func (b *batch) gatherIfNeeded(ctx context.Context, calls []*call) error {
 	}
 	if !b.E.Gather(ptrs) {
 		return corruptLease(refs[0])
+	}
+	b.gathered, b.gatheredSnaps, b.gatheredAll, b.Changed = leases, snaps, true, true
+	b.writes += len(leases)
+	return nil
+}
+
+// foldExpired folds the entitlement's leases past their deadline at now,
+// each with its document written closed (guarded: a lease its owner spends
+// meanwhile fails this commit, which reads again).
+func (b *batch) foldExpired(ctx context.Context, now time.Time) error {
+	ids := b.E.ExpiredLeases(now)
+	if len(ids) == 0 {
+		return nil
+	}
+	refs := make([]*firestore.DocumentRef, len(ids))
+	for i, id := range ids {
+		refs[i] = b.s.leaseRef(b.E.ID, id)
+	}
+	snaps, err := b.s.readGuarded(ctx, refs...)
+	if err != nil {
+		return err
+	}
+	leases, err := leasesOf(snaps)
+	if err != nil {
+		return err
+	}
+	for i := range leases {
+		if !b.E.Fold(&leases[i]) {
+			return corruptLease(refs[i])
+		}
 	}
 	b.gathered, b.gatheredSnaps, b.Changed = leases, snaps, true
 	b.writes += len(leases)
@@ -230,7 +266,7 @@ func (b *batch) takeLease(w leaseWish, out []outcome) {
 	if n <= 0 {
 		return
 	}
-	l := b.E.TakeLease(uuid.NewString(), b.s.owner, n)
+	l := b.E.TakeLease(uuid.NewString(), b.s.owner, n, b.Now.Add(b.s.leaseOpt.TTL))
 	b.took, b.Changed = &l, true
 	b.writes++
 }

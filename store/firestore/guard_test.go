@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/stipend-mcp/stipend/internal/emulator"
+	"github.com/stipend-mcp/stipend/store"
 )
 
 // TestPutGuarded checks the optimistic write of guard.go on the emulator:
@@ -76,5 +77,22 @@ func TestPutGuarded(t *testing.T) {
 	}
 	if err := commit(read(s.col("guarded").Doc("fresh")), map[string]any{"by": "us"}); err != nil {
 		t.Errorf("guarded create of a missing document: %v", err)
+	}
+}
+
+// TestOutlasted: a transaction whose contention outlasted the retry budget
+// is Unavailable and certain, whatever its last attempt failed with: a
+// stale guarded read (FailedPrecondition) once answered 500 (issue 29,
+// item 8), an abort 503.
+func TestOutlasted(t *testing.T) {
+	for _, err := range []error{
+		status.Error(codes.FailedPrecondition, "the stored document has changed"),
+		status.Error(codes.Aborted, "Transaction lock timeout"),
+		&tornRead{store.Errorf(store.CodeInternal, "corrupt data: a registered lease is missing")},
+	} {
+		got := outlasted(err, "batch on entitlement")
+		if store.CodeOf(got) != store.CodeUnavailable || store.IsUncertain(got) {
+			t.Errorf("outlasted(%v) = %v (code %s, uncertain %v), want Unavailable and certain", err, got, store.CodeOf(got), store.IsUncertain(got))
+		}
 	}
 }

@@ -29,7 +29,7 @@ func newLeasingStores(t *testing.T, n int, now func() time.Time) []store.Entitle
 	for i := range out {
 		s := fsstore.New(emulator.Client(t), fsstore.WithCollectionPrefix(prefix), fsstore.WithClock(now),
 			fsstore.WithLeases(fsstore.LeaseOptions{Force: true, MaxSize: leaseTestSize, Idle: time.Hour}))
-		t.Cleanup(func() { _ = s.ReleaseLeases(context.Background()) })
+		t.Cleanup(func() { _ = s.Close() })
 		out[i] = s
 	}
 	return out
@@ -240,4 +240,80 @@ func TestStore_FirstContact(t *testing.T) {
 		t.Errorf("%d batch attempts waited out a lock timeout; want none: hot-path batches take no read locks", total.LockTimeouts)
 	}
 	checkLeases(t, stores[0], e.ID)
+}
+
+// TestStore_DeadInstanceLeaseFreed: an instance that dies holding a lease
+// (here: stops, without releasing it) no longer renews it, and once its
+// deadline (LeaseOptions.TTL) has passed, another instance's next
+// transaction on the entitlement folds it: the share is free again and
+// the balance exact. Should the owner come back and charge the lease, its
+// charge finds the lease closed and goes to the entitlement, charged once
+// (issue 29, item 6).
+func TestStore_DeadInstanceLeaseFreed(t *testing.T) {
+	emulator.Host(t)
+	clock := conformance.NewClock()
+	prefix := emulator.Prefix(t)
+	const ttl = 30 * time.Second
+	open := func(o fsstore.LeaseOptions) *fsstore.Store {
+		o.Idle, o.TTL = time.Hour, ttl // the owner never releases by itself: it is "dead"
+		s := fsstore.New(emulator.Client(t), fsstore.WithCollectionPrefix(prefix), fsstore.WithClock(clock.Now), fsstore.WithLeases(o))
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	}
+	dead, live := open(fsstore.LeaseOptions{Force: true, MaxSize: 300}), open(fsstore.LeaseOptions{Off: true})
+	agent := "agent-dead-lease"
+	e, err := live.CreateEntitlement(t.Context(), entitlement.Entitlement{
+		ID: "dead-lease", AgentID: agent, Type: entitlement.TypeCredits, Status: entitlement.StatusActive,
+		Scope:   entitlement.Scope{Service: "search"},
+		Credits: entitlement.Credits{Balance: money.Money{Cents: 1000, Currency: "USD"}},
+	})
+	if err != nil {
+		t.Fatalf("CreateEntitlement: %v", err)
+	}
+	consume := func(s *fsstore.Store, key string) {
+		t.Helper()
+		res, err := s.CheckAndConsume(t.Context(), entitlement.ConsumeRequest{AgentID: agent, Service: "search", Tool: "web",
+			IdempotencyKey: key, Cost: &money.Money{Cents: 5, Currency: "USD"}, EntitlementID: e.ID})
+		if err != nil || res.Outcome != store.Consumed {
+			t.Fatalf("CheckAndConsume %s = %s, %v; want consumed", key, res.Outcome, err)
+		}
+	}
+	if held, err := fsstore.TakeLease(t.Context(), dead, e.ID); err != nil || !held {
+		t.Fatalf("TakeLease = %t, %v; want a lease", held, err)
+	}
+	consume(dead, "on-lease")
+	registered := func() int {
+		t.Helper()
+		stored, _, err := fsstore.LeaseState(t.Context(), live, e.ID)
+		if err != nil {
+			t.Fatalf("LeaseState: %v", err)
+		}
+		return len(stored.Leases)
+	}
+
+	consume(live, "before-deadline")
+	if n := registered(); n != 1 {
+		t.Fatalf("before the deadline: %d leases registered, want the dead instance's 1 (still reserved)", n)
+	}
+	clock.Advance(ttl + time.Second)
+	consume(live, "after-deadline")
+	if n := registered(); n != 0 {
+		t.Errorf("after the deadline: %d leases registered, want 0 (folded by the live instance)", n)
+	}
+	if got := live.Stats().Expired; got != 1 {
+		t.Errorf("live instance's Stats().Expired = %d, want 1", got)
+	}
+	stored, leases, err := fsstore.LeaseState(t.Context(), live, e.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(leases) != 1 || !leases[0].Closed || stored.Credits.Balance.Cents != 985 {
+		t.Errorf("after the fold: leases %+v, stored balance %d; want one closed lease and 985", leases, stored.Credits.Balance.Cents)
+	}
+	// The owner comes back: its lease is closed, so its charge goes to the
+	// entitlement.
+	consume(dead, "late")
+	if got := getBalance(t, live, e.ID); got != 980 {
+		t.Errorf("after the owner's late charge: balance %d, want 980 (every charge once)", got)
+	}
 }

@@ -138,8 +138,11 @@ func (s *Store) runBatch(ctx context.Context, entitlementID string, calls []*cal
 	for i := range results {
 		calls[i].answer(results[i])
 	}
-	info := directInfo{e: b.E, found: b.Found, gathered: len(b.gathered) > 0, took: b.took, other: b.other}
+	info := directInfo{e: b.E, found: b.Found, gathered: b.gatheredAll, took: b.took, other: b.other}
 	s.counters.batches.Add(1)
+	if !b.gatheredAll {
+		s.counters.expired.Add(int64(len(b.gathered)))
+	}
 	if info.gathered {
 		s.counters.gathers.Add(1)
 	}

@@ -37,6 +37,13 @@ type LeaseOptions struct {
 	// Idle is how long a lane keeps its leases without a charge (default
 	// 2 s).
 	Idle time.Duration
+	// TTL is how long a lease stays reserved without its owner renewing it
+	// (default 30 s): an instance renews its leases with every refill, and
+	// any instance folds a lease past its deadline in its next transaction
+	// on the entitlement, so what a crashed instance reserved is free again
+	// within TTL of its last refill. Safety never depends on it
+	// (entitlement.OpenLease).
+	TTL time.Duration
 }
 
 // WithLeases sets how the store leases hot entitlements.
@@ -45,6 +52,12 @@ func WithLeases(o LeaseOptions) Option {
 		if o.Idle <= 0 {
 			o.Idle = 2 * time.Second
 		}
+		if o.TTL <= 0 {
+			o.TTL = defaultLeaseTTL
+		}
 		s.leaseOpt = o
 	}
 }
+
+// defaultLeaseTTL is LeaseOptions.TTL's default.
+const defaultLeaseTTL = 30 * time.Second

@@ -81,15 +81,18 @@ func (s *Store) refill(ll *escrow.Lane) {
 		took, gathered = "", false
 		e, put, err := s.foldLeases(ctx, tx, ll.ID(), func(e *entitlement.Entitlement, now time.Time) ([]string, bool) {
 			gathered = e.NeedsGather(now, 0)
-			return retired, gathered
+			// The retired leases, and those whose owner (this instance or
+			// one that died) stopped renewing them.
+			return append(slices.Clone(retired), e.ExpiredLeases(now)...), gathered
 		})
 		if err != nil || e == nil {
 			return err
 		}
 		now := s.clock()
 		e.Refresh(now)
+		e.RenewLeases(ll.Leases(), now.Add(s.leaseOpt.TTL)) // this instance is alive
 		if n := e.LeaseSize(now, want); n > 0 {
-			l := e.TakeLease(uuid.NewString(), s.owner, n)
+			l := e.TakeLease(uuid.NewString(), s.owner, n, now.Add(s.leaseOpt.TTL))
 			if err := tx.Create(s.leaseRef(e.ID, l.ID), leaseDoc(&l)); err != nil {
 				return err
 			}
@@ -165,7 +168,12 @@ func (s *Store) watchIdle(ll *escrow.Lane) {
 			arm(s.leaseOpt.Idle - idle)
 			return
 		}
-		_ = s.release(context.Background(), ll) // a failure leaves the leases for a gather
+		if err := s.release(context.Background(), ll); err != nil {
+			// The lane is dropped all the same: its leases are folded by the
+			// next gather that needs them, or once their deadline passes.
+			s.log.Warn("releasing an idle entitlement's leases failed; they are freed by their deadline",
+				"entitlement", ll.ID(), "ttl", s.leaseOpt.TTL.String(), "error", err.Error())
+		}
 	}
 	arm(s.leaseOpt.Idle)
 }

@@ -25,11 +25,15 @@ type Stats struct {
 	// Refills are leases taken; Gathers the transactions that folded every
 	// lease of an entitlement.
 	Refills, Gathers int64
+	// Expired are leases this instance's batches folded because their
+	// owner stopped renewing them (LeaseOptions.TTL): a crashed instance's
+	// share, freed.
+	Expired int64
 }
 
 // counters are the live Stats.
 type counters struct {
-	batches, leaseBatches, aborts, lockTimeouts, conflicts, refills, gathers atomic.Int64
+	batches, leaseBatches, aborts, lockTimeouts, conflicts, refills, gathers, expired atomic.Int64
 }
 
 // Stats returns the store's counters.
@@ -38,7 +42,7 @@ func (s *Store) Stats() Stats {
 	return Stats{
 		Batches: c.batches.Load(), LeaseBatches: c.leaseBatches.Load(),
 		Aborts: c.aborts.Load(), LockTimeouts: c.lockTimeouts.Load(), Conflicts: c.conflicts.Load(),
-		Refills: c.refills.Load(), Gathers: c.gathers.Load(),
+		Refills: c.refills.Load(), Gathers: c.gathers.Load(), Expired: c.expired.Load(),
 	}
 }
 

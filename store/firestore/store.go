@@ -22,6 +22,7 @@
 package firestore
 
 import (
+	"log/slog"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -77,7 +78,14 @@ type Store struct {
 	counters counters
 	// bg holds the store's goroutines but the lanes' (close.go).
 	bg background
+	// log receives what the store's background work cannot return to a
+	// caller (a lease release that failed).
+	log *slog.Logger
 }
+
+// WithLogger sends what the store's background work cannot return to a
+// caller (a failed release of idle leases) to l (default: slog.Default()).
+func WithLogger(l *slog.Logger) Option { return func(s *Store) { s.log = l } }
 
 // Option configures a Store.
 type Option func(*Store)
@@ -123,9 +131,12 @@ func WithRetryBudget(d time.Duration) Option {
 // the project and named database when creating it).
 func New(client *firestore.Client, opts ...Option) *Store {
 	s := &Store{client: client, now: time.Now, maxBatch: 200, gather: 2 * time.Millisecond, retryBudget: 20 * time.Second,
-		owner: uuid.NewString(), leaseOpt: LeaseOptions{Idle: 2 * time.Second}}
+		owner: uuid.NewString(), leaseOpt: LeaseOptions{Idle: 2 * time.Second, TTL: defaultLeaseTTL}}
 	for _, o := range opts {
 		o(s)
+	}
+	if s.log == nil {
+		s.log = slog.Default()
 	}
 	s.lanes = s.newLanes()
 	return s

@@ -8,6 +8,7 @@ import (
 	"cloud.google.com/go/firestore"
 
 	"github.com/stipend-mcp/stipend/internal/fsfault"
+	"github.com/stipend-mcp/stipend/store"
 	"github.com/stipend-mcp/stipend/store/internal/retry"
 )
 
@@ -63,9 +64,20 @@ func (s *Store) run(ctx context.Context, what string, fn func(context.Context, *
 	case err == nil:
 		return nil
 	case stop == retry.Exhausted:
-		return fsfault.Read(err, "%s: contention outlasted the retry budget (or the caller's deadline, if sooner)", what)
+		return outlasted(err, what)
 	case stop == retry.Cancelled || !committing:
 		return fsfault.Read(err, "%s", what)
 	}
 	return fsfault.Write(err, "%s", what)
+}
+
+// outlasted is the error of a transaction whose contention outlasted the
+// retry budget (or the caller's deadline): its last attempt failed as
+// contention (an abort, a guarded document read stale, a torn read), so
+// nothing was written, and a retry with the same key may well succeed. It is
+// Unavailable and certain, whatever the last attempt's code: a stale read's
+// FailedPrecondition would otherwise read as a deployment fault (Internal).
+func outlasted(err error, what string) error {
+	return &store.Error{Code: store.CodeUnavailable, Err: err,
+		Message: what + ": contention outlasted the retry budget (or the caller's deadline, if sooner); nothing was written, retry with the same key"}
 }

@@ -199,6 +199,20 @@ func (ll *Lane) HasLease() bool {
 	return ll.active != "" || ll.next != ""
 }
 
+// Leases returns the leases the lane spends or will: its active and next
+// ones (their owner renews their deadlines).
+func (ll *Lane) Leases() []string {
+	ll.mu.Lock()
+	defer ll.mu.Unlock()
+	var ids []string
+	for _, id := range []string{ll.active, ll.next} {
+		if id != "" {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
 // Retire stops spending lease id: it is dry, or closed by another
 // instance's gather (then the refill finds it unregistered and skips it).
 func (ll *Lane) Retire(id string) {
