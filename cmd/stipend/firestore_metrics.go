@@ -33,5 +33,7 @@ func firestoreMetrics(stats func() fsstore.Stats) []prometheus.Collector {
 			func(s fsstore.Stats) int64 { return s.Refills }),
 		counter("stipend_firestore_lease_gathers_total", "Transactions that folded every escrow lease of an entitlement back into it.", nil,
 			func(s fsstore.Stats) int64 { return s.Gathers }),
+		counter("stipend_firestore_lease_expired_total", "Escrow leases this instance folded because their owner stopped renewing them (a crashed or stalled instance's share, freed).", nil,
+			func(s fsstore.Stats) int64 { return s.Expired }),
 	}
 }
