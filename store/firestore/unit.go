@@ -1,0 +1,182 @@
+package firestore
+
+import (
+	"context"
+	"time"
+
+	"cloud.google.com/go/firestore"
+
+	"github.com/stipend-mcp/stipend/entitlement"
+	"github.com/stipend-mcp/stipend/event"
+	"github.com/stipend-mcp/stipend/payment"
+	"github.com/stipend-mcp/stipend/receipt"
+	"github.com/stipend-mcp/stipend/store"
+	"github.com/stipend-mcp/stipend/store/internal/transition"
+	"github.com/stipend-mcp/stipend/store/internal/unit"
+)
+
+// unit runs fn in one transaction (unit.Run, on run's retries): fn's reads
+// go to the transaction as it makes them, its writes are queued and reach
+// the transaction after fn returned, so every read comes before every
+// write, as Firestore requires.
+func (s *Store) unit(ctx context.Context, what string, fn func(unit.Tx) error) error {
+	return s.run(ctx, what, func(ctx context.Context, ftx *firestore.Transaction) error {
+		t := &tx{s: s, ctx: ctx, tx: ftx}
+		if err := fn(t); err != nil {
+			return err
+		}
+		return all(t.writes)
+	})
+}
+
+// tx is the Firestore store's unit.Tx.
+type tx struct {
+	s      *Store
+	ctx    context.Context
+	tx     *firestore.Transaction
+	writes []func() error
+	now    time.Time
+	// expiry maps each open hold of the entitlements LockEntitlements read
+	// to its expiry: a hold that expires ends then (entitlement.Hold.End).
+	expiry map[string]time.Time
+}
+
+var _ unit.Tx = (*tx)(nil)
+
+func (t *tx) Now() time.Time {
+	t.now = t.s.clock()
+	return t.now
+}
+
+// at is the instant of the change: Now's, or the clock's if never asked.
+func (t *tx) at() time.Time {
+	if t.now.IsZero() {
+		return t.s.clock()
+	}
+	return t.now
+}
+
+func (t *tx) write(w func() error) { t.writes = append(t.writes, w) }
+
+func (t *tx) Payment(id string) (payment.Payment, error) { return t.s.txPayment(t.tx, id) }
+
+func (t *tx) InboundSeen(in store.InboundEvent) (bool, error) {
+	_, err := t.tx.Get(t.s.inboundRef(in))
+	switch {
+	case err == nil:
+		return true, nil
+	case isNotFound(err):
+		return false, nil
+	}
+	return false, err
+}
+
+func (t *tx) Receipt(id string) (receipt.Signed, error) {
+	snap, err := t.tx.Get(t.s.col(colReceipts).Doc(docID(id)))
+	if isNotFound(err) {
+		return receipt.Signed{}, store.Errorf(store.CodeNotFound, "receipt %q", id)
+	}
+	if err != nil {
+		return receipt.Signed{}, err
+	}
+	return receiptFrom(snap)
+}
+
+func (t *tx) Entitlements(ids []string) ([]entitlement.Entitlement, error) {
+	return t.s.txEntitlements(t.tx, ids)
+}
+
+func (t *tx) LockEntitlements(ids []string) ([]entitlement.Entitlement, error) {
+	es, err := t.s.txEntitlements(t.tx, ids)
+	if err != nil {
+		return nil, err
+	}
+	closeLeases, err := t.s.gatherActive(t.tx, es)
+	if err != nil {
+		return nil, err
+	}
+	t.write(closeLeases)
+	if t.expiry == nil {
+		t.expiry = make(map[string]time.Time)
+	}
+	for i := range es {
+		for _, o := range es[i].Holds {
+			t.expiry[o.ID] = o.ExpiresAt
+		}
+	}
+	return es, nil
+}
+
+func (t *tx) Normalize(e entitlement.Entitlement) entitlement.Entitlement {
+	return normalized(e, t.at())
+}
+
+func (t *tx) Fence() error {
+	fd, err := t.s.readFence(t.ctx, t.tx)
+	if err != nil {
+		return err
+	}
+	now := t.at()
+	t.write(func() error { return fd.mark(t.tx, now) })
+	return nil
+}
+
+func (t *tx) EnsureAccount(agentID string) error {
+	create, err := t.s.ensureAccount(t.tx, agentID, t.at())
+	if create != nil {
+		t.write(create)
+	}
+	return err
+}
+
+func (t *tx) CreateEntitlement(e entitlement.Entitlement) {
+	t.write(func() error { return t.tx.Create(t.s.entitlementRef(e.ID), entitlementDoc(&e)) })
+}
+
+func (t *tx) UpdateEntitlement(e entitlement.Entitlement, expired, released []string) {
+	now := t.at()
+	t.write(func() error {
+		for _, id := range expired {
+			if err := t.s.endHold(t.tx, id, entitlement.HoldExpired, t.expiry[id]); err != nil {
+				return err
+			}
+		}
+		for _, id := range released {
+			if err := t.s.endHold(t.tx, id, entitlement.HoldReleased, now); err != nil {
+				return err
+			}
+		}
+		return t.tx.Set(t.s.entitlementRef(e.ID), entitlementDoc(&e))
+	})
+}
+
+func (t *tx) PutPayment(p payment.Payment) {
+	t.write(func() error { return t.tx.Set(t.s.paymentRef(p.ID), paymentDoc(&p)) })
+}
+
+func (t *tx) CreateReceipt(r receipt.Signed) {
+	t.write(func() error { return t.tx.Create(t.s.col(colReceipts).Doc(docID(r.ID)), receiptDoc(&r)) })
+}
+
+func (t *tx) AddEvents(evs ...event.Event) {
+	t.write(func() error {
+		for i := range evs {
+			if err := t.tx.Create(t.s.col(colEvents).Doc(evs[i].ID), eventDoc(&evs[i])); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func (t *tx) RecordInbound(in store.InboundEvent) {
+	now := t.at()
+	t.write(func() error {
+		return t.tx.Create(t.s.inboundRef(in), map[string]any{"source": in.Source, "eventId": in.EventID, "firstSeenAt": now})
+	})
+}
+
+// inboundRef is the document recording the provider event in.
+func (s *Store) inboundRef(in store.InboundEvent) *firestore.DocumentRef {
+	return s.col(colInbound).Doc(transition.InboundKey(in.Source, in.EventID))
+}

@@ -1,0 +1,150 @@
+package memory
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/stipend-mcp/stipend/entitlement"
+	"github.com/stipend-mcp/stipend/event"
+	"github.com/stipend-mcp/stipend/payment"
+	"github.com/stipend-mcp/stipend/receipt"
+	"github.com/stipend-mcp/stipend/store"
+	"github.com/stipend-mcp/stipend/store/internal/transition"
+	"github.com/stipend-mcp/stipend/store/internal/unit"
+)
+
+// unit runs fn under the mutex (unit.Run): reads copy out of the maps,
+// writes are queued and applied, after the fence is marked, only when fn
+// succeeds, so a failed call changes nothing.
+func (s *Store) unit(ctx context.Context, _ string, fn func(unit.Tx) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := &tx{s: s}
+	if err := fn(t); err != nil {
+		return err
+	}
+	if t.fenced {
+		if err := markFence(ctx); err != nil {
+			return err
+		}
+	}
+	for _, w := range t.writes {
+		w()
+	}
+	return nil
+}
+
+// tx is the memory store's unit.Tx.
+type tx struct {
+	s      *Store
+	writes []func()
+	fenced bool
+	now    time.Time
+}
+
+var _ unit.Tx = (*tx)(nil)
+
+func (t *tx) Now() time.Time {
+	t.now = t.s.clock()
+	return t.now
+}
+
+// at is the instant of the change: Now's, or the clock's if never asked.
+func (t *tx) at() time.Time {
+	if t.now.IsZero() {
+		return t.s.clock()
+	}
+	return t.now
+}
+
+func (t *tx) Payment(id string) (payment.Payment, error) {
+	p := t.s.payments[id]
+	if p == nil {
+		return payment.Payment{}, store.Errorf(store.CodeNotFound, "payment %q", id)
+	}
+	return copyPayment(p), nil
+}
+
+func (t *tx) InboundSeen(in store.InboundEvent) (bool, error) {
+	_, ok := t.s.inbound[transition.InboundKey(in.Source, in.EventID)]
+	return ok, nil
+}
+
+func (t *tx) Receipt(id string) (receipt.Signed, error) {
+	r := t.s.receipts[id]
+	if r == nil {
+		return receipt.Signed{}, store.Errorf(store.CodeNotFound, "receipt %q", id)
+	}
+	return copyReceipt(r), nil
+}
+
+func (t *tx) Entitlements(ids []string) ([]entitlement.Entitlement, error) {
+	var out []entitlement.Entitlement
+	for _, id := range ids {
+		e := t.s.entitlements[id]
+		if e == nil {
+			return nil, store.Errorf(store.CodeInternal, "corrupt data: missing entitlement %s", id)
+		}
+		out = append(out, e.Clone())
+	}
+	return out, nil
+}
+
+func (t *tx) LockEntitlements(ids []string) ([]entitlement.Entitlement, error) {
+	return t.Entitlements(ids)
+}
+
+func (t *tx) Normalize(e entitlement.Entitlement) entitlement.Entitlement {
+	e = e.Clone()
+	normalizeTimes(&e)
+	return e
+}
+
+func (t *tx) Fence() error {
+	t.fenced = true
+	return nil
+}
+
+func (t *tx) EnsureAccount(agentID string) error {
+	t.writes = append(t.writes, func() { t.s.ensureAccount(agentID) })
+	return nil
+}
+
+func (t *tx) CreateEntitlement(e entitlement.Entitlement) {
+	e = e.Clone()
+	t.writes = append(t.writes, func() { t.s.putEntitlement(&e) })
+}
+
+func (t *tx) UpdateEntitlement(e entitlement.Entitlement, expired, released []string) {
+	e, now := e.Clone(), t.at()
+	t.writes = append(t.writes, func() {
+		stored := t.s.entitlements[e.ID]
+		*stored = e
+		t.s.endHolds(expired, entitlement.HoldExpired, now)
+		t.s.endHolds(released, entitlement.HoldReleased, now)
+		if e.Status != entitlement.StatusActive {
+			a := t.s.agents[e.AgentID]
+			a.active = slices.DeleteFunc(a.active, func(x *entitlement.Entitlement) bool { return x == stored })
+		}
+	})
+}
+
+func (t *tx) PutPayment(p payment.Payment) {
+	p = p.Clone()
+	t.writes = append(t.writes, func() { *t.s.payments[p.ID] = p })
+}
+
+func (t *tx) CreateReceipt(r receipt.Signed) {
+	r = r.Clone()
+	t.writes = append(t.writes, func() { t.s.putReceipt(&r) })
+}
+
+func (t *tx) AddEvents(evs ...event.Event) {
+	t.writes = append(t.writes, func() { t.s.events.add(evs...) })
+}
+
+func (t *tx) RecordInbound(in store.InboundEvent) {
+	key, now := transition.InboundKey(in.Source, in.EventID), t.at()
+	t.writes = append(t.writes, func() { t.s.inbound[key] = now })
+}

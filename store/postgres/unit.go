@@ -1,0 +1,193 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/stipend-mcp/stipend/entitlement"
+	"github.com/stipend-mcp/stipend/event"
+	"github.com/stipend-mcp/stipend/payment"
+	"github.com/stipend-mcp/stipend/receipt"
+	"github.com/stipend-mcp/stipend/store"
+	"github.com/stipend-mcp/stipend/store/internal/unit"
+)
+
+// unit runs fn in one transaction (unit.Run, on run's retries): reads are
+// queries made as fn asks, the rows of a change locked FOR UPDATE; writes
+// are queued and executed, in order, after fn returned.
+func (s *Store) unit(ctx context.Context, what string, fn func(unit.Tx) error) error {
+	return s.run(ctx, what, func(ptx pgx.Tx) error {
+		t := &tx{s: s, ctx: ctx, tx: ptx}
+		if err := fn(t); err != nil {
+			return err
+		}
+		for _, w := range t.writes {
+			if err := w(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// tx is the PostgreSQL store's unit.Tx.
+type tx struct {
+	s      *Store
+	ctx    context.Context
+	tx     pgx.Tx
+	writes []func() error
+	now    time.Time
+}
+
+var _ unit.Tx = (*tx)(nil)
+
+// Now reads the clock after the locks taken so far: see Store.clock.
+func (t *tx) Now() time.Time {
+	t.now = t.s.clock()
+	return t.now
+}
+
+// at is the instant of the change: Now's, or the clock's if never asked.
+func (t *tx) at() time.Time {
+	if t.now.IsZero() {
+		return t.s.clock()
+	}
+	return t.now
+}
+
+func (t *tx) write(w func() error) { t.writes = append(t.writes, w) }
+
+func (t *tx) Payment(id string) (payment.Payment, error) {
+	p, err := scanPayment(t.tx.QueryRow(t.ctx, `SELECT `+paymentColumns+` FROM payments WHERE id = $1 FOR UPDATE`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return payment.Payment{}, store.Errorf(store.CodeNotFound, "payment %q", id)
+	}
+	return p, err
+}
+
+func (t *tx) InboundSeen(in store.InboundEvent) (bool, error) {
+	var seen bool
+	err := t.tx.QueryRow(t.ctx, `SELECT EXISTS (SELECT 1 FROM inbound_events WHERE source = $1 AND event_id = $2)`,
+		in.Source, in.EventID).Scan(&seen)
+	return seen, err
+}
+
+func (t *tx) Receipt(id string) (receipt.Signed, error) {
+	r, err := scanReceipt(t.tx.QueryRow(t.ctx, `SELECT `+receiptColumns+` FROM receipts WHERE id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return receipt.Signed{}, store.Errorf(store.CodeNotFound, "receipt %q", id)
+	}
+	return r, err
+}
+
+func (t *tx) Entitlements(ids []string) ([]entitlement.Entitlement, error) {
+	return entitlementsByID(t.ctx, t.tx, ids, false)
+}
+
+func (t *tx) LockEntitlements(ids []string) ([]entitlement.Entitlement, error) {
+	return entitlementsByID(t.ctx, t.tx, ids, true)
+}
+
+// entitlementsByID reads the entitlements ids inside tx, in that order,
+// locking them (in ID order, so two transactions never lock them in
+// opposite orders) when lock is set. A missing one is corruption.
+func entitlementsByID(ctx context.Context, tx pgx.Tx, ids []string, lock bool) ([]entitlement.Entitlement, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	q := `SELECT ` + entitlementColumns + ` FROM entitlements WHERE id = ANY($1) ORDER BY id`
+	if lock {
+		q += ` FOR UPDATE`
+	}
+	rows, err := tx.Query(ctx, q, ids)
+	if err != nil {
+		return nil, err
+	}
+	es, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (entitlement.Entitlement, error) { return scanEntitlement(r) })
+	if err != nil {
+		return nil, err
+	}
+	out := make([]entitlement.Entitlement, 0, len(ids))
+	for _, id := range ids {
+		i := slices.IndexFunc(es, func(e entitlement.Entitlement) bool { return e.ID == id })
+		if i < 0 {
+			return nil, store.Errorf(store.CodeInternal, "corrupt data: missing entitlement %s", id)
+		}
+		out = append(out, es[i])
+	}
+	return out, nil
+}
+
+func (t *tx) Normalize(e entitlement.Entitlement) entitlement.Entitlement {
+	return normalized(e, t.at())
+}
+
+// Fence marks the fence at once: the UPDATE locks the ledger row until the
+// transaction ends.
+func (t *tx) Fence() error { return t.s.markFence(t.ctx, t.tx, t.at()) }
+
+func (t *tx) EnsureAccount(agentID string) error {
+	now := t.at()
+	t.write(func() error { return ensureAccount(t.ctx, t.tx, agentID, now) })
+	return nil
+}
+
+func (t *tx) CreateEntitlement(e entitlement.Entitlement) {
+	t.write(func() error {
+		created, err := insertEntitlement(t.ctx, t.tx, &e)
+		if err == nil && !created {
+			return errRetry // a fresh UUID collided: try again
+		}
+		return err
+	})
+}
+
+func (t *tx) UpdateEntitlement(e entitlement.Entitlement, expired, released []string) {
+	now := t.at()
+	t.write(func() error {
+		if err := endHolds(t.ctx, t.tx, expired, entitlement.HoldExpired, now); err != nil {
+			return err
+		}
+		if err := endHolds(t.ctx, t.tx, released, entitlement.HoldReleased, now); err != nil {
+			return err
+		}
+		return updateEntitlement(t.ctx, t.tx, &e)
+	})
+}
+
+func (t *tx) PutPayment(p payment.Payment) {
+	t.write(func() error { return updatePayment(t.ctx, t.tx, &p) })
+}
+
+func (t *tx) CreateReceipt(r receipt.Signed) {
+	t.write(func() error { return insertReceipt(t.ctx, t.tx, &r) })
+}
+
+func (t *tx) AddEvents(evs ...event.Event) {
+	t.write(func() error {
+		for _, e := range evs {
+			if _, err := t.tx.Exec(t.ctx, insertEventSQL, e.ID, string(e.Type), e.AgentID, e.OccurredAt, []byte(e.Data)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// RecordInbound inserts the record RecordInboundEvent writes. If another
+// transaction recorded it meanwhile, the whole unit starts over and then
+// answers as the replay it is.
+func (t *tx) RecordInbound(in store.InboundEvent) {
+	now := t.at()
+	t.write(func() error {
+		tag, err := t.tx.Exec(t.ctx, insertInboundSQL, in.Source, in.EventID, now)
+		if err == nil && tag.RowsAffected() != 1 {
+			return errRetry
+		}
+		return err
+	})
+}
