@@ -2,7 +2,6 @@ package firestore
 
 import (
 	"context"
-	"time"
 
 	"cloud.google.com/go/firestore"
 
@@ -10,41 +9,15 @@ import (
 	"github.com/stipend-mcp/stipend/event"
 	"github.com/stipend-mcp/stipend/internal/fsfault"
 	"github.com/stipend-mcp/stipend/store"
+	"github.com/stipend-mcp/stipend/store/internal/ops"
 )
 
-// UpdateEntitlement implements store.EntitlementUpdater: one transaction
-// on the entitlement's document, as RevokeEntitlement's, so it is ordered
-// with the batches that charge it; it gathers the entitlement's leases.
+// UpdateEntitlement implements store.EntitlementUpdater
+// (ops.UpdateEntitlement): the unit's read of the entitlement gathers all
+// its leases, so new limits, alerts or expiry apply to every later charge
+// and new leases are sized under them (entitlement.LeaseSize).
 func (s *Store) UpdateEntitlement(ctx context.Context, id string, u entitlement.Update) (entitlement.Entitlement, error) {
-	ref := s.entitlementRef(id)
-	var out entitlement.Entitlement
-	err := s.run(ctx, "update entitlement", func(ctx context.Context, tx *firestore.Transaction) (err error) {
-		var now time.Time
-		if out, now, err = s.readEntitlement(tx, id); err != nil {
-			return err
-		}
-		// New limits, alerts or expiry bound what leases may hold: fold
-		// them all, so the change applies to every later charge and new
-		// leases are sized under it (entitlement.LeaseSize).
-		closeLeases, err := s.gatherAll(tx, &out)
-		if err != nil {
-			return err
-		}
-		if err := out.Apply(u, now); err != nil {
-			return store.Wrap(store.CodeInvalid, err, "update of entitlement %q", id)
-		}
-		out.ExpiresAt = stampPtr(out.ExpiresAt)
-		stampControls(&out)
-		if err := closeLeases(); err != nil {
-			return err
-		}
-		return tx.Set(ref, entitlementDoc(&out))
-	})
-	if err != nil {
-		return entitlement.Entitlement{}, err
-	}
-	out.Refresh(s.clock())
-	return out, nil
+	return ops.UpdateEntitlement(ctx, s.unit, id, u)
 }
 
 // AccountLimits implements charge.Charger: a point read of the account

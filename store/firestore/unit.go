@@ -82,6 +82,29 @@ func (t *tx) Receipt(id string) (receipt.Signed, error) {
 	return receiptFrom(snap)
 }
 
+// Entitlement reads the entitlement and folds in all its open leases (a
+// change of its limits or expiry bounds what leases may hold, a revoke
+// ends them), closing them with the unit's writes.
+func (t *tx) Entitlement(id string) (entitlement.Entitlement, error) {
+	snap, err := t.tx.Get(t.s.entitlementRef(id))
+	if isNotFound(err) {
+		return entitlement.Entitlement{}, store.Errorf(store.CodeNotFound, "entitlement %q", id)
+	} else if err != nil {
+		return entitlement.Entitlement{}, err
+	}
+	e, err := entitlementFrom(snap)
+	if err != nil {
+		return entitlement.Entitlement{}, err
+	}
+	closeLeases, err := t.s.gatherAll(t.tx, &e)
+	if err != nil {
+		return entitlement.Entitlement{}, err
+	}
+	t.write(closeLeases)
+	t.remember(e)
+	return e, nil
+}
+
 func (t *tx) Entitlements(ids []string) ([]entitlement.Entitlement, error) {
 	return t.s.txEntitlements(t.tx, ids)
 }
@@ -96,15 +119,20 @@ func (t *tx) LockEntitlements(ids []string) ([]entitlement.Entitlement, error) {
 		return nil, err
 	}
 	t.write(closeLeases)
+	for i := range es {
+		t.remember(es[i])
+	}
+	return es, nil
+}
+
+// remember notes the expiry of each open hold of e, read for a change.
+func (t *tx) remember(e entitlement.Entitlement) {
 	if t.expiry == nil {
 		t.expiry = make(map[string]time.Time)
 	}
-	for i := range es {
-		for _, o := range es[i].Holds {
-			t.expiry[o.ID] = o.ExpiresAt
-		}
+	for _, o := range e.Holds {
+		t.expiry[o.ID] = o.ExpiresAt
 	}
-	return es, nil
 }
 
 func (t *tx) Normalize(e entitlement.Entitlement) entitlement.Entitlement {

@@ -79,6 +79,14 @@ func (t *tx) Receipt(id string) (receipt.Signed, error) {
 	return copyReceipt(r), nil
 }
 
+func (t *tx) Entitlement(id string) (entitlement.Entitlement, error) {
+	e := t.s.entitlements[id]
+	if e == nil {
+		return entitlement.Entitlement{}, store.Errorf(store.CodeNotFound, "entitlement %q", id)
+	}
+	return e.Clone(), nil
+}
+
 func (t *tx) Entitlements(ids []string) ([]entitlement.Entitlement, error) {
 	var out []entitlement.Entitlement
 	for _, id := range ids {
@@ -97,6 +105,12 @@ func (t *tx) LockEntitlements(ids []string) ([]entitlement.Entitlement, error) {
 
 func (t *tx) Normalize(e entitlement.Entitlement) entitlement.Entitlement {
 	e = e.Clone()
+	if e.Status == "" {
+		e.Status = entitlement.StatusActive
+	}
+	if e.CreatedAt.IsZero() {
+		e.CreatedAt = t.at()
+	}
 	normalizeTimes(&e)
 	return e
 }

@@ -84,6 +84,10 @@ func (t *tx) Receipt(id string) (receipt.Signed, error) {
 	return r, err
 }
 
+func (t *tx) Entitlement(id string) (entitlement.Entitlement, error) {
+	return lockEntitlement(t.ctx, t.tx, id)
+}
+
 func (t *tx) Entitlements(ids []string) ([]entitlement.Entitlement, error) {
 	return entitlementsByID(t.ctx, t.tx, ids, false)
 }

@@ -44,6 +44,9 @@ type Tx interface {
 	InboundSeen(in store.InboundEvent) (bool, error)
 	// Receipt reads the receipt id: ErrNotFound if absent.
 	Receipt(id string) (receipt.Signed, error)
+	// Entitlement reads the entitlement id for a change of it, as
+	// LockEntitlements does: ErrNotFound if absent.
+	Entitlement(id string) (entitlement.Entitlement, error)
 	// Entitlements reads the entitlements ids, in that order, without
 	// locking them, to answer with; a missing one is corrupt data.
 	Entitlements(ids []string) ([]entitlement.Entitlement, error)
@@ -52,8 +55,9 @@ type Tx interface {
 	// folds in the open escrow leases of the active ones and closes those
 	// leases with the unit's writes. A missing one is corrupt data.
 	LockEntitlements(ids []string) ([]entitlement.Entitlement, error)
-	// Normalize returns the new entitlement e as the backend stores it:
-	// defaults filled, instants at its precision, nothing shared with e.
+	// Normalize returns the entitlement e as the backend stores it:
+	// defaults filled (an active status, CreatedAt now), instants at its
+	// precision, nothing shared with e.
 	Normalize(e entitlement.Entitlement) entitlement.Entitlement
 	// Fence checks the idempotency fence the context carries (none: nothing)
 	// and marks it with the change; a fence that no longer holds fails the
@@ -64,8 +68,8 @@ type Tx interface {
 	EnsureAccount(agentID string) error
 	// CreateEntitlement stores the new, normalized entitlement e.
 	CreateEntitlement(e entitlement.Entitlement)
-	// UpdateEntitlement stores e, a changed entitlement read by
-	// LockEntitlements, and ends its holds expired (at their expiry) and
+	// UpdateEntitlement stores e, a changed entitlement read by Entitlement
+	// or LockEntitlements, and ends its holds expired (at their expiry) and
 	// released (at Now); an entitlement no longer active stops being a
 	// candidate for charges.
 	UpdateEntitlement(e entitlement.Entitlement, expired, released []string)
