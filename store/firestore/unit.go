@@ -13,6 +13,7 @@ import (
 	"github.com/stipend-mcp/stipend/store"
 	"github.com/stipend-mcp/stipend/store/internal/transition"
 	"github.com/stipend-mcp/stipend/store/internal/unit"
+	"github.com/stipend-mcp/stipend/topup"
 )
 
 // unit runs fn in one transaction (unit.Run, on run's retries): fn's reads
@@ -39,6 +40,8 @@ type tx struct {
 	// expiry maps each open hold of the entitlements LockEntitlements read
 	// to its expiry: a hold that expires ends then (entitlement.Hold.End).
 	expiry map[string]time.Time
+	// topUpCreated is the createdAt (the list order) of each top-up read.
+	topUpCreated map[string]time.Time
 }
 
 var _ unit.Tx = (*tx)(nil)
@@ -59,6 +62,99 @@ func (t *tx) at() time.Time {
 func (t *tx) write(w func() error) { t.writes = append(t.writes, w) }
 
 func (t *tx) Payment(id string) (payment.Payment, error) { return t.s.txPayment(t.tx, id) }
+
+func (t *tx) PaymentByKey(key string) (payment.Payment, error) {
+	snap, err := t.tx.Get(t.s.paymentKeyRef(key))
+	if isNotFound(err) {
+		return payment.Payment{}, store.Errorf(store.CodeNotFound, "payment for idempotency key")
+	} else if err != nil {
+		return payment.Payment{}, err
+	}
+	f := read(snap)
+	id := f.str("paymentId")
+	if f.err != nil {
+		return payment.Payment{}, f.err
+	}
+	return t.s.txPayment(t.tx, id)
+}
+
+func (t *tx) PaymentByIntent(intentID string) (payment.Payment, error) {
+	snaps, err := t.tx.Documents(t.s.build(qPaymentByIntent, filter{"providerIntentId", "==", intentID}).Limit(1)).GetAll()
+	if err != nil {
+		return payment.Payment{}, err
+	}
+	if len(snaps) == 0 {
+		return payment.Payment{}, store.Errorf(store.CodeNotFound, "payment for provider intent %q", intentID)
+	}
+	return paymentFrom(snaps[0])
+}
+
+func (t *tx) NormalizePayment(p payment.Payment) payment.Payment {
+	p = p.Clone()
+	p.CreatedAt, p.UpdatedAt = stamp(p.CreatedAt), stamp(p.UpdatedAt)
+	p.Grant.ValidUntil, p.Grant.ExpiresAt = stampPtr(p.Grant.ValidUntil), stampPtr(p.Grant.ExpiresAt)
+	if p.Checkout != nil {
+		p.Checkout.ExpiresAt = stamp(p.Checkout.ExpiresAt)
+	}
+	return p
+}
+
+func (t *tx) TopUp(agentID string) (topup.TopUp, error) {
+	u, created, exists, err := t.s.txTopUp(t.tx, agentID)
+	if err != nil {
+		return topup.TopUp{}, err
+	}
+	if exists {
+		if t.topUpCreated == nil {
+			t.topUpCreated = make(map[string]time.Time)
+		}
+		t.topUpCreated[agentID] = created
+	}
+	return u, nil
+}
+
+func (t *tx) Endpoint(id string) (store.Endpoint, error) {
+	snap, err := t.tx.Get(t.s.endpointRef(id))
+	if isNotFound(err) {
+		return store.Endpoint{}, endpointNotFound(id)
+	} else if err != nil {
+		return store.Endpoint{}, err
+	}
+	return endpointFrom(snap)
+}
+
+func (t *tx) Delivery(id string) (store.Delivery, error) {
+	snap, err := t.tx.Get(t.s.deliveryRef(id))
+	if isNotFound(err) {
+		return store.Delivery{}, store.Errorf(store.CodeNotFound, "delivery %s", id)
+	} else if err != nil {
+		return store.Delivery{}, err
+	}
+	return deliveryFrom(snap)
+}
+
+// DeliveryByKey reads the key's pointer document
+// (delivery_outbound_idempotency), then the delivery it points at.
+func (t *tx) DeliveryByKey(key string) (store.Delivery, error) {
+	ptr, err := t.tx.Get(t.s.deliveryKeyRef(key))
+	if isNotFound(err) {
+		return store.Delivery{}, store.Errorf(store.CodeNotFound, "delivery with key %q", key)
+	} else if err != nil {
+		return store.Delivery{}, err
+	}
+	f := read(ptr)
+	id := f.str("deliveryId")
+	if f.err != nil {
+		return store.Delivery{}, f.err
+	}
+	snap, err := t.tx.Get(t.s.deliveryRef(id))
+	if err != nil {
+		return store.Delivery{}, err
+	}
+	return deliveryFrom(snap)
+}
+
+func (t *tx) Instant(at time.Time) time.Time { return stampOrZero(at) }
 
 func (t *tx) InboundSeen(in store.InboundEvent) (bool, error) {
 	_, err := t.tx.Get(t.s.inboundRef(in))
@@ -178,8 +274,47 @@ func (t *tx) UpdateEntitlement(e entitlement.Entitlement, expired, released []st
 	})
 }
 
+func (t *tx) CreatePayment(p payment.Payment) {
+	now := t.at()
+	t.write(func() error {
+		if err := t.tx.Create(t.s.paymentRef(p.ID), paymentDoc(&p)); err != nil {
+			return err
+		}
+		return t.tx.Create(t.s.paymentKeyRef(p.IdempotencyKey), map[string]any{"paymentId": p.ID, "createdAt": now})
+	})
+}
+
+func (t *tx) PutTopUp(u topup.TopUp) {
+	created, ok := t.topUpCreated[u.AgentID]
+	if !ok {
+		created = t.at()
+	}
+	t.write(func() error { return t.s.writeTopUp(t.tx, &u, created) })
+}
+
 func (t *tx) PutPayment(p payment.Payment) {
 	t.write(func() error { return t.tx.Set(t.s.paymentRef(p.ID), paymentDoc(&p)) })
+}
+
+func (t *tx) CreateEndpoint(e store.Endpoint) {
+	t.write(func() error { return t.tx.Create(t.s.endpointRef(e.ID), endpointDoc(&e)) })
+}
+
+func (t *tx) PutEndpoint(e store.Endpoint) {
+	t.write(func() error { return t.tx.Set(t.s.endpointRef(e.ID), endpointDoc(&e)) })
+}
+
+func (t *tx) CreateDelivery(d store.Delivery) {
+	t.write(func() error {
+		if err := t.tx.Create(t.s.deliveryKeyRef(d.Key), map[string]any{"deliveryId": d.ID, "createdAt": d.CreatedAt}); err != nil {
+			return err
+		}
+		return t.tx.Create(t.s.deliveryRef(d.ID), deliveryDoc(&d))
+	})
+}
+
+func (t *tx) PutDelivery(d store.Delivery) {
+	t.write(func() error { return t.tx.Set(t.s.deliveryRef(d.ID), deliveryDoc(&d)) })
 }
 
 func (t *tx) CreateReceipt(r receipt.Signed) {
@@ -202,6 +337,11 @@ func (t *tx) RecordInbound(in store.InboundEvent) {
 	t.write(func() error {
 		return t.tx.Create(t.s.inboundRef(in), map[string]any{"source": in.Source, "eventId": in.EventID, "firstSeenAt": now})
 	})
+}
+
+// deliveryKeyRef is the pointer document of a delivery's key.
+func (s *Store) deliveryKeyRef(key string) *firestore.DocumentRef {
+	return s.col(colDeliveryKeys).Doc(docID(key))
 }
 
 // inboundRef is the document recording the provider event in.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stipend-mcp/stipend/event"
 	"github.com/stipend-mcp/stipend/store"
+	"github.com/stipend-mcp/stipend/store/internal/ops"
 	"github.com/stipend-mcp/stipend/store/internal/transition"
 )
 
@@ -33,23 +34,9 @@ func (s *Store) deliveries() *deliveryState {
 	return d
 }
 
-// CreateEndpoint implements store.DeliveryStore.
+// CreateEndpoint implements store.DeliveryStore (ops.CreateEndpoint).
 func (s *Store) CreateEndpoint(ctx context.Context, e store.Endpoint) (store.Endpoint, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e, err := transition.NewEndpoint(e, s.now())
-	if err != nil {
-		return store.Endpoint{}, err
-	}
-	st := s.deliveries()
-	if _, ok := st.endpoints[e.ID]; ok {
-		return store.Endpoint{}, store.Errorf(store.CodeConflict, "webhook endpoint %s exists", e.ID)
-	}
-	if err := markFence(ctx); err != nil {
-		return store.Endpoint{}, err
-	}
-	st.endpoints[e.ID] = e
-	return copyEndpoint(e), nil
+	return ops.CreateEndpoint(ctx, s.unit, e)
 }
 
 // GetEndpoint implements store.DeliveryStore.
@@ -74,25 +61,19 @@ func (s *Store) ListEndpoints(_ context.Context, p store.Page) ([]store.Endpoint
 	return pageOf(all, p, listID("endpoints"), func(e store.Endpoint) position { return position{e.CreatedAt, e.ID} })
 }
 
-// DisableEndpoint implements store.DeliveryStore.
+// DisableEndpoint implements store.DeliveryStore (ops.DisableEndpoint).
 func (s *Store) DisableEndpoint(ctx context.Context, id, reason string) (store.Endpoint, error) {
-	return s.changeEndpoint(ctx, id, func(e store.Endpoint) (store.Endpoint, error) {
-		return transition.DisableEndpoint(e, reason, s.now()), nil
-	})
+	return ops.DisableEndpoint(ctx, s.unit, id, reason)
 }
 
-// UpdateEndpoint implements store.DeliveryStore.
+// UpdateEndpoint implements store.DeliveryStore (ops.UpdateEndpoint).
 func (s *Store) UpdateEndpoint(ctx context.Context, id string, u store.EndpointUpdate) (store.Endpoint, error) {
-	return s.changeEndpoint(ctx, id, func(e store.Endpoint) (store.Endpoint, error) {
-		return transition.UpdateEndpoint(e, u)
-	})
+	return ops.UpdateEndpoint(ctx, s.unit, id, u)
 }
 
-// RotateEndpointSecret implements store.DeliveryStore.
+// RotateEndpointSecret implements store.DeliveryStore (ops.RotateEndpointSecret).
 func (s *Store) RotateEndpointSecret(ctx context.Context, id, secret string, graceUntil time.Time) (store.Endpoint, error) {
-	return s.changeEndpoint(ctx, id, func(e store.Endpoint) (store.Endpoint, error) {
-		return transition.RotateSecret(e, secret, graceUntil)
-	})
+	return ops.RotateEndpointSecret(ctx, s.unit, id, secret, graceUntil)
 }
 
 // DeleteEndpoint implements store.DeliveryStore. The endpoint's deliveries
@@ -108,53 +89,13 @@ func (s *Store) DeleteEndpoint(_ context.Context, id string) error {
 	return nil
 }
 
-// changeEndpoint replaces the endpoint with change(endpoint) under s.mu,
-// unless change fails (or ctx's fence does).
-func (s *Store) changeEndpoint(ctx context.Context, id string, change func(store.Endpoint) (store.Endpoint, error)) (store.Endpoint, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	st := s.deliveries()
-	e, ok := st.endpoints[id]
-	if !ok {
-		return store.Endpoint{}, endpointNotFound(id)
-	}
-	e, err := change(copyEndpoint(e))
-	if err != nil {
-		return store.Endpoint{}, err
-	}
-	if err := markFence(ctx); err != nil {
-		return store.Endpoint{}, err
-	}
-	st.endpoints[id] = e
-	return copyEndpoint(e), nil
-}
-
 func endpointNotFound(id string) error {
 	return store.Errorf(store.CodeNotFound, "webhook endpoint %s", id)
 }
 
-// EnqueueDelivery implements store.DeliveryStore.
-func (s *Store) EnqueueDelivery(_ context.Context, d store.Delivery) (store.Delivery, bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := transition.CheckNewDelivery(&d, s.now()); err != nil {
-		return store.Delivery{}, false, err
-	}
-	st := s.deliveries()
-	if id, ok := st.byKey[d.Key]; ok {
-		prior := st.deliveries[id]
-		if prior.EndpointID != d.EndpointID || prior.EventID != d.EventID {
-			return store.Delivery{}, false, store.Errorf(store.CodeConflict, "delivery key reused for another event or endpoint")
-		}
-		return copyDelivery(prior), false, nil
-	}
-	if _, ok := st.deliveries[d.ID]; ok {
-		return store.Delivery{}, false, store.Errorf(store.CodeConflict, "delivery %s exists", d.ID)
-	}
-	d.Payload = slices.Clone(d.Payload)
-	st.deliveries[d.ID] = d
-	st.byKey[d.Key] = d.ID
-	return copyDelivery(d), true, nil
+// EnqueueDelivery implements store.DeliveryStore (ops.EnqueueDelivery).
+func (s *Store) EnqueueDelivery(ctx context.Context, d store.Delivery) (store.Delivery, bool, error) {
+	return ops.EnqueueDelivery(ctx, s.unit, d)
 }
 
 // GetDelivery implements store.DeliveryStore.
@@ -233,45 +174,14 @@ func deliveryDue(d *store.Delivery, now time.Time, claimTTL time.Duration) bool 
 	return false
 }
 
-// FinishDelivery implements store.DeliveryStore.
-func (s *Store) FinishDelivery(_ context.Context, id, claimToken string, r store.AttemptResult) (store.Delivery, error) {
-	if err := transition.CheckAttemptResult(&r); err != nil {
-		return store.Delivery{}, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	st := s.deliveries()
-	d, ok := st.deliveries[id]
-	if !ok {
-		return store.Delivery{}, store.Errorf(store.CodeNotFound, "delivery %s", id)
-	}
-	if d.Status != store.DeliveryInFlight || d.ClaimToken != claimToken {
-		return store.Delivery{}, store.Errorf(store.CodeConflict, "delivery %s is no longer claimed with this token", id)
-	}
-	d = transition.ApplyAttempt(d, r, s.now())
-	st.deliveries[id] = d
-	return copyDelivery(d), nil
+// FinishDelivery implements store.DeliveryStore (ops.FinishDelivery).
+func (s *Store) FinishDelivery(ctx context.Context, id, claimToken string, r store.AttemptResult) (store.Delivery, error) {
+	return ops.FinishDelivery(ctx, s.unit, id, claimToken, r)
 }
 
-// RetryDelivery implements store.DeliveryStore.
+// RetryDelivery implements store.DeliveryStore (ops.RetryDelivery).
 func (s *Store) RetryDelivery(ctx context.Context, id string) (store.Delivery, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	st := s.deliveries()
-	d, ok := st.deliveries[id]
-	if !ok {
-		return store.Delivery{}, store.Errorf(store.CodeNotFound, "delivery %s", id)
-	}
-	if d.Status != store.DeliveryFailed && d.Status != store.DeliveryDead {
-		return store.Delivery{}, store.Errorf(store.CodeConflict, "delivery %s is %s; only failed or dead deliveries can be retried", id, d.Status)
-	}
-	if err := markFence(ctx); err != nil {
-		return store.Delivery{}, err
-	}
-	now := s.now().UTC()
-	d.Status, d.ScheduledAt, d.UpdatedAt = store.DeliveryPending, now, now
-	st.deliveries[id] = d
-	return copyDelivery(d), nil
+	return ops.RetryDelivery(ctx, s.unit, id)
 }
 
 // RecordInboundEvent implements store.DeliveryStore. It shares s.inbound

@@ -3,59 +3,14 @@ package memory
 import (
 	"context"
 
-	"github.com/google/uuid"
-
 	"github.com/stipend-mcp/stipend/payment"
 	"github.com/stipend-mcp/stipend/store"
+	"github.com/stipend-mcp/stipend/store/internal/ops"
 )
 
-// CreatePayment stores p as a new pending payment, unless its idempotency
-// key was used: then the earlier payment (same fingerprint) or a Conflict.
-func (s *Store) CreatePayment(_ context.Context, p payment.Payment) (store.CreatePaymentResult, error) {
-	if err := p.Validate(); err != nil {
-		return store.CreatePaymentResult{}, store.Wrap(store.CodeInvalid, err, "payment")
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.createPayment(p)
-}
-
-// createPayment is CreatePayment of a valid p. Callers hold s.mu.
-func (s *Store) createPayment(p payment.Payment) (store.CreatePaymentResult, error) {
-	if id, ok := s.byPayKey[p.IdempotencyKey]; ok {
-		prior := s.payments[id]
-		if prior.Fingerprint != p.Fingerprint {
-			return store.CreatePaymentResult{}, store.Errorf(store.CodeConflict, "payment idempotency key reused with different parameters")
-		}
-		return store.CreatePaymentResult{Payment: copyPayment(prior)}, nil
-	}
-	if p.ID == "" {
-		p.ID = uuid.NewString()
-	} else if _, ok := s.payments[p.ID]; ok {
-		return store.CreatePaymentResult{}, store.Errorf(store.CodeConflict, "payment %q exists", p.ID)
-	}
-	if p.ProviderIntentID != "" {
-		if _, ok := s.byIntent[p.ProviderIntentID]; ok {
-			return store.CreatePaymentResult{}, store.Errorf(store.CodeConflict, "providerIntentId: already linked to another payment")
-		}
-	}
-	now := s.clock()
-	p.Status = payment.StatusPending
-	p.CreatedAt, p.UpdatedAt = now, now
-	p.SucceededAt, p.FailedAt, p.RefundedAt = nil, nil, nil
-	p.FailureReason, p.ReceiptID, p.RefundReceiptID, p.EntitlementIDs = "", "", "", nil
-	stored := copyPayment(&p)
-	stored.Grant.ValidUntil = utcPtr(stored.Grant.ValidUntil)
-	stored.Grant.ExpiresAt = utcPtr(stored.Grant.ExpiresAt)
-	if stored.Checkout != nil {
-		stored.Checkout.ExpiresAt = stored.Checkout.ExpiresAt.UTC()
-	}
-	s.payments[p.ID] = &stored
-	s.byPayKey[p.IdempotencyKey] = p.ID
-	if p.ProviderIntentID != "" {
-		s.byIntent[p.ProviderIntentID] = p.ID
-	}
-	return store.CreatePaymentResult{Payment: copyPayment(&stored), Created: true}, nil
+// CreatePayment implements store.EntitlementStore (ops.CreatePayment).
+func (s *Store) CreatePayment(ctx context.Context, p payment.Payment) (store.CreatePaymentResult, error) {
+	return ops.CreatePayment(ctx, s.unit, p)
 }
 
 // GetPayment returns the payment, or ErrNotFound.

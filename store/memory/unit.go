@@ -12,6 +12,7 @@ import (
 	"github.com/stipend-mcp/stipend/store"
 	"github.com/stipend-mcp/stipend/store/internal/transition"
 	"github.com/stipend-mcp/stipend/store/internal/unit"
+	"github.com/stipend-mcp/stipend/topup"
 )
 
 // unit runs fn under the mutex (unit.Run): reads copy out of the maps,
@@ -65,6 +66,68 @@ func (t *tx) Payment(id string) (payment.Payment, error) {
 	}
 	return copyPayment(p), nil
 }
+
+func (t *tx) PaymentByKey(key string) (payment.Payment, error) {
+	id, ok := t.s.byPayKey[key]
+	if !ok {
+		return payment.Payment{}, store.Errorf(store.CodeNotFound, "payment with that idempotency key")
+	}
+	return copyPayment(t.s.payments[id]), nil
+}
+
+func (t *tx) PaymentByIntent(intentID string) (payment.Payment, error) {
+	id, ok := t.s.byIntent[intentID]
+	if !ok {
+		return payment.Payment{}, store.Errorf(store.CodeNotFound, "payment with provider intent %q", intentID)
+	}
+	return copyPayment(t.s.payments[id]), nil
+}
+
+func (t *tx) NormalizePayment(p payment.Payment) payment.Payment {
+	p = p.Clone()
+	p.Grant.ValidUntil = utcPtr(p.Grant.ValidUntil)
+	p.Grant.ExpiresAt = utcPtr(p.Grant.ExpiresAt)
+	if p.Checkout != nil {
+		p.Checkout.ExpiresAt = p.Checkout.ExpiresAt.UTC()
+	}
+	return p
+}
+
+func (t *tx) TopUp(agentID string) (topup.TopUp, error) {
+	if t.s.accounts[agentID] == nil {
+		return topup.TopUp{}, noAccount(agentID)
+	}
+	if stored := t.s.topups[agentID]; stored != nil {
+		return stored.Clone(), nil
+	}
+	return topup.TopUp{AgentID: agentID}, nil
+}
+
+func (t *tx) Endpoint(id string) (store.Endpoint, error) {
+	e, ok := t.s.deliveries().endpoints[id]
+	if !ok {
+		return store.Endpoint{}, endpointNotFound(id)
+	}
+	return copyEndpoint(e), nil
+}
+
+func (t *tx) Delivery(id string) (store.Delivery, error) {
+	d, ok := t.s.deliveries().deliveries[id]
+	if !ok {
+		return store.Delivery{}, store.Errorf(store.CodeNotFound, "delivery %s", id)
+	}
+	return copyDelivery(d), nil
+}
+
+func (t *tx) DeliveryByKey(key string) (store.Delivery, error) {
+	id, ok := t.s.deliveries().byKey[key]
+	if !ok {
+		return store.Delivery{}, store.Errorf(store.CodeNotFound, "delivery with key %q", key)
+	}
+	return t.Delivery(id)
+}
+
+func (t *tx) Instant(at time.Time) time.Time { return utc(at) }
 
 func (t *tx) InboundSeen(in store.InboundEvent) (bool, error) {
 	_, ok := t.s.inbound[transition.InboundKey(in.Source, in.EventID)]
@@ -144,9 +207,47 @@ func (t *tx) UpdateEntitlement(e entitlement.Entitlement, expired, released []st
 	})
 }
 
+func (t *tx) CreatePayment(p payment.Payment) {
+	p = p.Clone()
+	t.writes = append(t.writes, func() {
+		t.s.payments[p.ID] = &p
+		t.s.byPayKey[p.IdempotencyKey] = p.ID
+		if p.ProviderIntentID != "" {
+			t.s.byIntent[p.ProviderIntentID] = p.ID
+		}
+	})
+}
+
+func (t *tx) PutTopUp(u topup.TopUp) {
+	u = u.Clone()
+	t.writes = append(t.writes, func() {
+		if t.s.topups == nil {
+			t.s.topups = make(map[string]*topup.TopUp)
+		}
+		t.s.topups[u.AgentID] = &u
+	})
+}
+
 func (t *tx) PutPayment(p payment.Payment) {
 	p = p.Clone()
 	t.writes = append(t.writes, func() { *t.s.payments[p.ID] = p })
+}
+
+func (t *tx) CreateEndpoint(e store.Endpoint) { t.PutEndpoint(e) }
+
+func (t *tx) PutEndpoint(e store.Endpoint) {
+	e = copyEndpoint(e)
+	t.writes = append(t.writes, func() { t.s.deliveries().endpoints[e.ID] = e })
+}
+
+func (t *tx) CreateDelivery(d store.Delivery) {
+	t.PutDelivery(d)
+	t.writes = append(t.writes, func() { t.s.deliveries().byKey[d.Key] = d.ID })
+}
+
+func (t *tx) PutDelivery(d store.Delivery) {
+	d = copyDelivery(d)
+	t.writes = append(t.writes, func() { t.s.deliveries().deliveries[d.ID] = d })
 }
 
 func (t *tx) CreateReceipt(r receipt.Signed) {

@@ -14,6 +14,7 @@ import (
 	"github.com/stipend-mcp/stipend/receipt"
 	"github.com/stipend-mcp/stipend/store"
 	"github.com/stipend-mcp/stipend/store/internal/unit"
+	"github.com/stipend-mcp/stipend/topup"
 )
 
 // unit runs fn in one transaction (unit.Run, on run's retries): reads are
@@ -68,6 +69,60 @@ func (t *tx) Payment(id string) (payment.Payment, error) {
 	}
 	return p, err
 }
+
+func (t *tx) PaymentByKey(key string) (payment.Payment, error) {
+	p, err := scanPayment(t.tx.QueryRow(t.ctx, `SELECT `+paymentColumns+` FROM payments WHERE idempotency_key = $1`, key))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return payment.Payment{}, store.Errorf(store.CodeNotFound, "payment for idempotency key")
+	}
+	return p, err
+}
+
+func (t *tx) PaymentByIntent(intentID string) (payment.Payment, error) {
+	p, err := scanPayment(t.tx.QueryRow(t.ctx, `SELECT `+paymentColumns+` FROM payments WHERE provider_intent_id = $1`, intentID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return payment.Payment{}, store.Errorf(store.CodeNotFound, "payment for provider intent %q", intentID)
+	}
+	return p, err
+}
+
+func (t *tx) NormalizePayment(p payment.Payment) payment.Payment {
+	p = p.Clone()
+	p.CreatedAt, p.UpdatedAt = stamp(p.CreatedAt), stamp(p.UpdatedAt)
+	p.Grant.ValidUntil, p.Grant.ExpiresAt = nullTimePtr(p.Grant.ValidUntil), nullTimePtr(p.Grant.ExpiresAt)
+	if p.Checkout != nil {
+		p.Checkout.ExpiresAt = stamp(p.Checkout.ExpiresAt)
+	}
+	return p
+}
+
+func (t *tx) TopUp(agentID string) (topup.TopUp, error) { return lockTopUp(t.ctx, t.tx, agentID) }
+
+func (t *tx) Endpoint(id string) (store.Endpoint, error) {
+	e, err := scanEndpoint(t.tx.QueryRow(t.ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints WHERE id = $1 FOR UPDATE`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.Endpoint{}, errEndpointNotFound(id)
+	}
+	return e, err
+}
+
+func (t *tx) Delivery(id string) (store.Delivery, error) {
+	d, err := scanDelivery(t.tx.QueryRow(t.ctx, `SELECT `+deliveryColumns+` FROM deliveries WHERE id = $1 FOR UPDATE`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.Delivery{}, store.Errorf(store.CodeNotFound, "delivery %s", id)
+	}
+	return d, err
+}
+
+func (t *tx) DeliveryByKey(key string) (store.Delivery, error) {
+	d, err := scanDelivery(t.tx.QueryRow(t.ctx, `SELECT `+deliveryColumns+` FROM deliveries WHERE key = $1`, key))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.Delivery{}, store.Errorf(store.CodeNotFound, "delivery with key %q", key)
+	}
+	return d, err
+}
+
+func (t *tx) Instant(at time.Time) time.Time { return stampOrZero(at) }
 
 func (t *tx) InboundSeen(in store.InboundEvent) (bool, error) {
 	var seen bool
@@ -163,8 +218,63 @@ func (t *tx) UpdateEntitlement(e entitlement.Entitlement, expired, released []st
 	})
 }
 
+func (t *tx) CreatePayment(p payment.Payment) {
+	t.write(func() error { return insertPayment(t.ctx, t.tx, &p) })
+}
+
+func (t *tx) PutTopUp(u topup.TopUp) {
+	t.write(func() error { return writeTopUp(t.ctx, t.tx, &u) })
+}
+
 func (t *tx) PutPayment(p payment.Payment) {
 	t.write(func() error { return updatePayment(t.ctx, t.tx, &p) })
+}
+
+// CreateEndpoint inserts e; if a concurrent transaction took its ID, the
+// unit starts over and reads that endpoint.
+func (t *tx) CreateEndpoint(e store.Endpoint) {
+	t.write(func() error {
+		tag, err := t.tx.Exec(t.ctx, `INSERT INTO webhook_endpoints (id, url, event_types, secret, created_at)
+			VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING`, e.ID, e.URL, eventTypeStrings(e.EventTypes), e.Secret, e.CreatedAt)
+		if err == nil && tag.RowsAffected() != 1 {
+			return errRetry
+		}
+		return err
+	})
+}
+
+func (t *tx) PutEndpoint(e store.Endpoint) {
+	t.write(func() error {
+		_, err := t.tx.Exec(t.ctx, `UPDATE webhook_endpoints SET url = $2, event_types = $3, secret = $4, previous_secret = $5,
+			previous_secret_expires_at = $6, disabled = $7, disabled_reason = $8, disabled_at = $9 WHERE id = $1`,
+			e.ID, e.URL, eventTypeStrings(e.EventTypes), e.Secret, e.PreviousSecret, nullTimePtr(e.PreviousSecretExpiresAt),
+			e.Disabled, e.DisabledReason, nullTimePtr(e.DisabledAt))
+		return err
+	})
+}
+
+// CreateDelivery inserts d; if a concurrent transaction took its key or
+// ID, the unit starts over and reads that delivery.
+func (t *tx) CreateDelivery(d store.Delivery) {
+	t.write(func() error {
+		tag, err := t.tx.Exec(t.ctx, `INSERT INTO deliveries (id, key, endpoint_id, event_id, event_type, payload, status,
+			scheduled_at, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT DO NOTHING`,
+			d.ID, d.Key, d.EndpointID, d.EventID, string(d.EventType), d.Payload, string(d.Status), d.ScheduledAt, d.CreatedAt, d.UpdatedAt)
+		if err == nil && tag.RowsAffected() != 1 {
+			return errRetry
+		}
+		return err
+	})
+}
+
+func (t *tx) PutDelivery(d store.Delivery) {
+	t.write(func() error {
+		_, err := t.tx.Exec(t.ctx, `UPDATE deliveries SET status = $2, attempts = $3, scheduled_at = $4, claimed_by = $5,
+			claimed_at = $6, claim_token = $7, last_status_code = $8, last_error = $9, last_attempt_at = $10, updated_at = $11
+			WHERE id = $1`, d.ID, string(d.Status), d.Attempts, d.ScheduledAt, d.ClaimedBy, d.ClaimedAt, d.ClaimToken,
+			d.LastStatusCode, d.LastError, d.LastAttemptAt, d.UpdatedAt)
+		return err
+	})
 }
 
 func (t *tx) CreateReceipt(r receipt.Signed) {

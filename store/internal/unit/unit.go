@@ -21,6 +21,7 @@ import (
 	"github.com/stipend-mcp/stipend/payment"
 	"github.com/stipend-mcp/stipend/receipt"
 	"github.com/stipend-mcp/stipend/store"
+	"github.com/stipend-mcp/stipend/topup"
 )
 
 // Run runs fn in one atomic unit of work named what (for errors): its
@@ -40,6 +41,26 @@ type Tx interface {
 
 	// Payment reads the payment id, locking it: ErrNotFound if absent.
 	Payment(id string) (payment.Payment, error)
+	// PaymentByKey reads the payment created with the idempotency key:
+	// ErrNotFound if none was.
+	PaymentByKey(key string) (payment.Payment, error)
+	// PaymentByIntent reads the payment linked to the provider intent:
+	// ErrNotFound if none is.
+	PaymentByIntent(intentID string) (payment.Payment, error)
+	// NormalizePayment returns the new payment p as the backend stores it:
+	// instants at its precision, nothing shared with p.
+	NormalizePayment(p payment.Payment) payment.Payment
+	// TopUp reads the top-up of agentID's account, locking the account:
+	// the zero TopUp (with AgentID) when none was stored, ErrNotFound for
+	// an unknown account.
+	TopUp(agentID string) (topup.TopUp, error)
+	// Endpoint reads the webhook endpoint id: ErrNotFound if absent.
+	Endpoint(id string) (store.Endpoint, error)
+	// Delivery reads the delivery id: ErrNotFound if absent.
+	Delivery(id string) (store.Delivery, error)
+	// DeliveryByKey reads the delivery enqueued with key: ErrNotFound if
+	// none was.
+	DeliveryByKey(key string) (store.Delivery, error)
 	// InboundSeen reports whether the provider event in was recorded.
 	InboundSeen(in store.InboundEvent) (bool, error)
 	// Receipt reads the receipt id: ErrNotFound if absent.
@@ -55,6 +76,8 @@ type Tx interface {
 	// folds in the open escrow leases of the active ones and closes those
 	// leases with the unit's writes. A missing one is corrupt data.
 	LockEntitlements(ids []string) ([]entitlement.Entitlement, error)
+	// Instant returns t in UTC at the backend's precision; zero stays zero.
+	Instant(t time.Time) time.Time
 	// Normalize returns the entitlement e as the backend stores it:
 	// defaults filled (an active status, CreatedAt now), instants at its
 	// precision, nothing shared with e.
@@ -73,8 +96,20 @@ type Tx interface {
 	// released (at Now); an entitlement no longer active stops being a
 	// candidate for charges.
 	UpdateEntitlement(e entitlement.Entitlement, expired, released []string)
+	// CreatePayment stores the new payment p under its ID and idempotency
+	// key (and its provider intent, if any).
+	CreatePayment(p payment.Payment)
 	// PutPayment stores the changed payment p.
 	PutPayment(p payment.Payment)
+	// PutTopUp stores the top-up t of its account.
+	PutTopUp(t topup.TopUp)
+	// CreateEndpoint stores the new endpoint e; PutEndpoint the changed e.
+	CreateEndpoint(e store.Endpoint)
+	PutEndpoint(e store.Endpoint)
+	// CreateDelivery stores the new delivery d under its ID and key;
+	// PutDelivery the changed d.
+	CreateDelivery(d store.Delivery)
+	PutDelivery(d store.Delivery)
 	// CreateReceipt stores the new receipt r.
 	CreateReceipt(r receipt.Signed)
 	// AddEvents writes events to the outbox.
