@@ -12,8 +12,7 @@ import (
 
 	"github.com/stipend-mcp/stipend/internal/fsfault"
 	"github.com/stipend-mcp/stipend/store"
-	"github.com/stipend-mcp/stipend/store/internal/ops"
-	"github.com/stipend-mcp/stipend/store/internal/transition"
+	"github.com/stipend-mcp/stipend/store/internal/unit"
 )
 
 var _ store.DeliveryStore = (*Store)(nil)
@@ -24,11 +23,6 @@ func (s *Store) endpointRef(id string) *firestore.DocumentRef {
 
 func (s *Store) deliveryRef(id string) *firestore.DocumentRef {
 	return s.col(colDeliveries).Doc(docID(id))
-}
-
-// CreateEndpoint implements store.DeliveryStore (ops.CreateEndpoint).
-func (s *Store) CreateEndpoint(ctx context.Context, e store.Endpoint) (store.Endpoint, error) {
-	return ops.CreateEndpoint(ctx, s.unit, e)
 }
 
 // GetEndpoint implements store.DeliveryStore.
@@ -48,21 +42,6 @@ func (s *Store) ListEndpoints(ctx context.Context, p store.Page) ([]store.Endpoi
 	return list(ctx, s.build(qEndpoints), listKey(qEndpoints), qEndpoints.Order, p, endpointFrom)
 }
 
-// DisableEndpoint implements store.DeliveryStore (ops.DisableEndpoint).
-func (s *Store) DisableEndpoint(ctx context.Context, id, reason string) (store.Endpoint, error) {
-	return ops.DisableEndpoint(ctx, s.unit, id, reason)
-}
-
-// UpdateEndpoint implements store.DeliveryStore (ops.UpdateEndpoint).
-func (s *Store) UpdateEndpoint(ctx context.Context, id string, u store.EndpointUpdate) (store.Endpoint, error) {
-	return ops.UpdateEndpoint(ctx, s.unit, id, u)
-}
-
-// RotateEndpointSecret implements store.DeliveryStore (ops.RotateEndpointSecret).
-func (s *Store) RotateEndpointSecret(ctx context.Context, id, secret string, graceUntil time.Time) (store.Endpoint, error) {
-	return ops.RotateEndpointSecret(ctx, s.unit, id, secret, graceUntil)
-}
-
 // DeleteEndpoint implements store.DeliveryStore: one delete with the
 // precondition that the document exists, so an absent one is NotFound.
 func (s *Store) DeleteEndpoint(ctx context.Context, id string) error {
@@ -78,11 +57,6 @@ func (s *Store) DeleteEndpoint(ctx context.Context, id string) error {
 
 func endpointNotFound(id string) error {
 	return store.Errorf(store.CodeNotFound, "webhook endpoint %s", id)
-}
-
-// EnqueueDelivery implements store.DeliveryStore (ops.EnqueueDelivery).
-func (s *Store) EnqueueDelivery(ctx context.Context, d store.Delivery) (store.Delivery, bool, error) {
-	return ops.EnqueueDelivery(ctx, s.unit, d)
 }
 
 // GetDelivery implements store.DeliveryStore.
@@ -193,16 +167,6 @@ func (s *Store) claimOne(ctx context.Context, snap *firestore.DocumentSnapshot, 
 	return store.Delivery{}, false, fsfault.Write(err, "claim delivery")
 }
 
-// FinishDelivery implements store.DeliveryStore (ops.FinishDelivery).
-func (s *Store) FinishDelivery(ctx context.Context, id, claimToken string, r store.AttemptResult) (store.Delivery, error) {
-	return ops.FinishDelivery(ctx, s.unit, id, claimToken, r)
-}
-
-// RetryDelivery implements store.DeliveryStore (ops.RetryDelivery).
-func (s *Store) RetryDelivery(ctx context.Context, id string) (store.Delivery, error) {
-	return ops.RetryDelivery(ctx, s.unit, id)
-}
-
 // RecordInboundEvent implements store.DeliveryStore. The marker is created
 // with a plain Create, which fails with AlreadyExists for every caller but
 // the first: no transaction and no lock, so a burst of redeliveries of one
@@ -212,7 +176,7 @@ func (s *Store) RecordInboundEvent(ctx context.Context, source, eventID string) 
 	if source == "" || eventID == "" {
 		return false, time.Time{}, store.Errorf(store.CodeInvalid, "source and eventId: required")
 	}
-	ref := s.col(colInbound).Doc(transition.InboundKey(source, eventID))
+	ref := s.col(colInbound).Doc(unit.InboundKey(source, eventID))
 	now := s.clock()
 	_, err := ref.Create(ctx, inboundDoc(source, eventID, now))
 	if err == nil {

@@ -9,16 +9,10 @@ import (
 	"github.com/stipend-mcp/stipend/entitlement"
 	"github.com/stipend-mcp/stipend/internal/fsfault"
 	"github.com/stipend-mcp/stipend/store"
-	"github.com/stipend-mcp/stipend/store/internal/ops"
 )
 
 func (s *Store) entitlementRef(id string) *firestore.DocumentRef {
 	return s.col(colEntitlements).Doc(docID(id))
-}
-
-// CreateEntitlement implements store.EntitlementStore (ops.CreateEntitlement).
-func (s *Store) CreateEntitlement(ctx context.Context, e entitlement.Entitlement) (entitlement.Entitlement, error) {
-	return ops.CreateEntitlement(ctx, s.unit, e)
 }
 
 // normalized returns e as the store keeps it: defaults filled, instants in
@@ -116,9 +110,4 @@ func (s *Store) activeEntitlements(ctx context.Context, agentID string, exact bo
 		out = append(out, e)
 	}
 	return out, nil
-}
-
-// RevokeEntitlement implements store.EntitlementStore (ops.RevokeEntitlement).
-func (s *Store) RevokeEntitlement(ctx context.Context, id string) (entitlement.Entitlement, error) {
-	return ops.RevokeEntitlement(ctx, s.unit, id)
 }

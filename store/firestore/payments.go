@@ -8,7 +8,6 @@ import (
 	"github.com/stipend-mcp/stipend/internal/fsfault"
 	"github.com/stipend-mcp/stipend/payment"
 	"github.com/stipend-mcp/stipend/store"
-	"github.com/stipend-mcp/stipend/store/internal/ops"
 )
 
 func (s *Store) paymentRef(id string) *firestore.DocumentRef {
@@ -17,13 +16,6 @@ func (s *Store) paymentRef(id string) *firestore.DocumentRef {
 
 func (s *Store) paymentKeyRef(key string) *firestore.DocumentRef {
 	return s.col(colPaymentsIdempotency).Doc(docID(key))
-}
-
-// CreatePayment implements store.EntitlementStore (ops.CreatePayment). The
-// pointer document payments_idempotency/<key> is read first and created
-// with the payment, so concurrent calls with one key create one payment.
-func (s *Store) CreatePayment(ctx context.Context, p payment.Payment) (store.CreatePaymentResult, error) {
-	return ops.CreatePayment(ctx, s.unit, p)
 }
 
 // txPayment reads a payment inside tx.

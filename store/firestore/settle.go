@@ -9,7 +9,6 @@ import (
 	"github.com/stipend-mcp/stipend/entitlement"
 	"github.com/stipend-mcp/stipend/payment"
 	"github.com/stipend-mcp/stipend/store"
-	"github.com/stipend-mcp/stipend/store/internal/ops"
 )
 
 // The payment changes are package ops', on this store's unit of work
@@ -47,14 +46,14 @@ func (s *Store) txEntitlements(tx *firestore.Transaction, ids []string) ([]entit
 // calls share one transaction (flight.go).
 func (s *Store) CompletePayment(ctx context.Context, id string, ch store.PaymentChange) (store.Completion, error) {
 	return s.shareCompletion(ctx, "complete payment", id, &ch, func(ctx context.Context) (store.Completion, error) {
-		return ops.CompletePayment(ctx, s.unit, id, ch)
+		return s.shared.CompletePayment(ctx, id, ch)
 	})
 }
 
 // FailPayment implements store.EntitlementStore. Concurrent identical calls
 // share one transaction (flight.go).
 func (s *Store) FailPayment(ctx context.Context, id string, ch store.PaymentChange) (payment.Payment, error) {
-	fail := func(ctx context.Context) (payment.Payment, error) { return ops.FailPayment(ctx, s.unit, id, ch) }
+	fail := func(ctx context.Context) (payment.Payment, error) { return s.shared.FailPayment(ctx, id, ch) }
 	if store.FenceOf(ctx) != nil {
 		return fail(ctx)
 	}
@@ -69,7 +68,7 @@ func (s *Store) FailPayment(ctx context.Context, id string, ch store.PaymentChan
 // calls share one transaction (flight.go).
 func (s *Store) RefundPayment(ctx context.Context, id string, ch store.PaymentChange) (store.Completion, error) {
 	return s.shareCompletion(ctx, "refund payment", id, &ch, func(ctx context.Context) (store.Completion, error) {
-		return ops.RefundPayment(ctx, s.unit, id, ch)
+		return s.shared.RefundPayment(ctx, id, ch)
 	})
 }
 

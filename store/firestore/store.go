@@ -18,7 +18,7 @@
 //	payments_idempotency  payment idempotency key (encoded by docID) → {paymentId}
 //	receipts              receipt ID (encoded by docID)
 //	events                event ID: the outbox, with dispatched and occurredAt
-//	delivery_inbound      transition.InboundKey(source, event ID): inbound provider events
+//	delivery_inbound      unit.InboundKey(source, event ID): inbound provider events
 package firestore
 
 import (
@@ -29,6 +29,7 @@ import (
 
 	"github.com/stipend-mcp/stipend/payment"
 	"github.com/stipend-mcp/stipend/store"
+	"github.com/stipend-mcp/stipend/store/internal/ops"
 )
 
 // The collection names, before the prefix.
@@ -50,6 +51,9 @@ type Store struct {
 	client *firestore.Client
 	prefix string
 	now    func() time.Time
+	// shared is the methods off the hot path (package ops) on this
+	// store's unit of work (unit.go).
+	shared
 
 	// reads shares point reads of the consume path (reads.go).
 	reads reader
@@ -123,6 +127,7 @@ func New(client *firestore.Client, opts ...Option) *Store {
 	for _, o := range opts {
 		o(s)
 	}
+	s.shared = ops.New(s.unit)
 	return s
 }
 

@@ -11,10 +11,13 @@ import (
 	"github.com/stipend-mcp/stipend/payment"
 	"github.com/stipend-mcp/stipend/receipt"
 	"github.com/stipend-mcp/stipend/store"
-	"github.com/stipend-mcp/stipend/store/internal/transition"
+	"github.com/stipend-mcp/stipend/store/internal/ops"
 	"github.com/stipend-mcp/stipend/store/internal/unit"
 	"github.com/stipend-mcp/stipend/topup"
 )
+
+// shared is what a Store embeds to have the methods of package ops.
+type shared = ops.Shared
 
 // unit runs fn in one transaction (unit.Run, on run's retries): fn's reads
 // go to the transaction as it makes them, its writes are queued and reach
@@ -61,19 +64,35 @@ func (t *tx) at() time.Time {
 
 func (t *tx) write(w func() error) { t.writes = append(t.writes, w) }
 
+// doc reads ref in the transaction and decodes it with from: absent if
+// there is no such document.
+func doc[T any](t *tx, ref *firestore.DocumentRef, from func(*firestore.DocumentSnapshot) (T, error), absent error) (T, error) {
+	snap, err := t.tx.Get(ref)
+	if isNotFound(err) {
+		var zero T
+		return zero, absent
+	} else if err != nil {
+		var zero T
+		return zero, err
+	}
+	return from(snap)
+}
+
+// pointer decodes a pointer document: the ID in its field.
+func pointer(field string) func(*firestore.DocumentSnapshot) (string, error) {
+	return func(snap *firestore.DocumentSnapshot) (string, error) {
+		f := read(snap)
+		id := f.str(field)
+		return id, f.err
+	}
+}
+
 func (t *tx) Payment(id string) (payment.Payment, error) { return t.s.txPayment(t.tx, id) }
 
 func (t *tx) PaymentByKey(key string) (payment.Payment, error) {
-	snap, err := t.tx.Get(t.s.paymentKeyRef(key))
-	if isNotFound(err) {
-		return payment.Payment{}, store.Errorf(store.CodeNotFound, "payment for idempotency key")
-	} else if err != nil {
+	id, err := doc(t, t.s.paymentKeyRef(key), pointer("paymentId"), store.Errorf(store.CodeNotFound, "payment for idempotency key"))
+	if err != nil {
 		return payment.Payment{}, err
-	}
-	f := read(snap)
-	id := f.str("paymentId")
-	if f.err != nil {
-		return payment.Payment{}, f.err
 	}
 	return t.s.txPayment(t.tx, id)
 }
@@ -99,6 +118,10 @@ func (t *tx) NormalizePayment(p payment.Payment) payment.Payment {
 	return p
 }
 
+func (t *tx) Account(agentID string) (entitlement.Account, error) {
+	return doc(t, t.s.col(colAccounts).Doc(docID(agentID)), accountFrom, store.Errorf(store.CodeNotFound, "account %q", agentID))
+}
+
 func (t *tx) TopUp(agentID string) (topup.TopUp, error) {
 	u, created, exists, err := t.s.txTopUp(t.tx, agentID)
 	if err != nil {
@@ -114,44 +137,21 @@ func (t *tx) TopUp(agentID string) (topup.TopUp, error) {
 }
 
 func (t *tx) Endpoint(id string) (store.Endpoint, error) {
-	snap, err := t.tx.Get(t.s.endpointRef(id))
-	if isNotFound(err) {
-		return store.Endpoint{}, endpointNotFound(id)
-	} else if err != nil {
-		return store.Endpoint{}, err
-	}
-	return endpointFrom(snap)
+	return doc(t, t.s.endpointRef(id), endpointFrom, endpointNotFound(id))
 }
 
 func (t *tx) Delivery(id string) (store.Delivery, error) {
-	snap, err := t.tx.Get(t.s.deliveryRef(id))
-	if isNotFound(err) {
-		return store.Delivery{}, store.Errorf(store.CodeNotFound, "delivery %s", id)
-	} else if err != nil {
-		return store.Delivery{}, err
-	}
-	return deliveryFrom(snap)
+	return doc(t, t.s.deliveryRef(id), deliveryFrom, store.Errorf(store.CodeNotFound, "delivery %s", id))
 }
 
 // DeliveryByKey reads the key's pointer document
 // (delivery_outbound_idempotency), then the delivery it points at.
 func (t *tx) DeliveryByKey(key string) (store.Delivery, error) {
-	ptr, err := t.tx.Get(t.s.deliveryKeyRef(key))
-	if isNotFound(err) {
-		return store.Delivery{}, store.Errorf(store.CodeNotFound, "delivery with key %q", key)
-	} else if err != nil {
-		return store.Delivery{}, err
-	}
-	f := read(ptr)
-	id := f.str("deliveryId")
-	if f.err != nil {
-		return store.Delivery{}, f.err
-	}
-	snap, err := t.tx.Get(t.s.deliveryRef(id))
+	id, err := doc(t, t.s.deliveryKeyRef(key), pointer("deliveryId"), store.Errorf(store.CodeNotFound, "delivery with key %q", key))
 	if err != nil {
 		return store.Delivery{}, err
 	}
-	return deliveryFrom(snap)
+	return doc(t, t.s.deliveryRef(id), deliveryFrom, store.Errorf(store.CodeInternal, "corrupt data: key %q names missing delivery %s", key, id))
 }
 
 func (t *tx) Instant(at time.Time) time.Time { return stampOrZero(at) }
@@ -168,14 +168,7 @@ func (t *tx) InboundSeen(in store.InboundEvent) (bool, error) {
 }
 
 func (t *tx) Receipt(id string) (receipt.Signed, error) {
-	snap, err := t.tx.Get(t.s.col(colReceipts).Doc(docID(id)))
-	if isNotFound(err) {
-		return receipt.Signed{}, store.Errorf(store.CodeNotFound, "receipt %q", id)
-	}
-	if err != nil {
-		return receipt.Signed{}, err
-	}
-	return receiptFrom(snap)
+	return doc(t, t.s.col(colReceipts).Doc(docID(id)), receiptFrom, store.Errorf(store.CodeNotFound, "receipt %q", id))
 }
 
 // Entitlement reads the entitlement and folds in all its open leases (a
@@ -284,6 +277,10 @@ func (t *tx) CreatePayment(p payment.Payment) {
 	})
 }
 
+func (t *tx) PutAccount(a entitlement.Account) {
+	t.write(func() error { return t.tx.Set(t.s.col(colAccounts).Doc(docID(a.AgentID)), accountDoc(&a)) })
+}
+
 func (t *tx) PutTopUp(u topup.TopUp) {
 	created, ok := t.topUpCreated[u.AgentID]
 	if !ok {
@@ -346,5 +343,5 @@ func (s *Store) deliveryKeyRef(key string) *firestore.DocumentRef {
 
 // inboundRef is the document recording the provider event in.
 func (s *Store) inboundRef(in store.InboundEvent) *firestore.DocumentRef {
-	return s.col(colInbound).Doc(transition.InboundKey(in.Source, in.EventID))
+	return s.col(colInbound).Doc(unit.InboundKey(in.Source, in.EventID))
 }

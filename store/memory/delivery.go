@@ -9,8 +9,7 @@ import (
 
 	"github.com/stipend-mcp/stipend/event"
 	"github.com/stipend-mcp/stipend/store"
-	"github.com/stipend-mcp/stipend/store/internal/ops"
-	"github.com/stipend-mcp/stipend/store/internal/transition"
+	"github.com/stipend-mcp/stipend/store/internal/unit"
 )
 
 var _ store.DeliveryStore = (*Store)(nil)
@@ -34,20 +33,9 @@ func (s *Store) deliveries() *deliveryState {
 	return d
 }
 
-// CreateEndpoint implements store.DeliveryStore (ops.CreateEndpoint).
-func (s *Store) CreateEndpoint(ctx context.Context, e store.Endpoint) (store.Endpoint, error) {
-	return ops.CreateEndpoint(ctx, s.unit, e)
-}
-
 // GetEndpoint implements store.DeliveryStore.
 func (s *Store) GetEndpoint(_ context.Context, id string) (store.Endpoint, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e, ok := s.deliveries().endpoints[id]
-	if !ok {
-		return store.Endpoint{}, endpointNotFound(id)
-	}
-	return copyEndpoint(e), nil
+	return read(s, func(t *tx) (store.Endpoint, error) { return t.Endpoint(id) })
 }
 
 // ListEndpoints implements store.DeliveryStore.
@@ -59,21 +47,6 @@ func (s *Store) ListEndpoints(_ context.Context, p store.Page) ([]store.Endpoint
 	}
 	s.mu.Unlock()
 	return pageOf(all, p, listID("endpoints"), func(e store.Endpoint) position { return position{e.CreatedAt, e.ID} })
-}
-
-// DisableEndpoint implements store.DeliveryStore (ops.DisableEndpoint).
-func (s *Store) DisableEndpoint(ctx context.Context, id, reason string) (store.Endpoint, error) {
-	return ops.DisableEndpoint(ctx, s.unit, id, reason)
-}
-
-// UpdateEndpoint implements store.DeliveryStore (ops.UpdateEndpoint).
-func (s *Store) UpdateEndpoint(ctx context.Context, id string, u store.EndpointUpdate) (store.Endpoint, error) {
-	return ops.UpdateEndpoint(ctx, s.unit, id, u)
-}
-
-// RotateEndpointSecret implements store.DeliveryStore (ops.RotateEndpointSecret).
-func (s *Store) RotateEndpointSecret(ctx context.Context, id, secret string, graceUntil time.Time) (store.Endpoint, error) {
-	return ops.RotateEndpointSecret(ctx, s.unit, id, secret, graceUntil)
 }
 
 // DeleteEndpoint implements store.DeliveryStore. The endpoint's deliveries
@@ -93,20 +66,9 @@ func endpointNotFound(id string) error {
 	return store.Errorf(store.CodeNotFound, "webhook endpoint %s", id)
 }
 
-// EnqueueDelivery implements store.DeliveryStore (ops.EnqueueDelivery).
-func (s *Store) EnqueueDelivery(ctx context.Context, d store.Delivery) (store.Delivery, bool, error) {
-	return ops.EnqueueDelivery(ctx, s.unit, d)
-}
-
 // GetDelivery implements store.DeliveryStore.
 func (s *Store) GetDelivery(_ context.Context, id string) (store.Delivery, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	d, ok := s.deliveries().deliveries[id]
-	if !ok {
-		return store.Delivery{}, store.Errorf(store.CodeNotFound, "delivery %s", id)
-	}
-	return copyDelivery(d), nil
+	return read(s, func(t *tx) (store.Delivery, error) { return t.Delivery(id) })
 }
 
 // ListDeliveries implements store.DeliveryStore.
@@ -174,23 +136,13 @@ func deliveryDue(d *store.Delivery, now time.Time, claimTTL time.Duration) bool 
 	return false
 }
 
-// FinishDelivery implements store.DeliveryStore (ops.FinishDelivery).
-func (s *Store) FinishDelivery(ctx context.Context, id, claimToken string, r store.AttemptResult) (store.Delivery, error) {
-	return ops.FinishDelivery(ctx, s.unit, id, claimToken, r)
-}
-
-// RetryDelivery implements store.DeliveryStore (ops.RetryDelivery).
-func (s *Store) RetryDelivery(ctx context.Context, id string) (store.Delivery, error) {
-	return ops.RetryDelivery(ctx, s.unit, id)
-}
-
 // RecordInboundEvent implements store.DeliveryStore. It shares s.inbound
 // with payment changes that carry store.PaymentChange.Inbound.
 func (s *Store) RecordInboundEvent(_ context.Context, source, eventID string) (bool, time.Time, error) {
 	if source == "" || eventID == "" {
 		return false, time.Time{}, store.Errorf(store.CodeInvalid, "source and eventId: required")
 	}
-	key := transition.InboundKey(source, eventID)
+	key := unit.InboundKey(source, eventID)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if first, ok := s.inbound[key]; ok {

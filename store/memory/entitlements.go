@@ -6,15 +6,9 @@ import (
 
 	"github.com/stipend-mcp/stipend/entitlement"
 	"github.com/stipend-mcp/stipend/store"
-	"github.com/stipend-mcp/stipend/store/internal/ops"
 )
 
 func entitlementPos(e *entitlement.Entitlement) position { return position{e.CreatedAt, e.ID} }
-
-// CreateEntitlement implements store.EntitlementStore (ops.CreateEntitlement).
-func (s *Store) CreateEntitlement(ctx context.Context, e entitlement.Entitlement) (entitlement.Entitlement, error) {
-	return ops.CreateEntitlement(ctx, s.unit, e)
-}
 
 // putEntitlement indexes a new entitlement. Callers hold s.mu.
 func (s *Store) putEntitlement(e *entitlement.Entitlement) {
@@ -73,9 +67,4 @@ func (s *Store) ListEntitlements(_ context.Context, agentID string, f store.Enti
 	}
 	list := listID("entitlements", agentID, string(f.Status), string(f.Type), f.Service)
 	return paginate(rows, p, list, entitlementPos, keep, func(e *entitlement.Entitlement) entitlement.Entitlement { return shown(e, now) })
-}
-
-// RevokeEntitlement implements store.EntitlementStore (ops.RevokeEntitlement).
-func (s *Store) RevokeEntitlement(ctx context.Context, id string) (entitlement.Entitlement, error) {
-	return ops.RevokeEntitlement(ctx, s.unit, id)
 }

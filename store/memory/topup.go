@@ -4,44 +4,15 @@ import (
 	"context"
 	"time"
 
-	"github.com/stipend-mcp/stipend/payment"
 	"github.com/stipend-mcp/stipend/store"
-	"github.com/stipend-mcp/stipend/store/internal/ops"
 	"github.com/stipend-mcp/stipend/topup"
 )
 
 func noAccount(agentID string) error { return store.Errorf(store.CodeNotFound, "account %q", agentID) }
 
-// SaveTopUpMethod implements store.TopUps (ops.SaveTopUpMethod).
-func (s *Store) SaveTopUpMethod(ctx context.Context, agentID string, m topup.Method) (topup.TopUp, error) {
-	return ops.SaveTopUpMethod(ctx, s.unit, agentID, m)
-}
-
-// PutTopUp implements store.TopUps (ops.PutTopUp).
-func (s *Store) PutTopUp(ctx context.Context, agentID string, set topup.Settings) (topup.TopUp, error) {
-	return ops.PutTopUp(ctx, s.unit, agentID, set)
-}
-
 // GetTopUp returns the top-up of agentID.
 func (s *Store) GetTopUp(_ context.Context, agentID string) (topup.TopUp, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return (&tx{s: s}).TopUp(agentID)
-}
-
-// DisableTopUp implements store.TopUps (ops.DisableTopUp).
-func (s *Store) DisableTopUp(ctx context.Context, agentID, reason string) (topup.TopUp, error) {
-	return ops.DisableTopUp(ctx, s.unit, agentID, reason)
-}
-
-// BeginTopUp implements store.TopUps (ops.BeginTopUp).
-func (s *Store) BeginTopUp(ctx context.Context, agentID string, expectSeq int64) (payment.Payment, error) {
-	return ops.BeginTopUp(ctx, s.unit, agentID, expectSeq)
-}
-
-// SettleTopUp implements store.TopUps (ops.SettleTopUp).
-func (s *Store) SettleTopUp(ctx context.Context, agentID string) (topup.TopUp, error) {
-	return ops.SettleTopUp(ctx, s.unit, agentID)
+	return read(s, func(t *tx) (topup.TopUp, error) { return t.TopUp(agentID) })
 }
 
 // ListTopUps lists the watched top-ups by agent ID.

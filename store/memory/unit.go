@@ -10,10 +10,13 @@ import (
 	"github.com/stipend-mcp/stipend/payment"
 	"github.com/stipend-mcp/stipend/receipt"
 	"github.com/stipend-mcp/stipend/store"
-	"github.com/stipend-mcp/stipend/store/internal/transition"
+	"github.com/stipend-mcp/stipend/store/internal/ops"
 	"github.com/stipend-mcp/stipend/store/internal/unit"
 	"github.com/stipend-mcp/stipend/topup"
 )
+
+// shared is what a Store embeds to have the methods of package ops.
+type shared = ops.Shared
 
 // unit runs fn under the mutex (unit.Run): reads copy out of the maps,
 // writes are queued and applied, after the fence is marked, only when fn
@@ -34,6 +37,13 @@ func (s *Store) unit(ctx context.Context, _ string, fn func(unit.Tx) error) erro
 		w()
 	}
 	return nil
+}
+
+// read answers one read of the unit of work, under the mutex.
+func read[T any](s *Store, fn func(*tx) (T, error)) (T, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return fn(&tx{s: s})
 }
 
 // tx is the memory store's unit.Tx.
@@ -93,6 +103,14 @@ func (t *tx) NormalizePayment(p payment.Payment) payment.Payment {
 	return p
 }
 
+func (t *tx) Account(agentID string) (entitlement.Account, error) {
+	a := t.s.accounts[agentID]
+	if a == nil {
+		return entitlement.Account{}, noAccount(agentID)
+	}
+	return copyAccount(a), nil
+}
+
 func (t *tx) TopUp(agentID string) (topup.TopUp, error) {
 	if t.s.accounts[agentID] == nil {
 		return topup.TopUp{}, noAccount(agentID)
@@ -130,7 +148,7 @@ func (t *tx) DeliveryByKey(key string) (store.Delivery, error) {
 func (t *tx) Instant(at time.Time) time.Time { return utc(at) }
 
 func (t *tx) InboundSeen(in store.InboundEvent) (bool, error) {
-	_, ok := t.s.inbound[transition.InboundKey(in.Source, in.EventID)]
+	_, ok := t.s.inbound[unit.InboundKey(in.Source, in.EventID)]
 	return ok, nil
 }
 
@@ -218,6 +236,11 @@ func (t *tx) CreatePayment(p payment.Payment) {
 	})
 }
 
+func (t *tx) PutAccount(a entitlement.Account) {
+	a = copyAccount(&a)
+	t.writes = append(t.writes, func() { t.s.accounts[a.AgentID] = &a })
+}
+
 func (t *tx) PutTopUp(u topup.TopUp) {
 	u = u.Clone()
 	t.writes = append(t.writes, func() {
@@ -230,7 +253,12 @@ func (t *tx) PutTopUp(u topup.TopUp) {
 
 func (t *tx) PutPayment(p payment.Payment) {
 	p = p.Clone()
-	t.writes = append(t.writes, func() { *t.s.payments[p.ID] = p })
+	t.writes = append(t.writes, func() {
+		if p.ProviderIntentID != "" {
+			t.s.byIntent[p.ProviderIntentID] = p.ID
+		}
+		*t.s.payments[p.ID] = p
+	})
 }
 
 func (t *tx) CreateEndpoint(e store.Endpoint) { t.PutEndpoint(e) }
@@ -260,6 +288,6 @@ func (t *tx) AddEvents(evs ...event.Event) {
 }
 
 func (t *tx) RecordInbound(in store.InboundEvent) {
-	key, now := transition.InboundKey(in.Source, in.EventID), t.at()
+	key, now := unit.InboundKey(in.Source, in.EventID), t.at()
 	t.writes = append(t.writes, func() { t.s.inbound[key] = now })
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/stipend-mcp/stipend/event"
 	"github.com/stipend-mcp/stipend/internal/pgfault"
 	"github.com/stipend-mcp/stipend/store"
-	"github.com/stipend-mcp/stipend/store/internal/ops"
 )
 
 const deliveryColumns = `id, key, endpoint_id, event_id, event_type, payload, status, attempts, scheduled_at,
@@ -38,11 +37,6 @@ func scanDelivery(rows pgx.Row) (store.Delivery, error) {
 		d.Payload = []byte{}
 	}
 	return d, r.err
-}
-
-// EnqueueDelivery implements store.DeliveryStore (ops.EnqueueDelivery).
-func (s *Store) EnqueueDelivery(ctx context.Context, d store.Delivery) (store.Delivery, bool, error) {
-	return ops.EnqueueDelivery(ctx, s.unit, d)
 }
 
 // GetDelivery implements store.DeliveryStore.
@@ -129,16 +123,6 @@ func (s *Store) ClaimDueDeliveries(ctx context.Context, now time.Time, limit int
 		out[i] = list[i].d
 	}
 	return out, nil
-}
-
-// FinishDelivery implements store.DeliveryStore (ops.FinishDelivery).
-func (s *Store) FinishDelivery(ctx context.Context, id, claimToken string, r store.AttemptResult) (store.Delivery, error) {
-	return ops.FinishDelivery(ctx, s.unit, id, claimToken, r)
-}
-
-// RetryDelivery implements store.DeliveryStore (ops.RetryDelivery).
-func (s *Store) RetryDelivery(ctx context.Context, id string) (store.Delivery, error) {
-	return ops.RetryDelivery(ctx, s.unit, id)
 }
 
 // insertInboundSQL records an inbound provider event unless it was.

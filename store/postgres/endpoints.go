@@ -10,7 +10,6 @@ import (
 	"github.com/stipend-mcp/stipend/event"
 	"github.com/stipend-mcp/stipend/internal/pgfault"
 	"github.com/stipend-mcp/stipend/store"
-	"github.com/stipend-mcp/stipend/store/internal/ops"
 )
 
 const endpointColumns = `id, url, event_types, secret, previous_secret, previous_secret_expires_at,
@@ -46,11 +45,6 @@ func eventTypeStrings(ts []event.Type) []string {
 	return out
 }
 
-// CreateEndpoint implements store.DeliveryStore (ops.CreateEndpoint).
-func (s *Store) CreateEndpoint(ctx context.Context, e store.Endpoint) (store.Endpoint, error) {
-	return ops.CreateEndpoint(ctx, s.unit, e)
-}
-
 // GetEndpoint implements store.DeliveryStore.
 func (s *Store) GetEndpoint(ctx context.Context, id string) (store.Endpoint, error) {
 	e, err := scanEndpoint(s.pool.QueryRow(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints WHERE id = $1`, id))
@@ -67,21 +61,6 @@ func (s *Store) GetEndpoint(ctx context.Context, id string) (store.Endpoint, err
 func (s *Store) ListEndpoints(ctx context.Context, p store.Page) ([]store.Endpoint, string, error) {
 	q := listQuery{name: "endpoints", from: `SELECT ` + endpointColumns + ` FROM webhook_endpoints WHERE true`, order: "created_at"}
 	return list(ctx, s.pool, q, p, scanEndpoint, func(e *store.Endpoint) (time.Time, string) { return e.CreatedAt, e.ID })
-}
-
-// DisableEndpoint implements store.DeliveryStore (ops.DisableEndpoint).
-func (s *Store) DisableEndpoint(ctx context.Context, id, reason string) (store.Endpoint, error) {
-	return ops.DisableEndpoint(ctx, s.unit, id, reason)
-}
-
-// UpdateEndpoint implements store.DeliveryStore (ops.UpdateEndpoint).
-func (s *Store) UpdateEndpoint(ctx context.Context, id string, u store.EndpointUpdate) (store.Endpoint, error) {
-	return ops.UpdateEndpoint(ctx, s.unit, id, u)
-}
-
-// RotateEndpointSecret implements store.DeliveryStore (ops.RotateEndpointSecret).
-func (s *Store) RotateEndpointSecret(ctx context.Context, id, secret string, graceUntil time.Time) (store.Endpoint, error) {
-	return ops.RotateEndpointSecret(ctx, s.unit, id, secret, graceUntil)
 }
 
 // DeleteEndpoint implements store.DeliveryStore: one statement; the

@@ -11,13 +11,7 @@ import (
 	"github.com/stipend-mcp/stipend/entitlement"
 	"github.com/stipend-mcp/stipend/internal/pgfault"
 	"github.com/stipend-mcp/stipend/store"
-	"github.com/stipend-mcp/stipend/store/internal/ops"
 )
-
-// CreateEntitlement implements store.EntitlementStore (ops.CreateEntitlement).
-func (s *Store) CreateEntitlement(ctx context.Context, e entitlement.Entitlement) (entitlement.Entitlement, error) {
-	return ops.CreateEntitlement(ctx, s.unit, e)
-}
 
 // insertEntitlement inserts e unless its ID exists, and reports whether it did.
 func insertEntitlement(ctx context.Context, tx pgx.Tx, e *entitlement.Entitlement) (bool, error) {
@@ -114,12 +108,6 @@ func (s *Store) ListEntitlements(ctx context.Context, agentID string, f store.En
 		e.Refresh(now)
 		return e, err
 	}, func(e *entitlement.Entitlement) (time.Time, string) { return e.CreatedAt, e.ID })
-}
-
-// RevokeEntitlement implements store.EntitlementStore (ops.RevokeEntitlement):
-// the unit locks the entitlement's row.
-func (s *Store) RevokeEntitlement(ctx context.Context, id string) (entitlement.Entitlement, error) {
-	return ops.RevokeEntitlement(ctx, s.unit, id)
 }
 
 // lockEntitlement reads the entitlement id inside tx and locks its row

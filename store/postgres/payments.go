@@ -12,7 +12,6 @@ import (
 	"github.com/stipend-mcp/stipend/payment"
 	"github.com/stipend-mcp/stipend/receipt"
 	"github.com/stipend-mcp/stipend/store"
-	"github.com/stipend-mcp/stipend/store/internal/ops"
 )
 
 // paymentColumns are the columns scanPayment reads, in its order.
@@ -70,14 +69,6 @@ func validPaymentStatus(s string) bool {
 		return true
 	}
 	return false
-}
-
-// CreatePayment implements store.EntitlementStore (ops.CreatePayment). The
-// unique idempotency key is the guard: of concurrent calls with one key,
-// one inserts and the others, finding the key taken when their insert
-// waits on it, start over and read that payment.
-func (s *Store) CreatePayment(ctx context.Context, p payment.Payment) (store.CreatePaymentResult, error) {
-	return ops.CreatePayment(ctx, s.unit, p)
 }
 
 // insertPayment inserts the new pending payment p inside tx; if a

@@ -9,9 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stipend-mcp/stipend/internal/pgfault"
-	"github.com/stipend-mcp/stipend/payment"
 	"github.com/stipend-mcp/stipend/store"
-	"github.com/stipend-mcp/stipend/store/internal/ops"
 	"github.com/stipend-mcp/stipend/topup"
 )
 
@@ -54,16 +52,6 @@ func writeTopUp(ctx context.Context, tx pgx.Tx, t *topup.TopUp) error {
 	return err
 }
 
-// SaveTopUpMethod implements store.TopUps (ops.SaveTopUpMethod).
-func (s *Store) SaveTopUpMethod(ctx context.Context, agentID string, m topup.Method) (topup.TopUp, error) {
-	return ops.SaveTopUpMethod(ctx, s.unit, agentID, m)
-}
-
-// PutTopUp implements store.TopUps (ops.PutTopUp).
-func (s *Store) PutTopUp(ctx context.Context, agentID string, set topup.Settings) (topup.TopUp, error) {
-	return ops.PutTopUp(ctx, s.unit, agentID, set)
-}
-
 // GetTopUp implements store.TopUps.
 func (s *Store) GetTopUp(ctx context.Context, agentID string) (topup.TopUp, error) {
 	var raw []byte
@@ -75,21 +63,6 @@ func (s *Store) GetTopUp(ctx context.Context, agentID string) (topup.TopUp, erro
 		return topup.TopUp{}, pgfault.Read(err, "get top-up")
 	}
 	return decodeTopUp(agentID, raw)
-}
-
-// DisableTopUp implements store.TopUps (ops.DisableTopUp).
-func (s *Store) DisableTopUp(ctx context.Context, agentID, reason string) (topup.TopUp, error) {
-	return ops.DisableTopUp(ctx, s.unit, agentID, reason)
-}
-
-// BeginTopUp implements store.TopUps (ops.BeginTopUp).
-func (s *Store) BeginTopUp(ctx context.Context, agentID string, expectSeq int64) (payment.Payment, error) {
-	return ops.BeginTopUp(ctx, s.unit, agentID, expectSeq)
-}
-
-// SettleTopUp implements store.TopUps (ops.SettleTopUp).
-func (s *Store) SettleTopUp(ctx context.Context, agentID string) (topup.TopUp, error) {
-	return ops.SettleTopUp(ctx, s.unit, agentID)
 }
 
 // topUpRow is a listed top-up with its account's creation, the list order.

@@ -13,9 +13,13 @@ import (
 	"github.com/stipend-mcp/stipend/payment"
 	"github.com/stipend-mcp/stipend/receipt"
 	"github.com/stipend-mcp/stipend/store"
+	"github.com/stipend-mcp/stipend/store/internal/ops"
 	"github.com/stipend-mcp/stipend/store/internal/unit"
 	"github.com/stipend-mcp/stipend/topup"
 )
+
+// shared is what a Store embeds to have the methods of package ops.
+type shared = ops.Shared
 
 // unit runs fn in one transaction (unit.Run, on run's retries): reads are
 // queries made as fn asks, the rows of a change locked FOR UPDATE; writes
@@ -42,6 +46,9 @@ type tx struct {
 	tx     pgx.Tx
 	writes []func() error
 	now    time.Time
+	// accounts says which accounts Account found: PutAccount updates
+	// those and inserts the others.
+	accounts map[string]bool
 }
 
 var _ unit.Tx = (*tx)(nil)
@@ -62,28 +69,28 @@ func (t *tx) at() time.Time {
 
 func (t *tx) write(w func() error) { t.writes = append(t.writes, w) }
 
-func (t *tx) Payment(id string) (payment.Payment, error) {
-	p, err := scanPayment(t.tx.QueryRow(t.ctx, `SELECT `+paymentColumns+` FROM payments WHERE id = $1 FOR UPDATE`, id))
+// one reads the row q selects with scan: absent if there is none.
+func one[T any](t *tx, scan func(pgx.Row) (T, error), absent error, q string, args ...any) (T, error) {
+	v, err := scan(t.tx.QueryRow(t.ctx, q, args...))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return payment.Payment{}, store.Errorf(store.CodeNotFound, "payment %q", id)
+		return v, absent
 	}
-	return p, err
+	return v, err
+}
+
+func (t *tx) Payment(id string) (payment.Payment, error) {
+	return one(t, scanPayment, store.Errorf(store.CodeNotFound, "payment %q", id),
+		`SELECT `+paymentColumns+` FROM payments WHERE id = $1 FOR UPDATE`, id)
 }
 
 func (t *tx) PaymentByKey(key string) (payment.Payment, error) {
-	p, err := scanPayment(t.tx.QueryRow(t.ctx, `SELECT `+paymentColumns+` FROM payments WHERE idempotency_key = $1`, key))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return payment.Payment{}, store.Errorf(store.CodeNotFound, "payment for idempotency key")
-	}
-	return p, err
+	return one(t, scanPayment, store.Errorf(store.CodeNotFound, "payment for idempotency key"),
+		`SELECT `+paymentColumns+` FROM payments WHERE idempotency_key = $1`, key)
 }
 
 func (t *tx) PaymentByIntent(intentID string) (payment.Payment, error) {
-	p, err := scanPayment(t.tx.QueryRow(t.ctx, `SELECT `+paymentColumns+` FROM payments WHERE provider_intent_id = $1`, intentID))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return payment.Payment{}, store.Errorf(store.CodeNotFound, "payment for provider intent %q", intentID)
-	}
-	return p, err
+	return one(t, scanPayment, store.Errorf(store.CodeNotFound, "payment for provider intent %q", intentID),
+		`SELECT `+paymentColumns+` FROM payments WHERE provider_intent_id = $1`, intentID)
 }
 
 func (t *tx) NormalizePayment(p payment.Payment) payment.Payment {
@@ -96,30 +103,33 @@ func (t *tx) NormalizePayment(p payment.Payment) payment.Payment {
 	return p
 }
 
+func (t *tx) Account(agentID string) (entitlement.Account, error) {
+	a, err := one(t, scanAccount, store.Errorf(store.CodeNotFound, "account %q", agentID),
+		`SELECT `+accountColumns+` FROM accounts WHERE agent_id = $1 FOR UPDATE`, agentID)
+	if err == nil {
+		if t.accounts == nil {
+			t.accounts = make(map[string]bool)
+		}
+		t.accounts[agentID] = true
+	}
+	return a, err
+}
+
 func (t *tx) TopUp(agentID string) (topup.TopUp, error) { return lockTopUp(t.ctx, t.tx, agentID) }
 
 func (t *tx) Endpoint(id string) (store.Endpoint, error) {
-	e, err := scanEndpoint(t.tx.QueryRow(t.ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints WHERE id = $1 FOR UPDATE`, id))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return store.Endpoint{}, errEndpointNotFound(id)
-	}
-	return e, err
+	return one(t, scanEndpoint, errEndpointNotFound(id),
+		`SELECT `+endpointColumns+` FROM webhook_endpoints WHERE id = $1 FOR UPDATE`, id)
 }
 
 func (t *tx) Delivery(id string) (store.Delivery, error) {
-	d, err := scanDelivery(t.tx.QueryRow(t.ctx, `SELECT `+deliveryColumns+` FROM deliveries WHERE id = $1 FOR UPDATE`, id))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return store.Delivery{}, store.Errorf(store.CodeNotFound, "delivery %s", id)
-	}
-	return d, err
+	return one(t, scanDelivery, store.Errorf(store.CodeNotFound, "delivery %s", id),
+		`SELECT `+deliveryColumns+` FROM deliveries WHERE id = $1 FOR UPDATE`, id)
 }
 
 func (t *tx) DeliveryByKey(key string) (store.Delivery, error) {
-	d, err := scanDelivery(t.tx.QueryRow(t.ctx, `SELECT `+deliveryColumns+` FROM deliveries WHERE key = $1`, key))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return store.Delivery{}, store.Errorf(store.CodeNotFound, "delivery with key %q", key)
-	}
-	return d, err
+	return one(t, scanDelivery, store.Errorf(store.CodeNotFound, "delivery with key %q", key),
+		`SELECT `+deliveryColumns+` FROM deliveries WHERE key = $1`, key)
 }
 
 func (t *tx) Instant(at time.Time) time.Time { return stampOrZero(at) }
@@ -132,11 +142,8 @@ func (t *tx) InboundSeen(in store.InboundEvent) (bool, error) {
 }
 
 func (t *tx) Receipt(id string) (receipt.Signed, error) {
-	r, err := scanReceipt(t.tx.QueryRow(t.ctx, `SELECT `+receiptColumns+` FROM receipts WHERE id = $1`, id))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return receipt.Signed{}, store.Errorf(store.CodeNotFound, "receipt %q", id)
-	}
-	return r, err
+	return one(t, scanReceipt, store.Errorf(store.CodeNotFound, "receipt %q", id),
+		`SELECT `+receiptColumns+` FROM receipts WHERE id = $1`, id)
 }
 
 func (t *tx) Entitlement(id string) (entitlement.Entitlement, error) {
@@ -220,6 +227,34 @@ func (t *tx) UpdateEntitlement(e entitlement.Entitlement, expired, released []st
 
 func (t *tx) CreatePayment(p payment.Payment) {
 	t.write(func() error { return insertPayment(t.ctx, t.tx, &p) })
+}
+
+// PutAccount updates an account Account found, or inserts a new one; if a
+// concurrent transaction inserted it meanwhile, the unit starts over and
+// reads it.
+func (t *tx) PutAccount(a entitlement.Account) {
+	found := t.accounts[a.AgentID]
+	t.write(func() error {
+		metadata, err := jsonArg(metadataOrEmpty(a.Metadata))
+		if err != nil {
+			return err
+		}
+		limits, err := jsonArg(a.Limits)
+		if err != nil {
+			return err
+		}
+		if found {
+			_, err := t.tx.Exec(t.ctx, `UPDATE accounts SET display_name = $2, metadata = $3, updated_at = $4, limits = $5
+				WHERE agent_id = $1`, a.AgentID, a.DisplayName, metadata, a.UpdatedAt, limits)
+			return err
+		}
+		tag, err := t.tx.Exec(t.ctx, `INSERT INTO accounts (`+accountColumns+`) VALUES ($1, $2, $3, $4, $5, $6)
+			ON CONFLICT (agent_id) DO NOTHING`, a.AgentID, a.DisplayName, metadata, a.CreatedAt, a.UpdatedAt, limits)
+		if err == nil && tag.RowsAffected() != 1 {
+			return errRetry
+		}
+		return err
+	})
 }
 
 func (t *tx) PutTopUp(u topup.TopUp) {

@@ -14,12 +14,12 @@ import (
 // grant, its revocation and the update of its controls.
 
 // CreateEntitlement is store.EntitlementStore.CreateEntitlement.
-func CreateEntitlement(ctx context.Context, run unit.Run, e entitlement.Entitlement) (entitlement.Entitlement, error) {
+func (o Shared) CreateEntitlement(ctx context.Context, e entitlement.Entitlement) (entitlement.Entitlement, error) {
 	if err := e.Validate(); err != nil {
 		return entitlement.Entitlement{}, store.Wrap(store.CodeInvalid, err, "entitlement")
 	}
 	var out entitlement.Entitlement
-	err := run(ctx, "create entitlement", func(tx unit.Tx) error {
+	err := o.run(ctx, "create entitlement", func(tx unit.Tx) error {
 		switch _, err := tx.Entitlement(e.ID); {
 		case err == nil:
 			return store.Errorf(store.CodeConflict, "entitlement %q exists", e.ID)
@@ -47,33 +47,28 @@ func CreateEntitlement(ctx context.Context, run unit.Run, e entitlement.Entitlem
 }
 
 // RevokeEntitlement is store.EntitlementStore.RevokeEntitlement.
-func RevokeEntitlement(ctx context.Context, run unit.Run, id string) (entitlement.Entitlement, error) {
+func (o Shared) RevokeEntitlement(ctx context.Context, id string) (entitlement.Entitlement, error) {
 	var out entitlement.Entitlement
-	err := run(ctx, "revoke entitlement", func(tx unit.Tx) error {
+	err := o.run(ctx, "revoke entitlement", func(tx unit.Tx) error {
 		e, err := tx.Entitlement(id)
 		if err != nil {
 			return err
 		}
 		now := tx.Now()
-		if e.Status != entitlement.StatusRevoked {
-			expired, released := e.Revoke(now)
-			if err := addEvents(tx, now, ev(event.EntitlementRevoked, e.AgentID, &e)); err != nil {
-				return err
-			}
-			tx.UpdateEntitlement(e.Clone(), expired, released)
-		}
-		e.Refresh(now)
-		out = e
-		return nil
+		es := []entitlement.Entitlement{e}
+		evs := revoke(tx, es, now)
+		out = es[0]
+		out.Refresh(now)
+		return addEvents(tx, now, evs...)
 	})
 	return out, err
 }
 
 // UpdateEntitlement is store.EntitlementUpdater.UpdateEntitlement
 // (entitlement.Entitlement.Apply has the rules).
-func UpdateEntitlement(ctx context.Context, run unit.Run, id string, u entitlement.Update) (entitlement.Entitlement, error) {
+func (o Shared) UpdateEntitlement(ctx context.Context, id string, u entitlement.Update) (entitlement.Entitlement, error) {
 	var out entitlement.Entitlement
-	err := run(ctx, "update entitlement", func(tx unit.Tx) error {
+	err := o.run(ctx, "update entitlement", func(tx unit.Tx) error {
 		e, err := tx.Entitlement(id)
 		if err != nil {
 			return err

@@ -14,12 +14,12 @@ import (
 // CreatePayment is store.EntitlementStore.CreatePayment: a payment with
 // p's idempotency key answers the call (or is a Conflict); otherwise p is
 // created pending.
-func CreatePayment(ctx context.Context, run unit.Run, p payment.Payment) (store.CreatePaymentResult, error) {
+func (o Shared) CreatePayment(ctx context.Context, p payment.Payment) (store.CreatePaymentResult, error) {
 	if err := p.Validate(); err != nil {
 		return store.CreatePaymentResult{}, store.Wrap(store.CodeInvalid, err, "payment")
 	}
 	var out store.CreatePaymentResult
-	err := run(ctx, "create payment", func(tx unit.Tx) error {
+	err := o.run(ctx, "create payment", func(tx unit.Tx) error {
 		switch prior, err := tx.PaymentByKey(p.IdempotencyKey); {
 		case err == nil:
 			if prior.Fingerprint != p.Fingerprint {
@@ -100,4 +100,44 @@ func orConflict(err error, format string, args ...any) error {
 		return store.Errorf(store.CodeConflict, format, args...)
 	}
 	return err
+}
+
+// LinkProviderIntent is store.ProviderPayments.LinkProviderIntent.
+func (o Shared) LinkProviderIntent(ctx context.Context, id, intentID string) (payment.Payment, error) {
+	if intentID == "" {
+		return payment.Payment{}, store.Errorf(store.CodeInvalid, "intentId: required")
+	}
+	var out payment.Payment
+	err := o.run(ctx, "link payment intent", func(tx unit.Tx) error {
+		p, err := tx.Payment(id)
+		if err != nil {
+			return err
+		}
+		other, err := tx.PaymentByIntent(intentID)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		out = p
+		if err := checkLink(&p, intentID, err == nil && other.ID != id); err != nil || p.ProviderIntentID == intentID {
+			return err
+		}
+		p.ProviderIntentID, p.UpdatedAt = intentID, tx.Now()
+		tx.PutPayment(p)
+		out = p
+		return nil
+	})
+	return out, err
+}
+
+// checkLink refuses to link p to intentID (LinkProviderIntent) when p is
+// linked to another intent or intentID is linked to another payment
+// (takenElsewhere). Linking p to its own intent again is no error.
+func checkLink(p *payment.Payment, intentID string, takenElsewhere bool) error {
+	switch {
+	case p.ProviderIntentID != "" && p.ProviderIntentID != intentID:
+		return store.Errorf(store.CodeConflict, "payment %q is linked to another provider intent", p.ID)
+	case takenElsewhere:
+		return store.Errorf(store.CodeConflict, "providerIntentId: already linked to another payment")
+	}
+	return nil
 }

@@ -1,9 +1,3 @@
-// Package ops holds the store operations off the hot path once for every
-// backend: each loads what it needs through a unit of work (package unit),
-// calls the pure rule of the domain package (payment, entitlement, …) with
-// the instant of the change, and writes what the rule returned. A backend's
-// store method is a one-line call of its operation. Only the adapters under
-// store/ import it; callers use the contract in package store.
 package ops
 
 import (
@@ -27,51 +21,69 @@ import (
 // provider event causing it was recorded; a recorded event, or a payment
 // already in the target state, makes the call a replay of what is stored.
 
-// loaded is what every payment change reads first.
-type loaded struct {
-	p payment.Payment
-	// seen is true when the change's inbound event was recorded already:
-	// the call is then a replay of the current state.
-	seen bool
-}
-
-func load(tx unit.Tx, id string, ch *store.PaymentChange) (loaded, error) {
-	p, err := tx.Payment(id)
-	if err != nil {
-		return loaded{}, err
-	}
-	l := loaded{p: p}
-	if ch.Inbound != nil {
-		if l.seen, err = tx.InboundSeen(*ch.Inbound); err != nil {
-			return loaded{}, err
+// change runs one change of payment id in a unit of work named what. It
+// reads the payment and whether ch's inbound event was recorded; check
+// says whether the change is a replay, or refuses it. A replay (or a
+// recorded event) is answered by replay, anything else made by apply;
+// either way ch's inbound event is recorded with what the unit writes.
+func (o Shared) change(ctx context.Context, what, id string, ch *store.PaymentChange,
+	check func(*payment.Payment) (replay bool, err error),
+	replay, apply func(tx unit.Tx, p payment.Payment) error) error {
+	return o.run(ctx, what, func(tx unit.Tx) error {
+		p, err := tx.Payment(id)
+		if err != nil {
+			return err
 		}
-	}
-	return l, nil
+		seen := false
+		if ch.Inbound != nil {
+			if seen, err = tx.InboundSeen(*ch.Inbound); err != nil {
+				return err
+			}
+		}
+		again, err := check(&p)
+		switch {
+		case seen || again:
+			err = replay(tx, p)
+		case err != nil:
+			return changeError(err)
+		default:
+			err = apply(tx, p)
+		}
+		if err == nil && ch.Inbound != nil && !seen {
+			tx.RecordInbound(*ch.Inbound)
+		}
+		return err
+	})
 }
 
-// record records the change's inbound event, unless it was seen.
-func (l *loaded) record(tx unit.Tx, ch *store.PaymentChange) {
-	if ch.Inbound != nil && !l.seen {
-		tx.RecordInbound(*ch.Inbound)
+// toward is the check of a move to status to (payment.Status.Toward).
+func toward(to payment.Status) func(*payment.Payment) (bool, error) {
+	return func(p *payment.Payment) (bool, error) {
+		switch p.Status.Toward(to) {
+		case payment.Replay:
+			return true, nil
+		case payment.Refuse:
+			return false, payment.Refused(p, to)
+		}
+		return false, nil
 	}
 }
 
-// replay answers a change that changes nothing: p, the stored receipt
-// receiptID (none if "") and p's entitlements as they are now; it records
-// the inbound event.
-func (l *loaded) replay(tx unit.Tx, ch *store.PaymentChange, receiptID string) (store.Completion, error) {
-	out := store.Completion{Payment: l.p, Replayed: true}
+// current answers a change that changes nothing: p, the stored receipt
+// receiptID (none if "") and p's entitlements as they are now.
+func current(tx unit.Tx, p payment.Payment, receiptID string) (store.Completion, error) {
+	out := store.Completion{Payment: p, Replayed: true}
 	if receiptID != "" {
 		r, err := tx.Receipt(receiptID)
 		if errors.Is(err, store.ErrNotFound) {
-			return store.Completion{}, store.Errorf(store.CodeInternal, "corrupt data: payment %s names missing receipt %s", l.p.ID, receiptID)
+			return store.Completion{}, store.Errorf(store.CodeInternal, "corrupt data: payment %s names missing receipt %s", p.ID, receiptID)
 		}
 		if err != nil {
 			return store.Completion{}, err
 		}
 		out.Receipt = r
 	}
-	es, err := tx.Entitlements(l.p.EntitlementIDs)
+	es, err := tx.Entitlements(p.EntitlementIDs)
 	if err != nil {
 		return store.Completion{}, err
 	}
@@ -80,8 +92,21 @@ func (l *loaded) replay(tx unit.Tx, ch *store.PaymentChange, receiptID string) (
 		es[i].Refresh(now)
 	}
 	out.Entitlements = es
-	l.record(tx, ch)
 	return out, nil
+}
+
+// revoke revokes the active ones of es at now (entitlement.Entitlement.Revoke),
+// writes them and returns their entitlement.revoked events.
+func revoke(tx unit.Tx, es []entitlement.Entitlement, now time.Time) []pendingEvent {
+	var evs []pendingEvent
+	for i := range es {
+		if e := &es[i]; e.Status == entitlement.StatusActive {
+			expired, released := e.Revoke(now)
+			tx.UpdateEntitlement(e.Clone(), expired, released)
+			evs = append(evs, ev(event.EntitlementRevoked, e.AgentID, e.Clone()))
+		}
+	}
+	return evs
 }
 
 // changeError is the store error of a change the payment refused.
@@ -156,225 +181,146 @@ func newReceipt(kind receipt.Kind, issuer string, p *payment.Payment, amount mon
 }
 
 // CompletePayment is store.EntitlementStore.CompletePayment.
-func CompletePayment(ctx context.Context, run unit.Run, id string, ch store.PaymentChange) (store.Completion, error) {
-	var out store.Completion
-	err := run(ctx, "complete payment", func(tx unit.Tx) error {
-		l, err := load(tx, id, &ch)
-		if err != nil {
+func (o Shared) CompletePayment(ctx context.Context, id string, ch store.PaymentChange) (out store.Completion, err error) {
+	err = o.change(ctx, "complete payment", id, &ch, toward(payment.StatusSucceeded),
+		func(tx unit.Tx, p payment.Payment) (err error) {
+			out, err = current(tx, p, p.ReceiptID)
 			return err
-		}
-		p := l.p
-		switch {
-		case l.seen || p.Status.Toward(payment.StatusSucceeded) == payment.Replay:
-			out, err = l.replay(tx, &ch, p.ReceiptID)
-			return err
-		case p.Status.Toward(payment.StatusSucceeded) == payment.Refuse:
-			return changeError(payment.Refused(&p, payment.StatusSucceeded))
-		}
-		if err := tx.EnsureAccount(p.AgentID); err != nil {
-			return err
-		}
-		now := tx.Now()
-		e := tx.Normalize(p.Grant.Entitlement(uuid.NewString(), &p, now))
-		signed, err := sign(&ch, newReceipt(receipt.KindPayment, ch.Issuer, &p, p.Amount, []receipt.Grant{receipt.GrantOf(&e)}, now))
-		if err != nil {
-			return err
-		}
-		p = p.Succeeded(now, signed.ID, []string{e.ID})
-		if err := addEvents(tx, now, ev(event.PaymentSucceeded, p.AgentID, &p), ev(event.EntitlementGranted, p.AgentID, &e)); err != nil {
-			return err
-		}
-		tx.CreateEntitlement(e)
-		tx.CreateReceipt(signed)
-		tx.PutPayment(p)
-		l.record(tx, &ch)
-		out = store.Completion{Payment: p, Receipt: signed, Entitlements: []entitlement.Entitlement{e.Clone()}}
-		return nil
-	})
+		},
+		func(tx unit.Tx, p payment.Payment) error {
+			if err := tx.EnsureAccount(p.AgentID); err != nil {
+				return err
+			}
+			now := tx.Now()
+			e := tx.Normalize(p.Grant.Entitlement(uuid.NewString(), &p, now))
+			signed, err := sign(&ch, newReceipt(receipt.KindPayment, ch.Issuer, &p, p.Amount, []receipt.Grant{receipt.GrantOf(&e)}, now))
+			if err != nil {
+				return err
+			}
+			p = p.Succeeded(now, signed.ID, []string{e.ID})
+			if err := addEvents(tx, now, ev(event.PaymentSucceeded, p.AgentID, &p), ev(event.EntitlementGranted, p.AgentID, &e)); err != nil {
+				return err
+			}
+			tx.CreateEntitlement(e)
+			tx.CreateReceipt(signed)
+			tx.PutPayment(p)
+			out = store.Completion{Payment: p, Receipt: signed, Entitlements: []entitlement.Entitlement{e.Clone()}}
+			return nil
+		})
 	return out, err
 }
 
 // FailPayment is store.EntitlementStore.FailPayment.
-func FailPayment(ctx context.Context, run unit.Run, id string, ch store.PaymentChange) (payment.Payment, error) {
-	var out payment.Payment
-	err := run(ctx, "fail payment", func(tx unit.Tx) error {
-		l, err := load(tx, id, &ch)
-		if err != nil {
-			return err
-		}
-		p := l.p
-		switch {
-		case l.seen || p.Status.Toward(payment.StatusFailed) == payment.Replay:
+func (o Shared) FailPayment(ctx context.Context, id string, ch store.PaymentChange) (out payment.Payment, err error) {
+	err = o.change(ctx, "fail payment", id, &ch, toward(payment.StatusFailed),
+		func(_ unit.Tx, p payment.Payment) error {
 			out = p
-			l.record(tx, &ch)
 			return nil
-		case p.Status.Toward(payment.StatusFailed) == payment.Refuse:
-			return changeError(payment.Refused(&p, payment.StatusFailed))
-		}
-		now := tx.Now()
-		p = p.Failed(now, ch.Reason)
-		if err := addEvents(tx, now, ev(event.PaymentFailed, p.AgentID, &p)); err != nil {
-			return err
-		}
-		tx.PutPayment(p)
-		l.record(tx, &ch)
-		out = p
-		return nil
-	})
+		},
+		func(tx unit.Tx, p payment.Payment) error {
+			now := tx.Now()
+			out = p.Failed(now, ch.Reason)
+			tx.PutPayment(out)
+			return addEvents(tx, now, ev(event.PaymentFailed, out.AgentID, &out))
+		})
 	return out, err
 }
 
 // RefundPayment is store.EntitlementStore.RefundPayment.
-func RefundPayment(ctx context.Context, run unit.Run, id string, ch store.PaymentChange) (store.Completion, error) {
-	var out store.Completion
-	err := run(ctx, "refund payment", func(tx unit.Tx) error {
-		l, err := load(tx, id, &ch)
-		if err != nil {
-			return err
-		}
-		p := l.p
-		switch {
-		case l.seen || p.Status.Toward(payment.StatusRefunded) == payment.Replay:
+func (o Shared) RefundPayment(ctx context.Context, id string, ch store.PaymentChange) (out store.Completion, err error) {
+	err = o.change(ctx, "refund payment", id, &ch, toward(payment.StatusRefunded),
+		func(tx unit.Tx, p payment.Payment) (err error) {
 			receiptID := p.ReceiptID
 			if p.Status == payment.StatusRefunded {
 				receiptID = p.RefundReceiptID
 			}
-			out, err = l.replay(tx, &ch, receiptID)
+			out, err = current(tx, p, receiptID)
 			return err
-		case p.Status.Toward(payment.StatusRefunded) == payment.Refuse:
-			return changeError(payment.Refused(&p, payment.StatusRefunded))
-		}
-		es, err := tx.LockEntitlements(p.EntitlementIDs)
-		if err != nil {
-			return err
-		}
-		now := tx.Now()
-		var evs []pendingEvent
-		grants := make([]receipt.Grant, 0, len(es))
-		for i := range es {
-			e := &es[i]
-			if e.Status == entitlement.StatusActive {
-				expired, released := e.Revoke(now)
-				tx.UpdateEntitlement(e.Clone(), expired, released)
-				evs = append(evs, ev(event.EntitlementRevoked, e.AgentID, e.Clone()))
+		},
+		func(tx unit.Tx, p payment.Payment) error {
+			es, err := tx.LockEntitlements(p.EntitlementIDs)
+			if err != nil {
+				return err
 			}
-			e.Refresh(now)
-			grants = append(grants, receipt.GrantOf(e))
-		}
-		signed, err := sign(&ch, newReceipt(receipt.KindRefund, ch.Issuer, &p, p.Remaining(), grants, now))
-		if err != nil {
-			return err
-		}
-		p = p.Refunded(now, signed.ID)
-		if err := addEvents(tx, now, append([]pendingEvent{ev(event.PaymentRefunded, p.AgentID, &p)}, evs...)...); err != nil {
-			return err
-		}
-		if err := tx.Fence(); err != nil {
-			return err
-		}
-		tx.CreateReceipt(signed)
-		tx.PutPayment(p)
-		l.record(tx, &ch)
-		out = store.Completion{Payment: p, Receipt: signed, Entitlements: es}
-		return nil
-	})
+			now := tx.Now()
+			revoked := revoke(tx, es, now)
+			grants := make([]receipt.Grant, 0, len(es))
+			for i := range es {
+				es[i].Refresh(now)
+				grants = append(grants, receipt.GrantOf(&es[i]))
+			}
+			signed, err := sign(&ch, newReceipt(receipt.KindRefund, ch.Issuer, &p, p.Remaining(), grants, now))
+			if err != nil {
+				return err
+			}
+			p = p.Refunded(now, signed.ID)
+			if err := addEvents(tx, now, append([]pendingEvent{ev(event.PaymentRefunded, p.AgentID, &p)}, revoked...)...); err != nil {
+				return err
+			}
+			tx.CreateReceipt(signed)
+			tx.PutPayment(p)
+			out = store.Completion{Payment: p, Receipt: signed, Entitlements: es}
+			return tx.Fence()
+		})
 	return out, err
 }
 
 // RefundPaymentPart is store.ProviderPayments.RefundPaymentPart.
-func RefundPaymentPart(ctx context.Context, run unit.Run, id string, total money.Money, ch store.PaymentChange) (store.Completion, error) {
-	var out store.Completion
-	err := run(ctx, "refund part of payment", func(tx unit.Tx) error {
-		l, err := load(tx, id, &ch)
-		if err != nil {
+func (o Shared) RefundPaymentPart(ctx context.Context, id string, total money.Money, ch store.PaymentChange) (out store.Completion, err error) {
+	var part money.Money
+	err = o.change(ctx, "refund part of payment", id, &ch,
+		func(p *payment.Payment) (replay bool, err error) {
+			part, replay, err = p.RefundPart(total)
+			return replay, err
+		},
+		func(tx unit.Tx, p payment.Payment) (err error) {
+			out, err = current(tx, p, "")
 			return err
-		}
-		p := l.p
-		part, replay, err := p.RefundPart(total)
-		if l.seen {
-			replay, err = true, nil
-		}
-		if err != nil {
-			return changeError(err)
-		}
-		if replay {
-			out, err = l.replay(tx, &ch, "")
-			return err
-		}
-		es, err := tx.LockEntitlements(p.EntitlementIDs)
-		if err != nil {
-			return err
-		}
-		now := tx.Now()
-		grants := make([]receipt.Grant, 0, len(es))
-		for i := range es {
-			e := &es[i]
-			expired := e.ExpireHolds(now)
-			e.Refresh(now)
-			e.CutCredits(part)
-			tx.UpdateEntitlement(e.Clone(), expired, nil)
-			grants = append(grants, receipt.GrantOf(e))
-		}
-		signed, err := sign(&ch, newReceipt(receipt.KindRefund, ch.Issuer, &p, part, grants, now))
-		if err != nil {
-			return err
-		}
-		p = p.PartlyRefunded(now, total)
-		if err := addEvents(tx, now, ev(event.PaymentPartiallyRefunded, p.AgentID, &p)); err != nil {
-			return err
-		}
-		tx.CreateReceipt(signed)
-		tx.PutPayment(p)
-		l.record(tx, &ch)
-		out = store.Completion{Payment: p, Receipt: signed, Entitlements: es}
-		return nil
-	})
+		},
+		func(tx unit.Tx, p payment.Payment) error {
+			es, err := tx.LockEntitlements(p.EntitlementIDs)
+			if err != nil {
+				return err
+			}
+			now := tx.Now()
+			grants := make([]receipt.Grant, 0, len(es))
+			for i := range es {
+				e := &es[i]
+				expired := e.ExpireHolds(now)
+				e.Refresh(now)
+				e.CutCredits(part)
+				tx.UpdateEntitlement(e.Clone(), expired, nil)
+				grants = append(grants, receipt.GrantOf(e))
+			}
+			signed, err := sign(&ch, newReceipt(receipt.KindRefund, ch.Issuer, &p, part, grants, now))
+			if err != nil {
+				return err
+			}
+			p = p.PartlyRefunded(now, total)
+			tx.CreateReceipt(signed)
+			tx.PutPayment(p)
+			out = store.Completion{Payment: p, Receipt: signed, Entitlements: es}
+			return addEvents(tx, now, ev(event.PaymentPartiallyRefunded, p.AgentID, &p))
+		})
 	return out, err
 }
 
 // DisputePayment is store.ProviderPayments.DisputePayment.
-func DisputePayment(ctx context.Context, run unit.Run, id string, ch store.PaymentChange) (payment.Payment, error) {
-	var out payment.Payment
-	err := run(ctx, "dispute payment", func(tx unit.Tx) error {
-		l, err := load(tx, id, &ch)
-		if err != nil {
-			return err
-		}
-		p := l.p
-		replay, err := p.CheckDispute()
-		if l.seen {
-			replay, err = true, nil
-		}
-		if err != nil {
-			return changeError(err)
-		}
-		if replay {
+func (o Shared) DisputePayment(ctx context.Context, id string, ch store.PaymentChange) (out payment.Payment, err error) {
+	err = o.change(ctx, "dispute payment", id, &ch, (*payment.Payment).CheckDispute,
+		func(_ unit.Tx, p payment.Payment) error {
 			out = p
-			l.record(tx, &ch)
 			return nil
-		}
-		es, err := tx.LockEntitlements(p.EntitlementIDs)
-		if err != nil {
-			return err
-		}
-		now := tx.Now()
-		p = p.Disputed(now, ch.Reason)
-		evs := []pendingEvent{ev(event.PaymentDisputed, p.AgentID, &p)}
-		for i := range es {
-			e := &es[i]
-			if e.Status == entitlement.StatusActive {
-				expired, released := e.Revoke(now)
-				tx.UpdateEntitlement(e.Clone(), expired, released)
-				evs = append(evs, ev(event.EntitlementRevoked, e.AgentID, e.Clone()))
+		},
+		func(tx unit.Tx, p payment.Payment) error {
+			es, err := tx.LockEntitlements(p.EntitlementIDs)
+			if err != nil {
+				return err
 			}
-		}
-		if err := addEvents(tx, now, evs...); err != nil {
-			return err
-		}
-		tx.PutPayment(p)
-		l.record(tx, &ch)
-		out = p
-		return nil
-	})
+			now := tx.Now()
+			out = p.Disputed(now, ch.Reason)
+			tx.PutPayment(out)
+			return addEvents(tx, now, append([]pendingEvent{ev(event.PaymentDisputed, out.AgentID, &out)}, revoke(tx, es, now)...)...)
+		})
 	return out, err
 }

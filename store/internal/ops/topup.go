@@ -18,10 +18,10 @@ import (
 // changeTopUp runs change on the top-up of agentID in one unit of work and
 // stores it when change says it changed. With ensure, an unknown account
 // is created (with no top-up) instead of being ErrNotFound.
-func changeTopUp(ctx context.Context, run unit.Run, what, agentID string, ensure bool,
+func (o Shared) changeTopUp(ctx context.Context, what, agentID string, ensure bool,
 	change func(tx unit.Tx, t *topup.TopUp, now time.Time) (changed bool, err error)) (topup.TopUp, error) {
 	var out topup.TopUp
-	err := run(ctx, what, func(tx unit.Tx) error {
+	err := o.run(ctx, what, func(tx unit.Tx) error {
 		t, err := tx.TopUp(agentID)
 		if ensure && errors.Is(err, store.ErrNotFound) {
 			t, err = topup.TopUp{AgentID: agentID}, tx.EnsureAccount(agentID)
@@ -43,22 +43,22 @@ func changeTopUp(ctx context.Context, run unit.Run, what, agentID string, ensure
 }
 
 // SaveTopUpMethod is store.TopUps.SaveTopUpMethod.
-func SaveTopUpMethod(ctx context.Context, run unit.Run, agentID string, m topup.Method) (topup.TopUp, error) {
+func (o Shared) SaveTopUpMethod(ctx context.Context, agentID string, m topup.Method) (topup.TopUp, error) {
 	if agentID == "" || m.Customer == "" || m.PaymentMethod == "" {
 		return topup.TopUp{}, store.Errorf(store.CodeInvalid, "method: an agent, a customer and a payment method are required")
 	}
-	return changeTopUp(ctx, run, "save top-up method", agentID, true, func(_ unit.Tx, t *topup.TopUp, now time.Time) (bool, error) {
+	return o.changeTopUp(ctx, "save top-up method", agentID, true, func(_ unit.Tx, t *topup.TopUp, now time.Time) (bool, error) {
 		t.Method, t.UpdatedAt = &m, now
 		return true, nil
 	})
 }
 
 // PutTopUp is store.TopUps.PutTopUp.
-func PutTopUp(ctx context.Context, run unit.Run, agentID string, set topup.Settings) (topup.TopUp, error) {
+func (o Shared) PutTopUp(ctx context.Context, agentID string, set topup.Settings) (topup.TopUp, error) {
 	if err := set.Validate(); err != nil {
 		return topup.TopUp{}, store.Wrap(store.CodeInvalid, err, "top-up")
 	}
-	return changeTopUp(ctx, run, "put top-up", agentID, false, func(_ unit.Tx, t *topup.TopUp, now time.Time) (bool, error) {
+	return o.changeTopUp(ctx, "put top-up", agentID, false, func(_ unit.Tx, t *topup.TopUp, now time.Time) (bool, error) {
 		if err := topup.Set(t, set.Clone(), now); err != nil {
 			return false, store.Wrap(store.CodeConflict, err, "top-up of %q", agentID)
 		}
@@ -67,8 +67,8 @@ func PutTopUp(ctx context.Context, run unit.Run, agentID string, set topup.Setti
 }
 
 // DisableTopUp is store.TopUps.DisableTopUp.
-func DisableTopUp(ctx context.Context, run unit.Run, agentID, reason string) (topup.TopUp, error) {
-	return changeTopUp(ctx, run, "disable top-up", agentID, false, func(_ unit.Tx, t *topup.TopUp, now time.Time) (bool, error) {
+func (o Shared) DisableTopUp(ctx context.Context, agentID, reason string) (topup.TopUp, error) {
+	return o.changeTopUp(ctx, "disable top-up", agentID, false, func(_ unit.Tx, t *topup.TopUp, now time.Time) (bool, error) {
 		if !t.Enabled {
 			return false, nil
 		}
@@ -79,10 +79,10 @@ func DisableTopUp(ctx context.Context, run unit.Run, agentID, reason string) (to
 
 // BeginTopUp is store.TopUps.BeginTopUp. A refusal of topup.Begin still
 // stores what it settled, then answers the Conflict.
-func BeginTopUp(ctx context.Context, run unit.Run, agentID string, expectSeq int64) (payment.Payment, error) {
+func (o Shared) BeginTopUp(ctx context.Context, agentID string, expectSeq int64) (payment.Payment, error) {
 	var out payment.Payment
 	var refused error
-	_, err := changeTopUp(ctx, run, "begin top-up", agentID, false, func(tx unit.Tx, t *topup.TopUp, now time.Time) (bool, error) {
+	_, err := o.changeTopUp(ctx, "begin top-up", agentID, false, func(tx unit.Tx, t *topup.TopUp, now time.Time) (bool, error) {
 		refused, out = nil, payment.Payment{}
 		prior, err := pendingPayment(tx, t)
 		if err != nil {
@@ -125,8 +125,8 @@ func orInternal(err error, format string, args ...any) error {
 }
 
 // SettleTopUp is store.TopUps.SettleTopUp.
-func SettleTopUp(ctx context.Context, run unit.Run, agentID string) (topup.TopUp, error) {
-	return changeTopUp(ctx, run, "settle top-up", agentID, false, func(tx unit.Tx, t *topup.TopUp, now time.Time) (bool, error) {
+func (o Shared) SettleTopUp(ctx context.Context, agentID string) (topup.TopUp, error) {
+	return o.changeTopUp(ctx, "settle top-up", agentID, false, func(tx unit.Tx, t *topup.TopUp, now time.Time) (bool, error) {
 		prior, err := pendingPayment(tx, t)
 		if err != nil {
 			return false, err

@@ -6,22 +6,22 @@ import (
 	"time"
 
 	"github.com/stipend-mcp/stipend/store"
-	"github.com/stipend-mcp/stipend/store/internal/transition"
 	"github.com/stipend-mcp/stipend/store/internal/unit"
 )
 
 // This file holds the changes of webhook endpoints and deliveries
 // (store.DeliveryStore) but the claim of due deliveries, a query each
-// backend makes its own way; package transition has their rules.
+// backend makes its own way; endpoint_rules.go and delivery_rules.go have
+// their rules.
 
 // CreateEndpoint is store.DeliveryStore.CreateEndpoint.
-func CreateEndpoint(ctx context.Context, run unit.Run, e store.Endpoint) (store.Endpoint, error) {
+func (o Shared) CreateEndpoint(ctx context.Context, e store.Endpoint) (store.Endpoint, error) {
 	var out store.Endpoint
-	err := run(ctx, "create webhook endpoint", func(tx unit.Tx) error {
+	err := o.run(ctx, "create webhook endpoint", func(tx unit.Tx) error {
 		if err := absent(tx.Endpoint(e.ID)); err != nil {
 			return orConflict(err, "webhook endpoint %s exists", e.ID)
 		}
-		n, err := transition.NewEndpoint(e, tx.Now())
+		n, err := newEndpoint(e, tx.Now())
 		if err != nil {
 			return err
 		}
@@ -37,9 +37,9 @@ func CreateEndpoint(ctx context.Context, run unit.Run, e store.Endpoint) (store.
 
 // changeEndpoint stores change of the endpoint id, in one unit of work
 // with the fence the context carries.
-func changeEndpoint(ctx context.Context, run unit.Run, what, id string, change func(tx unit.Tx, e store.Endpoint, now time.Time) (store.Endpoint, error)) (store.Endpoint, error) {
+func (o Shared) changeEndpoint(ctx context.Context, what, id string, change func(tx unit.Tx, e store.Endpoint, now time.Time) (store.Endpoint, error)) (store.Endpoint, error) {
 	var out store.Endpoint
-	err := run(ctx, what, func(tx unit.Tx) error {
+	err := o.run(ctx, what, func(tx unit.Tx) error {
 		e, err := tx.Endpoint(id)
 		if err != nil {
 			return err
@@ -57,36 +57,36 @@ func changeEndpoint(ctx context.Context, run unit.Run, what, id string, change f
 	return out, err
 }
 
-// DisableEndpoint is store.DeliveryStore.DisableEndpoint.
-func DisableEndpoint(ctx context.Context, run unit.Run, id, reason string) (store.Endpoint, error) {
-	return changeEndpoint(ctx, run, "disable webhook endpoint", id, func(_ unit.Tx, e store.Endpoint, now time.Time) (store.Endpoint, error) {
-		return transition.DisableEndpoint(e, reason, now), nil
+// disableEndpoint is store.DeliveryStore.DisableEndpoint.
+func (o Shared) DisableEndpoint(ctx context.Context, id, reason string) (store.Endpoint, error) {
+	return o.changeEndpoint(ctx, "disable webhook endpoint", id, func(_ unit.Tx, e store.Endpoint, now time.Time) (store.Endpoint, error) {
+		return disableEndpoint(e, reason, now), nil
 	})
 }
 
-// UpdateEndpoint is store.DeliveryStore.UpdateEndpoint.
-func UpdateEndpoint(ctx context.Context, run unit.Run, id string, u store.EndpointUpdate) (store.Endpoint, error) {
-	return changeEndpoint(ctx, run, "update webhook endpoint", id, func(_ unit.Tx, e store.Endpoint, _ time.Time) (store.Endpoint, error) {
-		return transition.UpdateEndpoint(e, u)
+// updateEndpoint is store.DeliveryStore.UpdateEndpoint.
+func (o Shared) UpdateEndpoint(ctx context.Context, id string, u store.EndpointUpdate) (store.Endpoint, error) {
+	return o.changeEndpoint(ctx, "update webhook endpoint", id, func(_ unit.Tx, e store.Endpoint, _ time.Time) (store.Endpoint, error) {
+		return updateEndpoint(e, u)
 	})
 }
 
 // RotateEndpointSecret is store.DeliveryStore.RotateEndpointSecret.
-func RotateEndpointSecret(ctx context.Context, run unit.Run, id, secret string, graceUntil time.Time) (store.Endpoint, error) {
-	return changeEndpoint(ctx, run, "rotate webhook endpoint secret", id, func(tx unit.Tx, e store.Endpoint, _ time.Time) (store.Endpoint, error) {
-		return transition.RotateSecret(e, secret, tx.Instant(graceUntil))
+func (o Shared) RotateEndpointSecret(ctx context.Context, id, secret string, graceUntil time.Time) (store.Endpoint, error) {
+	return o.changeEndpoint(ctx, "rotate webhook endpoint secret", id, func(tx unit.Tx, e store.Endpoint, _ time.Time) (store.Endpoint, error) {
+		return rotateSecret(e, secret, tx.Instant(graceUntil))
 	})
 }
 
 // EnqueueDelivery is store.DeliveryStore.EnqueueDelivery: a delivery with
 // d's key answers the call (or is a Conflict); otherwise d is created.
-func EnqueueDelivery(ctx context.Context, run unit.Run, d store.Delivery) (store.Delivery, bool, error) {
+func (o Shared) EnqueueDelivery(ctx context.Context, d store.Delivery) (store.Delivery, bool, error) {
 	var out store.Delivery
 	var created bool
-	err := run(ctx, "enqueue delivery", func(tx unit.Tx) error {
+	err := o.run(ctx, "enqueue delivery", func(tx unit.Tx) error {
 		created = false
 		n := d
-		if err := transition.CheckNewDelivery(&n, tx.Now()); err != nil {
+		if err := checkNewDelivery(&n, tx.Now()); err != nil {
 			return err
 		}
 		n.ScheduledAt = tx.Instant(n.ScheduledAt)
@@ -124,9 +124,9 @@ func EnqueueDelivery(ctx context.Context, run unit.Run, d store.Delivery) (store
 
 // changeDelivery stores change of the delivery id, in one unit of work
 // with the fence the context carries.
-func changeDelivery(ctx context.Context, run unit.Run, what, id string, change func(tx unit.Tx, d store.Delivery, now time.Time) (store.Delivery, error)) (store.Delivery, error) {
+func (o Shared) changeDelivery(ctx context.Context, what, id string, change func(tx unit.Tx, d store.Delivery, now time.Time) (store.Delivery, error)) (store.Delivery, error) {
 	var out store.Delivery
-	err := run(ctx, what, func(tx unit.Tx) error {
+	err := o.run(ctx, what, func(tx unit.Tx) error {
 		d, err := tx.Delivery(id)
 		if err != nil {
 			return err
@@ -145,23 +145,23 @@ func changeDelivery(ctx context.Context, run unit.Run, what, id string, change f
 }
 
 // FinishDelivery is store.DeliveryStore.FinishDelivery.
-func FinishDelivery(ctx context.Context, run unit.Run, id, claimToken string, r store.AttemptResult) (store.Delivery, error) {
-	if err := transition.CheckAttemptResult(&r); err != nil {
+func (o Shared) FinishDelivery(ctx context.Context, id, claimToken string, r store.AttemptResult) (store.Delivery, error) {
+	if err := checkAttempt(&r); err != nil {
 		return store.Delivery{}, err
 	}
-	return changeDelivery(ctx, run, "finish delivery", id, func(tx unit.Tx, d store.Delivery, now time.Time) (store.Delivery, error) {
+	return o.changeDelivery(ctx, "finish delivery", id, func(tx unit.Tx, d store.Delivery, now time.Time) (store.Delivery, error) {
 		if d.Status != store.DeliveryInFlight || d.ClaimToken != claimToken {
 			return d, store.Errorf(store.CodeConflict, "delivery %s is no longer claimed with this token", id)
 		}
 		r := r
 		r.RetryAt = tx.Instant(r.RetryAt)
-		return transition.ApplyAttempt(d, r, now), nil
+		return applyAttempt(d, r, now), nil
 	})
 }
 
 // RetryDelivery is store.DeliveryStore.RetryDelivery.
-func RetryDelivery(ctx context.Context, run unit.Run, id string) (store.Delivery, error) {
-	return changeDelivery(ctx, run, "retry delivery", id, func(_ unit.Tx, d store.Delivery, now time.Time) (store.Delivery, error) {
+func (o Shared) RetryDelivery(ctx context.Context, id string) (store.Delivery, error) {
+	return o.changeDelivery(ctx, "retry delivery", id, func(_ unit.Tx, d store.Delivery, now time.Time) (store.Delivery, error) {
 		if d.Status != store.DeliveryFailed && d.Status != store.DeliveryDead {
 			return d, store.Errorf(store.CodeConflict, "delivery %s is %s; only failed or dead deliveries can be retried", id, d.Status)
 		}

@@ -50,6 +50,8 @@ type Tx interface {
 	// NormalizePayment returns the new payment p as the backend stores it:
 	// instants at its precision, nothing shared with p.
 	NormalizePayment(p payment.Payment) payment.Payment
+	// Account reads the account agentID, locking it: ErrNotFound if absent.
+	Account(agentID string) (entitlement.Account, error)
 	// TopUp reads the top-up of agentID's account, locking the account:
 	// the zero TopUp (with AgentID) when none was stored, ErrNotFound for
 	// an unknown account.
@@ -99,8 +101,11 @@ type Tx interface {
 	// CreatePayment stores the new payment p under its ID and idempotency
 	// key (and its provider intent, if any).
 	CreatePayment(p payment.Payment)
-	// PutPayment stores the changed payment p.
+	// PutPayment stores the changed payment p (its status, instants,
+	// receipts, entitlements, refunds, dispute and provider intent).
 	PutPayment(p payment.Payment)
+	// PutAccount stores the account a, new or read by Account.
+	PutAccount(a entitlement.Account)
 	// PutTopUp stores the top-up t of its account.
 	PutTopUp(t topup.TopUp)
 	// CreateEndpoint stores the new endpoint e; PutEndpoint the changed e.
