@@ -15,6 +15,18 @@ type PendingFilter struct {
 	CreatedBefore time.Time
 }
 
+// Validate checks f for ListPendingPayments: a known provider and a
+// CreatedBefore (Invalid otherwise).
+func (f PendingFilter) Validate() error {
+	switch {
+	case !f.Provider.Valid():
+		return Errorf(CodeInvalid, "provider: %q is not a payment provider", f.Provider)
+	case f.CreatedBefore.IsZero():
+		return Errorf(CodeInvalid, "createdBefore: required")
+	}
+	return nil
+}
+
 // ProviderPayments is what payments whose provider objects Stipend makes
 // itself (Stripe PaymentIntents and Checkout Sessions) need besides the
 // payment methods of EntitlementStore. CreatePayment stores a payment's

@@ -2,7 +2,6 @@ package firestore
 
 import (
 	"context"
-	"maps"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -11,35 +10,6 @@ import (
 	"github.com/stipend-mcp/stipend/internal/fsfault"
 	"github.com/stipend-mcp/stipend/store"
 )
-
-// UpsertAccount implements store.EntitlementStore.
-func (s *Store) UpsertAccount(ctx context.Context, a entitlement.Account) (entitlement.Account, error) {
-	if a.AgentID == "" {
-		return entitlement.Account{}, store.Errorf(store.CodeInvalid, "agentId: is required")
-	}
-	ref := s.col(colAccounts).Doc(docID(a.AgentID))
-	var out entitlement.Account
-	err := s.run(ctx, "upsert account", func(ctx context.Context, tx *firestore.Transaction) error {
-		now := s.clock()
-		snap, err := tx.Get(ref)
-		switch {
-		case isNotFound(err):
-			out = entitlement.Account{AgentID: a.AgentID, DisplayName: a.DisplayName, Metadata: maps.Clone(a.Metadata), CreatedAt: now, UpdatedAt: now}
-			return tx.Create(ref, accountDoc(&out))
-		case err != nil:
-			return err
-		}
-		if out, err = accountFrom(snap); err != nil {
-			return err
-		}
-		out.DisplayName, out.Metadata, out.UpdatedAt = a.DisplayName, maps.Clone(a.Metadata), now
-		return tx.Set(ref, accountDoc(&out))
-	})
-	if err != nil {
-		return entitlement.Account{}, err
-	}
-	return out, nil
-}
 
 // GetAccount implements store.EntitlementStore.
 func (s *Store) GetAccount(ctx context.Context, agentID string) (entitlement.Account, error) {

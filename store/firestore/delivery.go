@@ -12,7 +12,7 @@ import (
 
 	"github.com/stipend-mcp/stipend/internal/fsfault"
 	"github.com/stipend-mcp/stipend/store"
-	"github.com/stipend-mcp/stipend/store/internal/transition"
+	"github.com/stipend-mcp/stipend/store/internal/unit"
 )
 
 var _ store.DeliveryStore = (*Store)(nil)
@@ -23,34 +23,6 @@ func (s *Store) endpointRef(id string) *firestore.DocumentRef {
 
 func (s *Store) deliveryRef(id string) *firestore.DocumentRef {
 	return s.col(colDeliveries).Doc(docID(id))
-}
-
-// CreateEndpoint implements store.DeliveryStore.
-func (s *Store) CreateEndpoint(ctx context.Context, e store.Endpoint) (store.Endpoint, error) {
-	e, err := transition.NewEndpoint(e, s.clock())
-	if err != nil {
-		return store.Endpoint{}, err
-	}
-	ref := s.endpointRef(e.ID)
-	err = s.run(ctx, "create webhook endpoint", func(ctx context.Context, tx *firestore.Transaction) error {
-		fd, err := s.readFence(ctx, tx)
-		if err != nil {
-			return err
-		}
-		if _, err := tx.Get(ref); err == nil {
-			return store.Errorf(store.CodeConflict, "webhook endpoint %s exists", e.ID)
-		} else if !isNotFound(err) {
-			return err
-		}
-		if err := fd.mark(tx, e.CreatedAt); err != nil {
-			return err
-		}
-		return tx.Create(ref, endpointDoc(&e))
-	})
-	if err != nil {
-		return store.Endpoint{}, err
-	}
-	return e, nil
 }
 
 // GetEndpoint implements store.DeliveryStore.
@@ -70,28 +42,6 @@ func (s *Store) ListEndpoints(ctx context.Context, p store.Page) ([]store.Endpoi
 	return list(ctx, s.build(qEndpoints), listKey(qEndpoints), qEndpoints.Order, p, endpointFrom)
 }
 
-// DisableEndpoint implements store.DeliveryStore.
-func (s *Store) DisableEndpoint(ctx context.Context, id, reason string) (store.Endpoint, error) {
-	return s.changeEndpoint(ctx, "disable webhook endpoint", id, func(e store.Endpoint) (store.Endpoint, error) {
-		return transition.DisableEndpoint(e, reason, s.clock()), nil
-	})
-}
-
-// UpdateEndpoint implements store.DeliveryStore.
-func (s *Store) UpdateEndpoint(ctx context.Context, id string, u store.EndpointUpdate) (store.Endpoint, error) {
-	return s.changeEndpoint(ctx, "update webhook endpoint", id, func(e store.Endpoint) (store.Endpoint, error) {
-		return transition.UpdateEndpoint(e, u)
-	})
-}
-
-// RotateEndpointSecret implements store.DeliveryStore.
-func (s *Store) RotateEndpointSecret(ctx context.Context, id, secret string, graceUntil time.Time) (store.Endpoint, error) {
-	graceUntil = stampOrZero(graceUntil)
-	return s.changeEndpoint(ctx, "rotate webhook endpoint secret", id, func(e store.Endpoint) (store.Endpoint, error) {
-		return transition.RotateSecret(e, secret, graceUntil)
-	})
-}
-
 // DeleteEndpoint implements store.DeliveryStore: one delete with the
 // precondition that the document exists, so an absent one is NotFound.
 func (s *Store) DeleteEndpoint(ctx context.Context, id string) error {
@@ -105,97 +55,8 @@ func (s *Store) DeleteEndpoint(ctx context.Context, id string) error {
 	return nil
 }
 
-// changeEndpoint reads, changes (with change, which may run more than once)
-// and writes one endpoint in a transaction.
-func (s *Store) changeEndpoint(ctx context.Context, what, id string, change func(store.Endpoint) (store.Endpoint, error)) (store.Endpoint, error) {
-	var out store.Endpoint
-	err := s.run(ctx, what, func(ctx context.Context, tx *firestore.Transaction) error {
-		fd, err := s.readFence(ctx, tx)
-		if err != nil {
-			return err
-		}
-		snap, err := tx.Get(s.endpointRef(id))
-		if isNotFound(err) {
-			return endpointNotFound(id)
-		}
-		if err != nil {
-			return err
-		}
-		e, err := endpointFrom(snap)
-		if err != nil {
-			return err
-		}
-		if e, err = change(e); err != nil {
-			return err
-		}
-		if err := fd.mark(tx, s.clock()); err != nil {
-			return err
-		}
-		out = e
-		return tx.Set(snap.Ref, endpointDoc(&e))
-	})
-	return out, err
-}
-
 func endpointNotFound(id string) error {
 	return store.Errorf(store.CodeNotFound, "webhook endpoint %s", id)
-}
-
-// EnqueueDelivery implements store.DeliveryStore. One transaction reads the
-// key's pointer document (delivery_outbound_idempotency) and either returns
-// the delivery it points at or creates both. Of racing callers, the losers
-// abort (or find the pointer created at commit), retry, and read the winner's.
-func (s *Store) EnqueueDelivery(ctx context.Context, d store.Delivery) (store.Delivery, bool, error) {
-	if err := transition.CheckNewDelivery(&d, s.clock()); err != nil {
-		return store.Delivery{}, false, err
-	}
-	d.ScheduledAt = stamp(d.ScheduledAt)
-	var (
-		out     store.Delivery
-		created bool
-	)
-	keyRef := s.col(colDeliveryKeys).Doc(docID(d.Key))
-	err := s.run(ctx, "enqueue delivery", func(_ context.Context, tx *firestore.Transaction) error {
-		created = false
-		ptr, err := tx.Get(keyRef)
-		if err == nil {
-			f := read(ptr)
-			id := f.str("deliveryId")
-			if f.err != nil {
-				return f.err
-			}
-			snap, err := tx.Get(s.deliveryRef(id))
-			if err != nil {
-				return err
-			}
-			prior, err := deliveryFrom(snap)
-			if err != nil {
-				return err
-			}
-			if prior.EndpointID != d.EndpointID || prior.EventID != d.EventID {
-				return store.Errorf(store.CodeConflict, "delivery key reused for another event or endpoint")
-			}
-			out = prior
-			return nil
-		}
-		if !isNotFound(err) {
-			return err
-		}
-		if _, err := tx.Get(s.deliveryRef(d.ID)); err == nil {
-			return store.Errorf(store.CodeConflict, "delivery %s exists", d.ID)
-		} else if !isNotFound(err) {
-			return err
-		}
-		if err := tx.Create(keyRef, map[string]any{"deliveryId": d.ID, "createdAt": d.CreatedAt}); err != nil {
-			return err
-		}
-		out, created = d, true
-		return tx.Create(s.deliveryRef(d.ID), deliveryDoc(&d))
-	})
-	if err != nil {
-		return store.Delivery{}, false, err
-	}
-	return out, created, nil
 }
 
 // GetDelivery implements store.DeliveryStore.
@@ -306,64 +167,6 @@ func (s *Store) claimOne(ctx context.Context, snap *firestore.DocumentSnapshot, 
 	return store.Delivery{}, false, fsfault.Write(err, "claim delivery")
 }
 
-// FinishDelivery implements store.DeliveryStore.
-func (s *Store) FinishDelivery(ctx context.Context, id, claimToken string, r store.AttemptResult) (store.Delivery, error) {
-	if err := transition.CheckAttemptResult(&r); err != nil {
-		return store.Delivery{}, err
-	}
-	r.RetryAt = stampOrZero(r.RetryAt)
-	return s.updateDelivery(ctx, "finish delivery", id, func(d store.Delivery) (store.Delivery, error) {
-		if d.Status != store.DeliveryInFlight || d.ClaimToken != claimToken {
-			return d, store.Errorf(store.CodeConflict, "delivery %s is no longer claimed with this token", id)
-		}
-		return transition.ApplyAttempt(d, r, s.clock()), nil
-	})
-}
-
-// RetryDelivery implements store.DeliveryStore.
-func (s *Store) RetryDelivery(ctx context.Context, id string) (store.Delivery, error) {
-	return s.updateDelivery(ctx, "retry delivery", id, func(d store.Delivery) (store.Delivery, error) {
-		if d.Status != store.DeliveryFailed && d.Status != store.DeliveryDead {
-			return d, store.Errorf(store.CodeConflict, "delivery %s is %s; only failed or dead deliveries can be retried", id, d.Status)
-		}
-		now := s.clock()
-		d.Status, d.ScheduledAt, d.UpdatedAt = store.DeliveryPending, now, now
-		return d, nil
-	})
-}
-
-// updateDelivery reads, changes (with change, which may run more than once)
-// and writes one delivery in a transaction.
-func (s *Store) updateDelivery(ctx context.Context, what, id string, change func(store.Delivery) (store.Delivery, error)) (store.Delivery, error) {
-	var out store.Delivery
-	err := s.run(ctx, what, func(ctx context.Context, tx *firestore.Transaction) error {
-		fd, err := s.readFence(ctx, tx)
-		if err != nil {
-			return err
-		}
-		snap, err := tx.Get(s.deliveryRef(id))
-		if isNotFound(err) {
-			return store.Errorf(store.CodeNotFound, "delivery %s", id)
-		}
-		if err != nil {
-			return err
-		}
-		d, err := deliveryFrom(snap)
-		if err != nil {
-			return err
-		}
-		if d, err = change(d); err != nil {
-			return err
-		}
-		if err := fd.mark(tx, s.clock()); err != nil {
-			return err
-		}
-		out = d
-		return tx.Set(snap.Ref, deliveryDoc(&d))
-	})
-	return out, err
-}
-
 // RecordInboundEvent implements store.DeliveryStore. The marker is created
 // with a plain Create, which fails with AlreadyExists for every caller but
 // the first: no transaction and no lock, so a burst of redeliveries of one
@@ -373,7 +176,7 @@ func (s *Store) RecordInboundEvent(ctx context.Context, source, eventID string) 
 	if source == "" || eventID == "" {
 		return false, time.Time{}, store.Errorf(store.CodeInvalid, "source and eventId: required")
 	}
-	ref := s.col(colInbound).Doc(transition.InboundKey(source, eventID))
+	ref := s.col(colInbound).Doc(unit.InboundKey(source, eventID))
 	now := s.clock()
 	_, err := ref.Create(ctx, inboundDoc(source, eventID, now))
 	if err == nil {

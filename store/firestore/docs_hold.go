@@ -129,24 +129,6 @@ func (s *Store) endHold(tx *firestore.Transaction, id string, status entitlement
 	})
 }
 
-// endAllHolds ends every open hold of e at now, in tx, as a revoke does:
-// the expired ones expire (entitlement.Entitlement.ExpireHolds), the rest
-// are released (ReleaseAll). It writes each hold document once, and not e.
-func (s *Store) endAllHolds(tx *firestore.Transaction, e *entitlement.Entitlement, now time.Time) error {
-	expiry := expiries(e)
-	for _, id := range e.ExpireHolds(now) {
-		if err := s.endHold(tx, id, entitlement.HoldExpired, expiry[id]); err != nil {
-			return err
-		}
-	}
-	for _, id := range e.ReleaseAll(now) {
-		if err := s.endHold(tx, id, entitlement.HoldReleased, now); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // expiries maps each open hold of e to its expiry: an expired hold ends at
 // its expiry, whenever that is recorded (entitlement.Hold.End).
 func expiries(e *entitlement.Entitlement) map[string]time.Time {

@@ -7,55 +7,12 @@ import (
 	"cloud.google.com/go/firestore"
 
 	"github.com/stipend-mcp/stipend/entitlement"
-	"github.com/stipend-mcp/stipend/event"
 	"github.com/stipend-mcp/stipend/internal/fsfault"
 	"github.com/stipend-mcp/stipend/store"
 )
 
 func (s *Store) entitlementRef(id string) *firestore.DocumentRef {
 	return s.col(colEntitlements).Doc(docID(id))
-}
-
-// CreateEntitlement implements store.EntitlementStore.
-func (s *Store) CreateEntitlement(ctx context.Context, e entitlement.Entitlement) (entitlement.Entitlement, error) {
-	if err := e.Validate(); err != nil {
-		return entitlement.Entitlement{}, store.Wrap(store.CodeInvalid, err, "entitlement")
-	}
-	ref := s.entitlementRef(e.ID)
-	var out entitlement.Entitlement
-	err := s.run(ctx, "create entitlement", func(ctx context.Context, tx *firestore.Transaction) error {
-		now := s.clock()
-		fd, err := s.readFence(ctx, tx)
-		if err != nil {
-			return err
-		}
-		if _, err := tx.Get(ref); err == nil {
-			return store.Errorf(store.CodeConflict, "entitlement %q exists", e.ID)
-		} else if !isNotFound(err) {
-			return err
-		}
-		createAccount, err := s.ensureAccount(tx, e.AgentID, now)
-		if err != nil {
-			return err
-		}
-		out = normalized(e, now)
-		if err := fd.mark(tx, now); err != nil {
-			return err
-		}
-		if createAccount != nil {
-			if err := createAccount(); err != nil {
-				return err
-			}
-		}
-		if err := tx.Create(ref, entitlementDoc(&out)); err != nil {
-			return err
-		}
-		return s.enqueue(tx, event.EntitlementGranted, out.AgentID, now, out)
-	})
-	if err != nil {
-		return entitlement.Entitlement{}, err
-	}
-	return out, nil
 }
 
 // normalized returns e as the store keeps it: defaults filled, instants in
@@ -152,55 +109,5 @@ func (s *Store) activeEntitlements(ctx context.Context, agentID string, exact bo
 		}
 		out = append(out, e)
 	}
-	return out, nil
-}
-
-// readEntitlement reads entitlement id in tx (ErrNotFound if absent) and
-// the instant for what tx writes, read after the read: see
-// instantAfterReads.
-func (s *Store) readEntitlement(tx *firestore.Transaction, id string) (entitlement.Entitlement, time.Time, error) {
-	snap, err := tx.Get(s.entitlementRef(id))
-	if isNotFound(err) {
-		return entitlement.Entitlement{}, time.Time{}, store.Errorf(store.CodeNotFound, "entitlement %q", id)
-	} else if err != nil {
-		return entitlement.Entitlement{}, time.Time{}, err
-	}
-	now := s.clock()
-	e, err := entitlementFrom(snap)
-	return e, now, err
-}
-
-// RevokeEntitlement implements store.EntitlementStore.
-func (s *Store) RevokeEntitlement(ctx context.Context, id string) (entitlement.Entitlement, error) {
-	ref := s.entitlementRef(id)
-	var out entitlement.Entitlement
-	err := s.run(ctx, "revoke entitlement", func(ctx context.Context, tx *firestore.Transaction) (err error) {
-		var now time.Time
-		if out, now, err = s.readEntitlement(tx, id); err != nil {
-			return err
-		}
-		if out.Status == entitlement.StatusRevoked {
-			return nil
-		}
-		closeLeases, err := s.gatherAll(tx, &out)
-		if err != nil {
-			return err
-		}
-		if err := closeLeases(); err != nil {
-			return err
-		}
-		if err := s.endAllHolds(tx, &out, now); err != nil {
-			return err
-		}
-		out.Status, out.RevokedAt = entitlement.StatusRevoked, &now
-		if err := tx.Set(ref, entitlementDoc(&out)); err != nil {
-			return err
-		}
-		return s.enqueue(tx, event.EntitlementRevoked, out.AgentID, now, out)
-	})
-	if err != nil {
-		return entitlement.Entitlement{}, err
-	}
-	out.Refresh(s.clock())
 	return out, nil
 }

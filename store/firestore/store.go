@@ -18,7 +18,7 @@
 //	payments_idempotency  payment idempotency key (encoded by docID) → {paymentId}
 //	receipts              receipt ID (encoded by docID)
 //	events                event ID: the outbox, with dispatched and occurredAt
-//	delivery_inbound      transition.InboundKey(source, event ID): inbound provider events
+//	delivery_inbound      unit.InboundKey(source, event ID): inbound provider events
 package firestore
 
 import (
@@ -32,6 +32,7 @@ import (
 	"github.com/stipend-mcp/stipend/store"
 	"github.com/stipend-mcp/stipend/store/firestore/internal/escrow"
 	"github.com/stipend-mcp/stipend/store/internal/coalesce"
+	"github.com/stipend-mcp/stipend/store/internal/ops"
 )
 
 // The collection names, before the prefix.
@@ -53,6 +54,9 @@ type Store struct {
 	client *firestore.Client
 	prefix string
 	now    func() time.Time
+	// shared is the methods off the hot path (package ops) on this
+	// store's unit of work (unit.go).
+	shared
 
 	// reads shares point reads of the consume path (reads.go).
 	reads reader
@@ -139,6 +143,7 @@ func New(client *firestore.Client, opts ...Option) *Store {
 		s.log = slog.Default()
 	}
 	s.lanes = s.newLanes()
+	s.shared = ops.New(s.unit)
 	return s
 }
 

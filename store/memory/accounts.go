@@ -2,42 +2,13 @@ package memory
 
 import (
 	"context"
-	"maps"
 
 	"github.com/stipend-mcp/stipend/entitlement"
-	"github.com/stipend-mcp/stipend/store"
 )
-
-// UpsertAccount creates or updates an account; CreatedAt is kept.
-func (s *Store) UpsertAccount(_ context.Context, a entitlement.Account) (entitlement.Account, error) {
-	if a.AgentID == "" {
-		return entitlement.Account{}, store.Errorf(store.CodeInvalid, "agentId: is required")
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := s.clock()
-	stored := s.accounts[a.AgentID]
-	if stored == nil {
-		stored = &entitlement.Account{AgentID: a.AgentID, CreatedAt: now}
-		s.accounts[a.AgentID] = stored
-	} else if stored.DisplayName == a.DisplayName && maps.Equal(stored.Metadata, a.Metadata) {
-		return copyAccount(stored), nil // nothing changes, not even UpdatedAt
-	}
-	stored.DisplayName = a.DisplayName
-	stored.Metadata = maps.Clone(a.Metadata)
-	stored.UpdatedAt = now
-	return copyAccount(stored), nil
-}
 
 // GetAccount returns the account, or ErrNotFound.
 func (s *Store) GetAccount(_ context.Context, agentID string) (entitlement.Account, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	a := s.accounts[agentID]
-	if a == nil {
-		return entitlement.Account{}, store.Errorf(store.CodeNotFound, "account %q", agentID)
-	}
-	return copyAccount(a), nil
+	return read(s, func(t *tx) (entitlement.Account, error) { return t.Account(agentID) })
 }
 
 // ensureAccount creates the account agentID if absent. Callers hold s.mu.
@@ -46,4 +17,21 @@ func (s *Store) ensureAccount(agentID string) {
 		now := s.clock()
 		s.accounts[agentID] = &entitlement.Account{AgentID: agentID, CreatedAt: now, UpdatedAt: now}
 	}
+}
+
+// AccountLimits returns the account-wide limits of the agent's account
+// (charge.Charger).
+func (s *Store) AccountLimits(_ context.Context, agentID string) (entitlement.AccountLimits, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.accountLimits(agentID), nil
+}
+
+// accountLimits returns the limits of the account agentID, shared with
+// stored state (zero without an account). Callers hold s.mu.
+func (s *Store) accountLimits(agentID string) entitlement.AccountLimits {
+	if a := s.accounts[agentID]; a != nil {
+		return a.Limits
+	}
+	return entitlement.AccountLimits{}
 }

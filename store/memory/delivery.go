@@ -9,7 +9,7 @@ import (
 
 	"github.com/stipend-mcp/stipend/event"
 	"github.com/stipend-mcp/stipend/store"
-	"github.com/stipend-mcp/stipend/store/internal/transition"
+	"github.com/stipend-mcp/stipend/store/internal/unit"
 )
 
 var _ store.DeliveryStore = (*Store)(nil)
@@ -33,34 +33,9 @@ func (s *Store) deliveries() *deliveryState {
 	return d
 }
 
-// CreateEndpoint implements store.DeliveryStore.
-func (s *Store) CreateEndpoint(ctx context.Context, e store.Endpoint) (store.Endpoint, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e, err := transition.NewEndpoint(e, s.now())
-	if err != nil {
-		return store.Endpoint{}, err
-	}
-	st := s.deliveries()
-	if _, ok := st.endpoints[e.ID]; ok {
-		return store.Endpoint{}, store.Errorf(store.CodeConflict, "webhook endpoint %s exists", e.ID)
-	}
-	if err := markFence(ctx); err != nil {
-		return store.Endpoint{}, err
-	}
-	st.endpoints[e.ID] = e
-	return copyEndpoint(e), nil
-}
-
 // GetEndpoint implements store.DeliveryStore.
 func (s *Store) GetEndpoint(_ context.Context, id string) (store.Endpoint, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e, ok := s.deliveries().endpoints[id]
-	if !ok {
-		return store.Endpoint{}, endpointNotFound(id)
-	}
-	return copyEndpoint(e), nil
+	return read(s, func(t *tx) (store.Endpoint, error) { return t.Endpoint(id) })
 }
 
 // ListEndpoints implements store.DeliveryStore.
@@ -72,27 +47,6 @@ func (s *Store) ListEndpoints(_ context.Context, p store.Page) ([]store.Endpoint
 	}
 	s.mu.Unlock()
 	return pageOf(all, p, listID("endpoints"), func(e store.Endpoint) position { return position{e.CreatedAt, e.ID} })
-}
-
-// DisableEndpoint implements store.DeliveryStore.
-func (s *Store) DisableEndpoint(ctx context.Context, id, reason string) (store.Endpoint, error) {
-	return s.changeEndpoint(ctx, id, func(e store.Endpoint) (store.Endpoint, error) {
-		return transition.DisableEndpoint(e, reason, s.now()), nil
-	})
-}
-
-// UpdateEndpoint implements store.DeliveryStore.
-func (s *Store) UpdateEndpoint(ctx context.Context, id string, u store.EndpointUpdate) (store.Endpoint, error) {
-	return s.changeEndpoint(ctx, id, func(e store.Endpoint) (store.Endpoint, error) {
-		return transition.UpdateEndpoint(e, u)
-	})
-}
-
-// RotateEndpointSecret implements store.DeliveryStore.
-func (s *Store) RotateEndpointSecret(ctx context.Context, id, secret string, graceUntil time.Time) (store.Endpoint, error) {
-	return s.changeEndpoint(ctx, id, func(e store.Endpoint) (store.Endpoint, error) {
-		return transition.RotateSecret(e, secret, graceUntil)
-	})
 }
 
 // DeleteEndpoint implements store.DeliveryStore. The endpoint's deliveries
@@ -108,64 +62,13 @@ func (s *Store) DeleteEndpoint(_ context.Context, id string) error {
 	return nil
 }
 
-// changeEndpoint replaces the endpoint with change(endpoint) under s.mu,
-// unless change fails (or ctx's fence does).
-func (s *Store) changeEndpoint(ctx context.Context, id string, change func(store.Endpoint) (store.Endpoint, error)) (store.Endpoint, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	st := s.deliveries()
-	e, ok := st.endpoints[id]
-	if !ok {
-		return store.Endpoint{}, endpointNotFound(id)
-	}
-	e, err := change(copyEndpoint(e))
-	if err != nil {
-		return store.Endpoint{}, err
-	}
-	if err := markFence(ctx); err != nil {
-		return store.Endpoint{}, err
-	}
-	st.endpoints[id] = e
-	return copyEndpoint(e), nil
-}
-
 func endpointNotFound(id string) error {
 	return store.Errorf(store.CodeNotFound, "webhook endpoint %s", id)
 }
 
-// EnqueueDelivery implements store.DeliveryStore.
-func (s *Store) EnqueueDelivery(_ context.Context, d store.Delivery) (store.Delivery, bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := transition.CheckNewDelivery(&d, s.now()); err != nil {
-		return store.Delivery{}, false, err
-	}
-	st := s.deliveries()
-	if id, ok := st.byKey[d.Key]; ok {
-		prior := st.deliveries[id]
-		if prior.EndpointID != d.EndpointID || prior.EventID != d.EventID {
-			return store.Delivery{}, false, store.Errorf(store.CodeConflict, "delivery key reused for another event or endpoint")
-		}
-		return copyDelivery(prior), false, nil
-	}
-	if _, ok := st.deliveries[d.ID]; ok {
-		return store.Delivery{}, false, store.Errorf(store.CodeConflict, "delivery %s exists", d.ID)
-	}
-	d.Payload = slices.Clone(d.Payload)
-	st.deliveries[d.ID] = d
-	st.byKey[d.Key] = d.ID
-	return copyDelivery(d), true, nil
-}
-
 // GetDelivery implements store.DeliveryStore.
 func (s *Store) GetDelivery(_ context.Context, id string) (store.Delivery, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	d, ok := s.deliveries().deliveries[id]
-	if !ok {
-		return store.Delivery{}, store.Errorf(store.CodeNotFound, "delivery %s", id)
-	}
-	return copyDelivery(d), nil
+	return read(s, func(t *tx) (store.Delivery, error) { return t.Delivery(id) })
 }
 
 // ListDeliveries implements store.DeliveryStore.
@@ -233,54 +136,13 @@ func deliveryDue(d *store.Delivery, now time.Time, claimTTL time.Duration) bool 
 	return false
 }
 
-// FinishDelivery implements store.DeliveryStore.
-func (s *Store) FinishDelivery(_ context.Context, id, claimToken string, r store.AttemptResult) (store.Delivery, error) {
-	if err := transition.CheckAttemptResult(&r); err != nil {
-		return store.Delivery{}, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	st := s.deliveries()
-	d, ok := st.deliveries[id]
-	if !ok {
-		return store.Delivery{}, store.Errorf(store.CodeNotFound, "delivery %s", id)
-	}
-	if d.Status != store.DeliveryInFlight || d.ClaimToken != claimToken {
-		return store.Delivery{}, store.Errorf(store.CodeConflict, "delivery %s is no longer claimed with this token", id)
-	}
-	d = transition.ApplyAttempt(d, r, s.now())
-	st.deliveries[id] = d
-	return copyDelivery(d), nil
-}
-
-// RetryDelivery implements store.DeliveryStore.
-func (s *Store) RetryDelivery(ctx context.Context, id string) (store.Delivery, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	st := s.deliveries()
-	d, ok := st.deliveries[id]
-	if !ok {
-		return store.Delivery{}, store.Errorf(store.CodeNotFound, "delivery %s", id)
-	}
-	if d.Status != store.DeliveryFailed && d.Status != store.DeliveryDead {
-		return store.Delivery{}, store.Errorf(store.CodeConflict, "delivery %s is %s; only failed or dead deliveries can be retried", id, d.Status)
-	}
-	if err := markFence(ctx); err != nil {
-		return store.Delivery{}, err
-	}
-	now := s.now().UTC()
-	d.Status, d.ScheduledAt, d.UpdatedAt = store.DeliveryPending, now, now
-	st.deliveries[id] = d
-	return copyDelivery(d), nil
-}
-
 // RecordInboundEvent implements store.DeliveryStore. It shares s.inbound
 // with payment changes that carry store.PaymentChange.Inbound.
 func (s *Store) RecordInboundEvent(_ context.Context, source, eventID string) (bool, time.Time, error) {
 	if source == "" || eventID == "" {
 		return false, time.Time{}, store.Errorf(store.CodeInvalid, "source and eventId: required")
 	}
-	key := transition.InboundKey(source, eventID)
+	key := unit.InboundKey(source, eventID)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if first, ok := s.inbound[key]; ok {

@@ -2,47 +2,13 @@ package memory
 
 import (
 	"context"
-	"slices"
 	"time"
 
 	"github.com/stipend-mcp/stipend/entitlement"
-	"github.com/stipend-mcp/stipend/event"
 	"github.com/stipend-mcp/stipend/store"
 )
 
 func entitlementPos(e *entitlement.Entitlement) position { return position{e.CreatedAt, e.ID} }
-
-// CreateEntitlement stores e, creates its account if absent and writes an
-// entitlement.granted event.
-func (s *Store) CreateEntitlement(ctx context.Context, e entitlement.Entitlement) (entitlement.Entitlement, error) {
-	if err := e.Validate(); err != nil {
-		return entitlement.Entitlement{}, store.Wrap(store.CodeInvalid, err, "entitlement")
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.entitlements[e.ID]; ok {
-		return entitlement.Entitlement{}, store.Errorf(store.CodeConflict, "entitlement %q exists", e.ID)
-	}
-	if e.Status == "" {
-		e.Status = entitlement.StatusActive
-	}
-	if e.CreatedAt.IsZero() {
-		e.CreatedAt = s.clock()
-	}
-	stored := e.Clone()
-	normalizeTimes(&stored)
-	evs, err := s.newEvents(pending(event.EntitlementGranted, e.AgentID, &stored))
-	if err != nil {
-		return entitlement.Entitlement{}, err
-	}
-	if err := markFence(ctx); err != nil {
-		return entitlement.Entitlement{}, err
-	}
-	s.ensureAccount(e.AgentID)
-	s.putEntitlement(&stored)
-	s.events.add(evs...)
-	return stored.Clone(), nil
-}
 
 // putEntitlement indexes a new entitlement. Callers hold s.mu.
 func (s *Store) putEntitlement(e *entitlement.Entitlement) {
@@ -101,54 +67,4 @@ func (s *Store) ListEntitlements(_ context.Context, agentID string, f store.Enti
 	}
 	list := listID("entitlements", agentID, string(f.Status), string(f.Type), f.Service)
 	return paginate(rows, p, list, entitlementPos, keep, func(e *entitlement.Entitlement) entitlement.Entitlement { return shown(e, now) })
-}
-
-// RevokeEntitlement marks the entitlement revoked, releases its open holds
-// and writes an entitlement.revoked event; a revoked one is returned
-// unchanged.
-func (s *Store) RevokeEntitlement(_ context.Context, id string) (entitlement.Entitlement, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e := s.entitlements[id]
-	if e == nil {
-		return entitlement.Entitlement{}, store.Errorf(store.CodeNotFound, "entitlement %q", id)
-	}
-	now := s.clock()
-	if e.Status == entitlement.StatusRevoked {
-		return shown(e, now), nil
-	}
-	r := revocationOf(e, now)
-	evs, err := s.newEvents(pending(event.EntitlementRevoked, e.AgentID, &r.next))
-	if err != nil {
-		return entitlement.Entitlement{}, err
-	}
-	s.revoke(&r, now)
-	s.events.add(evs...)
-	return shown(e, now), nil
-}
-
-// revocation is the change that revokes an active stored entitlement: next
-// is what it becomes (a pending lazy reset applied, no open hold left);
-// the holds past their expiry end expired, the others released.
-type revocation struct {
-	stored            *entitlement.Entitlement
-	next              entitlement.Entitlement
-	expired, released []string
-}
-
-func revocationOf(e *entitlement.Entitlement, now time.Time) revocation {
-	next, expired := edit(e, now)
-	released := next.ReleaseAll(now)
-	next.Refresh(now)
-	next.Status, next.RevokedAt = entitlement.StatusRevoked, &now
-	return revocation{stored: e, next: next, expired: expired, released: released}
-}
-
-// revoke writes r: the entitlement, the end of its holds, and its removal
-// from the agent's candidates. Callers hold s.mu.
-func (s *Store) revoke(r *revocation, now time.Time) {
-	s.commit(r.stored, &r.next, r.expired, now)
-	s.endHolds(r.released, entitlement.HoldReleased, now)
-	a := s.agents[r.stored.AgentID]
-	a.active = slices.DeleteFunc(a.active, func(x *entitlement.Entitlement) bool { return x == r.stored })
 }

@@ -18,13 +18,7 @@ func (s *Store) putReceipt(r *receipt.Signed) {
 
 // GetReceipt returns the receipt, or ErrNotFound.
 func (s *Store) GetReceipt(_ context.Context, id string) (receipt.Signed, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r := s.receipts[id]
-	if r == nil {
-		return receipt.Signed{}, store.Errorf(store.CodeNotFound, "receipt %q", id)
-	}
-	return copyReceipt(r), nil
+	return read(s, func(t *tx) (receipt.Signed, error) { return t.Receipt(id) })
 }
 
 // ListReceipts lists an agent's receipts, oldest first.

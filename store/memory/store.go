@@ -14,6 +14,7 @@ import (
 	"github.com/stipend-mcp/stipend/receipt"
 	"github.com/stipend-mcp/stipend/store"
 	"github.com/stipend-mcp/stipend/store/internal/charge"
+	"github.com/stipend-mcp/stipend/store/internal/ops"
 	"github.com/stipend-mcp/stipend/topup"
 )
 
@@ -30,8 +31,11 @@ var (
 type Store struct {
 	mu  sync.Mutex
 	now func() time.Time
+	// shared is the methods off the hot path (package ops) on this
+	// store's unit of work (unit.go).
+	shared
 
-	// inbound holds recorded provider events by transition.InboundKey, with the
+	// inbound holds recorded provider events by unit.InboundKey, with the
 	// time each was first seen; payment changes and RecordInboundEvent share it.
 	inbound map[string]time.Time
 	// delivery is the webhook delivery state (delivery.go).
@@ -93,6 +97,7 @@ func New(opts ...Option) *Store {
 	for _, o := range opts {
 		o(s)
 	}
+	s.shared = ops.New(s.unit)
 	return s
 }
 

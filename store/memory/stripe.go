@@ -5,32 +5,11 @@ import (
 
 	"github.com/stipend-mcp/stipend/payment"
 	"github.com/stipend-mcp/stipend/store"
-	"github.com/stipend-mcp/stipend/store/internal/transition"
 )
-
-// LinkProviderIntent links payment id to intentID.
-func (s *Store) LinkProviderIntent(_ context.Context, id, intentID string) (payment.Payment, error) {
-	if intentID == "" {
-		return payment.Payment{}, store.Errorf(store.CodeInvalid, "intentId: required")
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	p := s.payments[id]
-	if p == nil {
-		return payment.Payment{}, store.Errorf(store.CodeNotFound, "payment %q", id)
-	}
-	other, taken := s.byIntent[intentID]
-	if err := transition.CheckLink(p, intentID, taken && other != id); err != nil || p.ProviderIntentID == intentID {
-		return copyPayment(p), err
-	}
-	p.ProviderIntentID, p.UpdatedAt = intentID, s.clock()
-	s.byIntent[intentID] = id
-	return copyPayment(p), nil
-}
 
 // ListPendingPayments lists the pending payments f selects, oldest first.
 func (s *Store) ListPendingPayments(_ context.Context, f store.PendingFilter, p store.Page) ([]payment.Payment, string, error) {
-	if err := transition.CheckPendingFilter(f); err != nil {
+	if err := f.Validate(); err != nil {
 		return nil, "", err
 	}
 	s.mu.Lock()

@@ -28,29 +28,6 @@ func scanAccount(rows pgx.Row) (entitlement.Account, error) {
 	return a, r.err
 }
 
-// UpsertAccount implements store.EntitlementStore in one statement. An
-// update that changes nothing leaves the row (and UpdatedAt) as it was.
-func (s *Store) UpsertAccount(ctx context.Context, a entitlement.Account) (entitlement.Account, error) {
-	if a.AgentID == "" {
-		return entitlement.Account{}, store.Errorf(store.CodeInvalid, "agentId: is required")
-	}
-	metadata, err := jsonArg(metadataOrEmpty(a.Metadata))
-	if err != nil {
-		return entitlement.Account{}, err
-	}
-	out, err := scanAccount(s.pool.QueryRow(ctx, `INSERT INTO accounts AS a (`+accountColumns+`)
-		VALUES ($1, $2, $3, $4, $4, '{}')
-		ON CONFLICT (agent_id) DO UPDATE SET display_name = EXCLUDED.display_name, metadata = EXCLUDED.metadata,
-			updated_at = CASE WHEN (a.display_name, a.metadata) IS DISTINCT FROM (EXCLUDED.display_name, EXCLUDED.metadata)
-				THEN EXCLUDED.updated_at ELSE a.updated_at END
-		RETURNING `+accountColumns,
-		a.AgentID, a.DisplayName, metadata, s.clock()))
-	if err != nil {
-		return entitlement.Account{}, pgfault.Write(err, "upsert account")
-	}
-	return out, nil
-}
-
 // GetAccount implements store.EntitlementStore.
 func (s *Store) GetAccount(ctx context.Context, agentID string) (entitlement.Account, error) {
 	a, err := scanAccount(s.pool.QueryRow(ctx, `SELECT `+accountColumns+` FROM accounts WHERE agent_id = $1`, agentID))
@@ -68,4 +45,17 @@ func ensureAccount(ctx context.Context, tx pgx.Tx, agentID string, now time.Time
 	_, err := tx.Exec(ctx, `INSERT INTO accounts (agent_id, created_at, updated_at) VALUES ($1, $2, $2)
 		ON CONFLICT (agent_id) DO NOTHING`, agentID, now)
 	return err
+}
+
+// AccountLimits implements charge.Charger: one query, which charge.Consume
+// runs beside the key lookup. Charges never write the account row.
+func (s *Store) AccountLimits(ctx context.Context, agentID string) (entitlement.AccountLimits, error) {
+	a, err := scanAccount(s.pool.QueryRow(ctx, `SELECT `+accountColumns+` FROM accounts WHERE agent_id = $1`, agentID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return entitlement.AccountLimits{}, nil
+	}
+	if err != nil {
+		return entitlement.AccountLimits{}, pgfault.Read(err, "account limits")
+	}
+	return a.Limits, nil
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/stipend-mcp/stipend/event"
 	"github.com/stipend-mcp/stipend/internal/pgfault"
 	"github.com/stipend-mcp/stipend/store"
-	"github.com/stipend-mcp/stipend/store/internal/transition"
 )
 
 const deliveryColumns = `id, key, endpoint_id, event_id, event_type, payload, status, attempts, scheduled_at,
@@ -38,52 +37,6 @@ func scanDelivery(rows pgx.Row) (store.Delivery, error) {
 		d.Payload = []byte{}
 	}
 	return d, r.err
-}
-
-// EnqueueDelivery implements store.DeliveryStore. The unique key is the
-// guard: an insert that finds the key taken (after waiting for its
-// concurrent inserter) inserts nothing, and the call returns that delivery.
-func (s *Store) EnqueueDelivery(ctx context.Context, d store.Delivery) (store.Delivery, bool, error) {
-	if err := transition.CheckNewDelivery(&d, s.clock()); err != nil {
-		return store.Delivery{}, false, err
-	}
-	d.ScheduledAt, d.CreatedAt, d.UpdatedAt = stamp(d.ScheduledAt), stamp(d.CreatedAt), stamp(d.UpdatedAt)
-	var (
-		out     store.Delivery
-		created bool
-	)
-	err := s.run(ctx, "enqueue delivery", func(tx pgx.Tx) error {
-		created = false
-		tag, err := tx.Exec(ctx, `INSERT INTO deliveries (id, key, endpoint_id, event_id, event_type, payload, status,
-			scheduled_at, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT DO NOTHING`,
-			d.ID, d.Key, d.EndpointID, d.EventID, string(d.EventType), d.Payload, string(d.Status), d.ScheduledAt, d.CreatedAt, d.UpdatedAt)
-		if err != nil {
-			return err
-		}
-		if tag.RowsAffected() == 1 {
-			out, created = d, true
-			return nil
-		}
-		prior, err := scanDelivery(tx.QueryRow(ctx, `SELECT `+deliveryColumns+` FROM deliveries WHERE key = $1`, d.Key))
-		if errors.Is(err, pgx.ErrNoRows) {
-			return store.Errorf(store.CodeConflict, "delivery %s exists", d.ID) // the ID, not the key, was taken
-		}
-		if err != nil {
-			return err
-		}
-		if prior.EndpointID != d.EndpointID || prior.EventID != d.EventID {
-			return store.Errorf(store.CodeConflict, "delivery key reused for another event or endpoint")
-		}
-		out = prior
-		return nil
-	})
-	if err != nil {
-		return store.Delivery{}, false, err
-	}
-	if out.Payload == nil {
-		out.Payload = []byte{}
-	}
-	return out, created, nil
 }
 
 // GetDelivery implements store.DeliveryStore.
@@ -170,60 +123,6 @@ func (s *Store) ClaimDueDeliveries(ctx context.Context, now time.Time, limit int
 		out[i] = list[i].d
 	}
 	return out, nil
-}
-
-// FinishDelivery implements store.DeliveryStore.
-func (s *Store) FinishDelivery(ctx context.Context, id, claimToken string, r store.AttemptResult) (store.Delivery, error) {
-	if err := transition.CheckAttemptResult(&r); err != nil {
-		return store.Delivery{}, err
-	}
-	r.RetryAt = stampOrZero(r.RetryAt)
-	return s.updateDelivery(ctx, "finish delivery", id, func(d store.Delivery) (store.Delivery, error) {
-		if d.Status != store.DeliveryInFlight || d.ClaimToken != claimToken {
-			return d, store.Errorf(store.CodeConflict, "delivery %s is no longer claimed with this token", id)
-		}
-		return transition.ApplyAttempt(d, r, s.clock()), nil
-	})
-}
-
-// RetryDelivery implements store.DeliveryStore.
-func (s *Store) RetryDelivery(ctx context.Context, id string) (store.Delivery, error) {
-	return s.updateDelivery(ctx, "retry delivery", id, func(d store.Delivery) (store.Delivery, error) {
-		if d.Status != store.DeliveryFailed && d.Status != store.DeliveryDead {
-			return d, store.Errorf(store.CodeConflict, "delivery %s is %s; only failed or dead deliveries can be retried", id, d.Status)
-		}
-		now := s.clock()
-		d.Status, d.ScheduledAt, d.UpdatedAt = store.DeliveryPending, now, now
-		return d, nil
-	})
-}
-
-// updateDelivery locks, changes (with change) and writes one delivery in a
-// transaction.
-func (s *Store) updateDelivery(ctx context.Context, what, id string, change func(store.Delivery) (store.Delivery, error)) (store.Delivery, error) {
-	var out store.Delivery
-	err := s.run(ctx, what, func(tx pgx.Tx) error {
-		d, err := scanDelivery(tx.QueryRow(ctx, `SELECT `+deliveryColumns+` FROM deliveries WHERE id = $1 FOR UPDATE`, id))
-		if errors.Is(err, pgx.ErrNoRows) {
-			return store.Errorf(store.CodeNotFound, "delivery %s", id)
-		}
-		if err != nil {
-			return err
-		}
-		if d, err = change(d); err != nil {
-			return err
-		}
-		if err := s.markFence(ctx, tx, s.clock()); err != nil {
-			return err
-		}
-		out = d
-		_, err = tx.Exec(ctx, `UPDATE deliveries SET status = $2, attempts = $3, scheduled_at = $4, claimed_by = $5,
-			claimed_at = $6, claim_token = $7, last_status_code = $8, last_error = $9, last_attempt_at = $10, updated_at = $11
-			WHERE id = $1`, d.ID, string(d.Status), d.Attempts, d.ScheduledAt, d.ClaimedBy, d.ClaimedAt, d.ClaimToken,
-			d.LastStatusCode, d.LastError, d.LastAttemptAt, d.UpdatedAt)
-		return err
-	})
-	return out, err
 }
 
 // insertInboundSQL records an inbound provider event unless it was.

@@ -9,40 +9,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stipend-mcp/stipend/entitlement"
-	"github.com/stipend-mcp/stipend/event"
 	"github.com/stipend-mcp/stipend/internal/pgfault"
 	"github.com/stipend-mcp/stipend/store"
 )
-
-// CreateEntitlement implements store.EntitlementStore.
-func (s *Store) CreateEntitlement(ctx context.Context, e entitlement.Entitlement) (entitlement.Entitlement, error) {
-	if err := e.Validate(); err != nil {
-		return entitlement.Entitlement{}, store.Wrap(store.CodeInvalid, err, "entitlement")
-	}
-	var out entitlement.Entitlement
-	err := s.run(ctx, "create entitlement", func(tx pgx.Tx) error {
-		now := s.clock()
-		out = normalized(e, now)
-		if err := ensureAccount(ctx, tx, out.AgentID, now); err != nil {
-			return err
-		}
-		created, err := insertEntitlement(ctx, tx, &out)
-		if err != nil {
-			return err
-		}
-		if !created {
-			return store.Errorf(store.CodeConflict, "entitlement %q exists", e.ID)
-		}
-		if err := s.markFence(ctx, tx, now); err != nil {
-			return err
-		}
-		return enqueue(ctx, tx, now, pending(event.EntitlementGranted, out.AgentID, &out))
-	})
-	if err != nil {
-		return entitlement.Entitlement{}, err
-	}
-	return out, nil
-}
 
 // insertEntitlement inserts e unless its ID exists, and reports whether it did.
 func insertEntitlement(ctx context.Context, tx pgx.Tx, e *entitlement.Entitlement) (bool, error) {
@@ -141,29 +110,6 @@ func (s *Store) ListEntitlements(ctx context.Context, agentID string, f store.En
 	}, func(e *entitlement.Entitlement) (time.Time, string) { return e.CreatedAt, e.ID })
 }
 
-// RevokeEntitlement implements store.EntitlementStore: one transaction that
-// locks the entitlement, ends its expired holds, releases the others and
-// marks it revoked.
-func (s *Store) RevokeEntitlement(ctx context.Context, id string) (entitlement.Entitlement, error) {
-	var out entitlement.Entitlement
-	err := s.run(ctx, "revoke entitlement", func(tx pgx.Tx) error {
-		e, err := lockEntitlement(ctx, tx, id)
-		if err != nil {
-			return err
-		}
-		now := s.clock() // after the lock: see Store.clock
-		if e.Status != entitlement.StatusRevoked {
-			if err := revoke(ctx, tx, &e, now); err != nil {
-				return err
-			}
-		}
-		out = e
-		out.Refresh(now)
-		return nil
-	})
-	return out, err
-}
-
 // lockEntitlement reads the entitlement id inside tx and locks its row
 // until tx ends: ErrNotFound if absent.
 func lockEntitlement(ctx context.Context, tx pgx.Tx, id string) (entitlement.Entitlement, error) {
@@ -172,25 +118,6 @@ func lockEntitlement(ctx context.Context, tx pgx.Tx, id string) (entitlement.Ent
 		return entitlement.Entitlement{}, errEntitlementNotFound(id)
 	}
 	return e, err
-}
-
-// revoke marks the locked, active entitlement e revoked at now inside tx:
-// its expired holds end expired, the rest are released, a pending lazy
-// reset is applied, and an entitlement.revoked event is written. RevokeEntitlement
-// and RefundPayment share it.
-func revoke(ctx context.Context, tx pgx.Tx, e *entitlement.Entitlement, now time.Time) error {
-	if err := endHolds(ctx, tx, e.ExpireHolds(now), entitlement.HoldExpired, now); err != nil {
-		return err
-	}
-	if err := endHolds(ctx, tx, e.ReleaseAll(now), entitlement.HoldReleased, now); err != nil {
-		return err
-	}
-	e.Refresh(now)
-	e.Status, e.RevokedAt = entitlement.StatusRevoked, &now
-	if err := updateEntitlement(ctx, tx, e); err != nil {
-		return err
-	}
-	return enqueue(ctx, tx, now, pending(event.EntitlementRevoked, e.AgentID, e))
 }
 
 // endHolds marks the open holds ids ended with status at now.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stipend-mcp/stipend/internal/pgfault"
@@ -72,81 +71,28 @@ func validPaymentStatus(s string) bool {
 	return false
 }
 
-// CreatePayment implements store.EntitlementStore. The unique idempotency
-// key is the guard: of concurrent calls with one key, one inserts and the
-// others, finding the key taken when their insert waits on it, start over
-// and read that payment.
-func (s *Store) CreatePayment(ctx context.Context, p payment.Payment) (store.CreatePaymentResult, error) {
-	if err := p.Validate(); err != nil {
-		return store.CreatePaymentResult{}, store.Wrap(store.CodeInvalid, err, "payment")
-	}
-	var out store.CreatePaymentResult
-	err := s.run(ctx, "create payment", func(tx pgx.Tx) error { return s.insertPayment(ctx, tx, p, &out) })
-	return out, err
-}
-
-// insertPayment is CreatePayment of a valid p inside tx, answering in out.
-func (s *Store) insertPayment(ctx context.Context, tx pgx.Tx, p payment.Payment, out *store.CreatePaymentResult) error {
-	now := s.clock()
-	np := p
-	if np.ID == "" {
-		np.ID = uuid.NewString()
-	}
-	// One statement, so one snapshot: a payment another call commits
-	// meanwhile is seen by all three tests or by none.
-	var keyTaken, idTaken, intentTaken bool
-	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM payments WHERE idempotency_key = $1),
-		EXISTS (SELECT 1 FROM payments WHERE id = $2),
-		$3 <> '' AND EXISTS (SELECT 1 FROM payments WHERE provider_intent_id = $3)`,
-		p.IdempotencyKey, np.ID, np.ProviderIntentID).Scan(&keyTaken, &idTaken, &intentTaken); err != nil {
-		return err
-	}
-	switch {
-	case keyTaken:
-		existing, err := scanPayment(tx.QueryRow(ctx, `SELECT `+paymentColumns+` FROM payments WHERE idempotency_key = $1`, p.IdempotencyKey))
-		if err != nil {
-			return err
-		}
-		if existing.Fingerprint != p.Fingerprint {
-			return store.Errorf(store.CodeConflict, "payment idempotency key reused with different parameters")
-		}
-		*out = store.CreatePaymentResult{Payment: existing}
-		return nil
-	case idTaken:
-		return store.Errorf(store.CodeConflict, "payment %q exists", np.ID)
-	case intentTaken:
-		return store.Errorf(store.CodeConflict, "providerIntentId: already linked to another payment")
-	}
-	np.Status, np.CreatedAt, np.UpdatedAt = payment.StatusPending, now, now
-	np.SucceededAt, np.FailedAt, np.RefundedAt = nil, nil, nil
-	np.FailureReason, np.ReceiptID, np.RefundReceiptID, np.EntitlementIDs = "", "", "", nil
-	np.Grant.ValidUntil, np.Grant.ExpiresAt = nullTimePtr(np.Grant.ValidUntil), nullTimePtr(np.Grant.ExpiresAt)
-	np.Grant.Scope.Tools = append([]string(nil), np.Grant.Scope.Tools...)
-	grant, err := jsonArg(np.Grant)
+// insertPayment inserts the new pending payment p inside tx; if a
+// concurrent transaction took its key, ID or intent, the unit starts over
+// and reads what that one wrote.
+func insertPayment(ctx context.Context, tx pgx.Tx, p *payment.Payment) error {
+	grant, err := jsonArg(p.Grant)
 	if err != nil {
 		return err
 	}
 	var sessionID, checkoutURL string
 	var checkoutExpires *time.Time
-	if c := np.Checkout; c != nil {
-		co := *c
-		co.ExpiresAt = *nullTimePtr(&co.ExpiresAt)
-		np.Checkout = &co
-		sessionID, checkoutURL, checkoutExpires = co.SessionID, co.URL, &co.ExpiresAt
+	if c := p.Checkout; c != nil {
+		sessionID, checkoutURL, checkoutExpires = c.SessionID, c.URL, &c.ExpiresAt
 	}
 	tag, err := tx.Exec(ctx, `INSERT INTO payments (`+paymentColumns+`)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, NULL, NULL, '', NULL, '', '', '{}', $12, $13, $14, $15, $16, 0, NULL, '')
 		ON CONFLICT DO NOTHING`,
-		np.ID, np.AgentID, np.Amount.Cents, np.Amount.Currency, string(np.Provider), np.ProviderIntentID, np.Description,
-		grant, string(np.Status), now, now, np.IdempotencyKey, np.Fingerprint, sessionID, checkoutURL, checkoutExpires)
-	if err != nil {
-		return err
+		p.ID, p.AgentID, p.Amount.Cents, p.Amount.Currency, string(p.Provider), p.ProviderIntentID, p.Description,
+		grant, string(p.Status), p.CreatedAt, p.UpdatedAt, p.IdempotencyKey, p.Fingerprint, sessionID, checkoutURL, checkoutExpires)
+	if err == nil && tag.RowsAffected() != 1 {
+		return errRetry
 	}
-	if tag.RowsAffected() != 1 {
-		return errRetry // a concurrent call took the key, ID or intent: read what it wrote
-	}
-	*out = store.CreatePaymentResult{Payment: np, Created: true}
-	return nil
+	return err
 }
 
 // GetPayment implements store.EntitlementStore.

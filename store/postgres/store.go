@@ -36,6 +36,7 @@ import (
 	"github.com/stipend-mcp/stipend/internal/pgfault"
 	"github.com/stipend-mcp/stipend/store"
 	"github.com/stipend-mcp/stipend/store/internal/coalesce"
+	"github.com/stipend-mcp/stipend/store/internal/ops"
 )
 
 var (
@@ -47,6 +48,9 @@ var (
 type Store struct {
 	pool *pgxpool.Pool
 	now  func() time.Time
+	// shared is the methods off the hot path (package ops) on this
+	// store's unit of work (unit.go).
+	shared
 
 	// lanes queues the charges of each entitlement (store/internal/coalesce).
 	lanes *coalesce.Lanes[op, opResult]
@@ -102,6 +106,7 @@ func New(pool *pgxpool.Pool, opts ...Option) *Store {
 		o(s)
 	}
 	s.lanes = coalesce.New(s.applyBatch, coalesce.Options[op]{MaxBatch: s.maxBatch, Gather: s.gather, Budget: s.retryBudget, What: op.what})
+	s.shared = ops.New(s.unit)
 	return s
 }
 

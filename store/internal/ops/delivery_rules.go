@@ -1,11 +1,4 @@
-// Package transition holds the state changes both stores make the same way
-// and in the same words: an endpoint's creation, update, disabling and
-// secret rotation, a delivery's enqueue and the result of an attempt
-// (DeliveryStore), the refusal of a payment change, and the key under which
-// an inbound provider event, the cause of a payment change, is recorded.
-// Only the adapters under store/ import it; callers use the contract in
-// package store.
-package transition
+package ops
 
 import (
 	"time"
@@ -13,8 +6,8 @@ import (
 	"github.com/stipend-mcp/stipend/store"
 )
 
-// CheckAttemptResult validates r for FinishDelivery.
-func CheckAttemptResult(r *store.AttemptResult) error {
+// checkAttempt validates r for FinishDelivery.
+func checkAttempt(r *store.AttemptResult) error {
 	switch r.Status {
 	case store.DeliverySucceeded, store.DeliveryFailed, store.DeliveryDead:
 	default:
@@ -32,9 +25,9 @@ func CheckAttemptResult(r *store.AttemptResult) error {
 	return nil
 }
 
-// ApplyAttempt returns d after the attempt result r at now: the state change
+// applyAttempt returns d after the attempt result r at now: the state change
 // FinishDelivery makes, shared by the adapters.
-func ApplyAttempt(d store.Delivery, r store.AttemptResult, now time.Time) store.Delivery {
+func applyAttempt(d store.Delivery, r store.AttemptResult, now time.Time) store.Delivery {
 	t := now.UTC()
 	if r.Deferred {
 		d.Status, d.ScheduledAt = store.DeliveryPending, r.RetryAt.UTC()
@@ -55,9 +48,9 @@ func ApplyAttempt(d store.Delivery, r store.AttemptResult, now time.Time) store.
 	return d
 }
 
-// CheckNewDelivery validates a delivery passed to EnqueueDelivery and fills
+// checkNewDelivery validates a delivery passed to EnqueueDelivery and fills
 // in the fields the store owns, at now.
-func CheckNewDelivery(d *store.Delivery, now time.Time) error {
+func checkNewDelivery(d *store.Delivery, now time.Time) error {
 	switch {
 	case d.ID == "":
 		return store.Errorf(store.CodeInvalid, "id: required")

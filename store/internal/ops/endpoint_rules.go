@@ -1,4 +1,4 @@
-package transition
+package ops
 
 import (
 	"slices"
@@ -8,9 +8,9 @@ import (
 	"github.com/stipend-mcp/stipend/store"
 )
 
-// NewEndpoint validates an endpoint passed to CreateEndpoint and fills in
+// newEndpoint validates an endpoint passed to CreateEndpoint and fills in
 // the fields the store owns, at now.
-func NewEndpoint(e store.Endpoint, now time.Time) (store.Endpoint, error) {
+func newEndpoint(e store.Endpoint, now time.Time) (store.Endpoint, error) {
 	if err := e.Validate(); err != nil {
 		return store.Endpoint{}, err
 	}
@@ -24,9 +24,9 @@ func NewEndpoint(e store.Endpoint, now time.Time) (store.Endpoint, error) {
 	return e, nil
 }
 
-// DisableEndpoint returns e disabled with reason at now, or e as it is if it
+// disableEndpoint returns e disabled with reason at now, or e as it is if it
 // is disabled already (the first reason stays).
-func DisableEndpoint(e store.Endpoint, reason string, now time.Time) store.Endpoint {
+func disableEndpoint(e store.Endpoint, reason string, now time.Time) store.Endpoint {
 	if !e.Disabled {
 		t := now.UTC()
 		e.Disabled, e.DisabledReason, e.DisabledAt = true, reason, &t
@@ -34,9 +34,9 @@ func DisableEndpoint(e store.Endpoint, reason string, now time.Time) store.Endpo
 	return e
 }
 
-// UpdateEndpoint returns e with u applied, or an Invalid error naming the
+// updateEndpoint returns e with u applied, or an Invalid error naming the
 // field if the result does not pass Validate.
-func UpdateEndpoint(e store.Endpoint, u store.EndpointUpdate) (store.Endpoint, error) {
+func updateEndpoint(e store.Endpoint, u store.EndpointUpdate) (store.Endpoint, error) {
 	if u.URL != nil {
 		e.URL = *u.URL
 	}
@@ -55,9 +55,9 @@ func UpdateEndpoint(e store.Endpoint, u store.EndpointUpdate) (store.Endpoint, e
 	return e, nil
 }
 
-// RotateSecret returns e with secret as its Secret and the replaced one as
+// rotateSecret returns e with secret as its Secret and the replaced one as
 // PreviousSecret until graceUntil (none when graceUntil is zero).
-func RotateSecret(e store.Endpoint, secret string, graceUntil time.Time) (store.Endpoint, error) {
+func rotateSecret(e store.Endpoint, secret string, graceUntil time.Time) (store.Endpoint, error) {
 	if !store.ValidSecret(secret) {
 		return store.Endpoint{}, store.Errorf(store.CodeInvalid, "secret: must start with %q and hold at least 16 more characters", store.SecretPrefix)
 	}

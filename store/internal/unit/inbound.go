@@ -1,4 +1,4 @@
-package transition
+package unit
 
 import (
 	"crypto/sha256"

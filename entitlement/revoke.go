@@ -1,0 +1,35 @@
+package entitlement
+
+import (
+	"time"
+
+	"github.com/stipend-mcp/stipend/money"
+)
+
+// Revoke revokes the active entitlement e at now: a pending lazy reset is
+// applied, its open holds past their expiry end expired and the rest are
+// released. It returns the IDs of both, which the store marks ended in the
+// same transaction. RevokeEntitlement, RefundPayment and DisputePayment
+// revoke this way.
+func (e *Entitlement) Revoke(now time.Time) (expired, released []string) {
+	expired = e.ExpireHolds(now)
+	released = e.ReleaseAll(now)
+	e.Refresh(now)
+	e.Status, e.RevokedAt = StatusRevoked, &now
+	return expired, released
+}
+
+// CutCredits takes up to part off what the refreshed entitlement e has
+// available (its balance less what holds reserve), never below zero, for a
+// partial refund of its payment, and returns what it took: zero from an
+// entitlement that is not active credits in part's currency. The rest of
+// the grant stays usable.
+func (e *Entitlement) CutCredits(part money.Money) money.Money {
+	c := &e.Credits
+	if e.Type != TypeCredits || e.Status != StatusActive || c.Balance.Currency != part.Currency {
+		return money.Money{Currency: part.Currency}
+	}
+	take := min(part.Cents, max(c.Balance.Cents-c.Held.Cents, 0))
+	c.Balance.Cents -= take
+	return money.Money{Cents: take, Currency: part.Currency}
+}

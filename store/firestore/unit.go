@@ -1,0 +1,347 @@
+package firestore
+
+import (
+	"context"
+	"time"
+
+	"cloud.google.com/go/firestore"
+
+	"github.com/stipend-mcp/stipend/entitlement"
+	"github.com/stipend-mcp/stipend/event"
+	"github.com/stipend-mcp/stipend/payment"
+	"github.com/stipend-mcp/stipend/receipt"
+	"github.com/stipend-mcp/stipend/store"
+	"github.com/stipend-mcp/stipend/store/internal/ops"
+	"github.com/stipend-mcp/stipend/store/internal/unit"
+	"github.com/stipend-mcp/stipend/topup"
+)
+
+// shared is what a Store embeds to have the methods of package ops.
+type shared = ops.Shared
+
+// unit runs fn in one transaction (unit.Run, on run's retries): fn's reads
+// go to the transaction as it makes them, its writes are queued and reach
+// the transaction after fn returned, so every read comes before every
+// write, as Firestore requires.
+func (s *Store) unit(ctx context.Context, what string, fn func(unit.Tx) error) error {
+	return s.run(ctx, what, func(ctx context.Context, ftx *firestore.Transaction) error {
+		t := &tx{s: s, ctx: ctx, tx: ftx}
+		if err := fn(t); err != nil {
+			return err
+		}
+		return all(t.writes)
+	})
+}
+
+// tx is the Firestore store's unit.Tx.
+type tx struct {
+	s      *Store
+	ctx    context.Context
+	tx     *firestore.Transaction
+	writes []func() error
+	now    time.Time
+	// expiry maps each open hold of the entitlements LockEntitlements read
+	// to its expiry: a hold that expires ends then (entitlement.Hold.End).
+	expiry map[string]time.Time
+	// topUpCreated is the createdAt (the list order) of each top-up read.
+	topUpCreated map[string]time.Time
+}
+
+var _ unit.Tx = (*tx)(nil)
+
+func (t *tx) Now() time.Time {
+	t.now = t.s.clock()
+	return t.now
+}
+
+// at is the instant of the change: Now's, or the clock's if never asked.
+func (t *tx) at() time.Time {
+	if t.now.IsZero() {
+		return t.s.clock()
+	}
+	return t.now
+}
+
+func (t *tx) write(w func() error) { t.writes = append(t.writes, w) }
+
+// doc reads ref in the transaction and decodes it with from: absent if
+// there is no such document.
+func doc[T any](t *tx, ref *firestore.DocumentRef, from func(*firestore.DocumentSnapshot) (T, error), absent error) (T, error) {
+	snap, err := t.tx.Get(ref)
+	if isNotFound(err) {
+		var zero T
+		return zero, absent
+	} else if err != nil {
+		var zero T
+		return zero, err
+	}
+	return from(snap)
+}
+
+// pointer decodes a pointer document: the ID in its field.
+func pointer(field string) func(*firestore.DocumentSnapshot) (string, error) {
+	return func(snap *firestore.DocumentSnapshot) (string, error) {
+		f := read(snap)
+		id := f.str(field)
+		return id, f.err
+	}
+}
+
+func (t *tx) Payment(id string) (payment.Payment, error) { return t.s.txPayment(t.tx, id) }
+
+func (t *tx) PaymentByKey(key string) (payment.Payment, error) {
+	id, err := doc(t, t.s.paymentKeyRef(key), pointer("paymentId"), store.Errorf(store.CodeNotFound, "payment for idempotency key"))
+	if err != nil {
+		return payment.Payment{}, err
+	}
+	return t.s.txPayment(t.tx, id)
+}
+
+func (t *tx) PaymentByIntent(intentID string) (payment.Payment, error) {
+	snaps, err := t.tx.Documents(t.s.build(qPaymentByIntent, filter{"providerIntentId", "==", intentID}).Limit(1)).GetAll()
+	if err != nil {
+		return payment.Payment{}, err
+	}
+	if len(snaps) == 0 {
+		return payment.Payment{}, store.Errorf(store.CodeNotFound, "payment for provider intent %q", intentID)
+	}
+	return paymentFrom(snaps[0])
+}
+
+func (t *tx) NormalizePayment(p payment.Payment) payment.Payment {
+	p = p.Clone()
+	p.CreatedAt, p.UpdatedAt = stamp(p.CreatedAt), stamp(p.UpdatedAt)
+	p.Grant.ValidUntil, p.Grant.ExpiresAt = stampPtr(p.Grant.ValidUntil), stampPtr(p.Grant.ExpiresAt)
+	if p.Checkout != nil {
+		p.Checkout.ExpiresAt = stamp(p.Checkout.ExpiresAt)
+	}
+	return p
+}
+
+func (t *tx) Account(agentID string) (entitlement.Account, error) {
+	return doc(t, t.s.col(colAccounts).Doc(docID(agentID)), accountFrom, store.Errorf(store.CodeNotFound, "account %q", agentID))
+}
+
+func (t *tx) TopUp(agentID string) (topup.TopUp, error) {
+	u, created, exists, err := t.s.txTopUp(t.tx, agentID)
+	if err != nil {
+		return topup.TopUp{}, err
+	}
+	if exists {
+		if t.topUpCreated == nil {
+			t.topUpCreated = make(map[string]time.Time)
+		}
+		t.topUpCreated[agentID] = created
+	}
+	return u, nil
+}
+
+func (t *tx) Endpoint(id string) (store.Endpoint, error) {
+	return doc(t, t.s.endpointRef(id), endpointFrom, endpointNotFound(id))
+}
+
+func (t *tx) Delivery(id string) (store.Delivery, error) {
+	return doc(t, t.s.deliveryRef(id), deliveryFrom, store.Errorf(store.CodeNotFound, "delivery %s", id))
+}
+
+// DeliveryByKey reads the key's pointer document
+// (delivery_outbound_idempotency), then the delivery it points at.
+func (t *tx) DeliveryByKey(key string) (store.Delivery, error) {
+	id, err := doc(t, t.s.deliveryKeyRef(key), pointer("deliveryId"), store.Errorf(store.CodeNotFound, "delivery with key %q", key))
+	if err != nil {
+		return store.Delivery{}, err
+	}
+	return doc(t, t.s.deliveryRef(id), deliveryFrom, store.Errorf(store.CodeInternal, "corrupt data: key %q names missing delivery %s", key, id))
+}
+
+func (t *tx) Instant(at time.Time) time.Time { return stampOrZero(at) }
+
+func (t *tx) InboundSeen(in store.InboundEvent) (bool, error) {
+	_, err := t.tx.Get(t.s.inboundRef(in))
+	switch {
+	case err == nil:
+		return true, nil
+	case isNotFound(err):
+		return false, nil
+	}
+	return false, err
+}
+
+func (t *tx) Receipt(id string) (receipt.Signed, error) {
+	return doc(t, t.s.col(colReceipts).Doc(docID(id)), receiptFrom, store.Errorf(store.CodeNotFound, "receipt %q", id))
+}
+
+// Entitlement reads the entitlement and folds in all its open leases (a
+// change of its limits or expiry bounds what leases may hold, a revoke
+// ends them), closing them with the unit's writes.
+func (t *tx) Entitlement(id string) (entitlement.Entitlement, error) {
+	snap, err := t.tx.Get(t.s.entitlementRef(id))
+	if isNotFound(err) {
+		return entitlement.Entitlement{}, store.Errorf(store.CodeNotFound, "entitlement %q", id)
+	} else if err != nil {
+		return entitlement.Entitlement{}, err
+	}
+	e, err := entitlementFrom(snap)
+	if err != nil {
+		return entitlement.Entitlement{}, err
+	}
+	closeLeases, err := t.s.gatherAll(t.tx, &e)
+	if err != nil {
+		return entitlement.Entitlement{}, err
+	}
+	t.write(closeLeases)
+	t.remember(e)
+	return e, nil
+}
+
+func (t *tx) Entitlements(ids []string) ([]entitlement.Entitlement, error) {
+	return t.s.txEntitlements(t.tx, ids)
+}
+
+func (t *tx) LockEntitlements(ids []string) ([]entitlement.Entitlement, error) {
+	es, err := t.s.txEntitlements(t.tx, ids)
+	if err != nil {
+		return nil, err
+	}
+	closeLeases, err := t.s.gatherActive(t.tx, es)
+	if err != nil {
+		return nil, err
+	}
+	t.write(closeLeases)
+	for i := range es {
+		t.remember(es[i])
+	}
+	return es, nil
+}
+
+// remember notes the expiry of each open hold of e, read for a change.
+func (t *tx) remember(e entitlement.Entitlement) {
+	if t.expiry == nil {
+		t.expiry = make(map[string]time.Time)
+	}
+	for _, o := range e.Holds {
+		t.expiry[o.ID] = o.ExpiresAt
+	}
+}
+
+func (t *tx) Normalize(e entitlement.Entitlement) entitlement.Entitlement {
+	return normalized(e, t.at())
+}
+
+func (t *tx) Fence() error {
+	fd, err := t.s.readFence(t.ctx, t.tx)
+	if err != nil {
+		return err
+	}
+	now := t.at()
+	t.write(func() error { return fd.mark(t.tx, now) })
+	return nil
+}
+
+func (t *tx) EnsureAccount(agentID string) error {
+	create, err := t.s.ensureAccount(t.tx, agentID, t.at())
+	if create != nil {
+		t.write(create)
+	}
+	return err
+}
+
+func (t *tx) CreateEntitlement(e entitlement.Entitlement) {
+	t.write(func() error { return t.tx.Create(t.s.entitlementRef(e.ID), entitlementDoc(&e)) })
+}
+
+func (t *tx) UpdateEntitlement(e entitlement.Entitlement, expired, released []string) {
+	now := t.at()
+	t.write(func() error {
+		for _, id := range expired {
+			if err := t.s.endHold(t.tx, id, entitlement.HoldExpired, t.expiry[id]); err != nil {
+				return err
+			}
+		}
+		for _, id := range released {
+			if err := t.s.endHold(t.tx, id, entitlement.HoldReleased, now); err != nil {
+				return err
+			}
+		}
+		return t.tx.Set(t.s.entitlementRef(e.ID), entitlementDoc(&e))
+	})
+}
+
+func (t *tx) CreatePayment(p payment.Payment) {
+	now := t.at()
+	t.write(func() error {
+		if err := t.tx.Create(t.s.paymentRef(p.ID), paymentDoc(&p)); err != nil {
+			return err
+		}
+		return t.tx.Create(t.s.paymentKeyRef(p.IdempotencyKey), map[string]any{"paymentId": p.ID, "createdAt": now})
+	})
+}
+
+func (t *tx) PutAccount(a entitlement.Account) {
+	t.write(func() error { return t.tx.Set(t.s.col(colAccounts).Doc(docID(a.AgentID)), accountDoc(&a)) })
+}
+
+func (t *tx) PutTopUp(u topup.TopUp) {
+	created, ok := t.topUpCreated[u.AgentID]
+	if !ok {
+		created = t.at()
+	}
+	t.write(func() error { return t.s.writeTopUp(t.tx, &u, created) })
+}
+
+func (t *tx) PutPayment(p payment.Payment) {
+	t.write(func() error { return t.tx.Set(t.s.paymentRef(p.ID), paymentDoc(&p)) })
+}
+
+func (t *tx) CreateEndpoint(e store.Endpoint) {
+	t.write(func() error { return t.tx.Create(t.s.endpointRef(e.ID), endpointDoc(&e)) })
+}
+
+func (t *tx) PutEndpoint(e store.Endpoint) {
+	t.write(func() error { return t.tx.Set(t.s.endpointRef(e.ID), endpointDoc(&e)) })
+}
+
+func (t *tx) CreateDelivery(d store.Delivery) {
+	t.write(func() error {
+		if err := t.tx.Create(t.s.deliveryKeyRef(d.Key), map[string]any{"deliveryId": d.ID, "createdAt": d.CreatedAt}); err != nil {
+			return err
+		}
+		return t.tx.Create(t.s.deliveryRef(d.ID), deliveryDoc(&d))
+	})
+}
+
+func (t *tx) PutDelivery(d store.Delivery) {
+	t.write(func() error { return t.tx.Set(t.s.deliveryRef(d.ID), deliveryDoc(&d)) })
+}
+
+func (t *tx) CreateReceipt(r receipt.Signed) {
+	t.write(func() error { return t.tx.Create(t.s.col(colReceipts).Doc(docID(r.ID)), receiptDoc(&r)) })
+}
+
+func (t *tx) AddEvents(evs ...event.Event) {
+	t.write(func() error {
+		for i := range evs {
+			if err := t.tx.Create(t.s.col(colEvents).Doc(evs[i].ID), eventDoc(&evs[i])); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func (t *tx) RecordInbound(in store.InboundEvent) {
+	now := t.at()
+	t.write(func() error {
+		return t.tx.Create(t.s.inboundRef(in), map[string]any{"source": in.Source, "eventId": in.EventID, "firstSeenAt": now})
+	})
+}
+
+// deliveryKeyRef is the pointer document of a delivery's key.
+func (s *Store) deliveryKeyRef(key string) *firestore.DocumentRef {
+	return s.col(colDeliveryKeys).Doc(docID(key))
+}
+
+// inboundRef is the document recording the provider event in.
+func (s *Store) inboundRef(in store.InboundEvent) *firestore.DocumentRef {
+	return s.col(colInbound).Doc(unit.InboundKey(in.Source, in.EventID))
+}

@@ -1,0 +1,293 @@
+package memory
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/stipend-mcp/stipend/entitlement"
+	"github.com/stipend-mcp/stipend/event"
+	"github.com/stipend-mcp/stipend/payment"
+	"github.com/stipend-mcp/stipend/receipt"
+	"github.com/stipend-mcp/stipend/store"
+	"github.com/stipend-mcp/stipend/store/internal/ops"
+	"github.com/stipend-mcp/stipend/store/internal/unit"
+	"github.com/stipend-mcp/stipend/topup"
+)
+
+// shared is what a Store embeds to have the methods of package ops.
+type shared = ops.Shared
+
+// unit runs fn under the mutex (unit.Run): reads copy out of the maps,
+// writes are queued and applied, after the fence is marked, only when fn
+// succeeds, so a failed call changes nothing.
+func (s *Store) unit(ctx context.Context, _ string, fn func(unit.Tx) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := &tx{s: s}
+	if err := fn(t); err != nil {
+		return err
+	}
+	if t.fenced {
+		if err := markFence(ctx); err != nil {
+			return err
+		}
+	}
+	for _, w := range t.writes {
+		w()
+	}
+	return nil
+}
+
+// read answers one read of the unit of work, under the mutex.
+func read[T any](s *Store, fn func(*tx) (T, error)) (T, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return fn(&tx{s: s})
+}
+
+// tx is the memory store's unit.Tx.
+type tx struct {
+	s      *Store
+	writes []func()
+	fenced bool
+	now    time.Time
+}
+
+var _ unit.Tx = (*tx)(nil)
+
+func (t *tx) Now() time.Time {
+	t.now = t.s.clock()
+	return t.now
+}
+
+// at is the instant of the change: Now's, or the clock's if never asked.
+func (t *tx) at() time.Time {
+	if t.now.IsZero() {
+		return t.s.clock()
+	}
+	return t.now
+}
+
+func (t *tx) Payment(id string) (payment.Payment, error) {
+	p := t.s.payments[id]
+	if p == nil {
+		return payment.Payment{}, store.Errorf(store.CodeNotFound, "payment %q", id)
+	}
+	return copyPayment(p), nil
+}
+
+func (t *tx) PaymentByKey(key string) (payment.Payment, error) {
+	id, ok := t.s.byPayKey[key]
+	if !ok {
+		return payment.Payment{}, store.Errorf(store.CodeNotFound, "payment with that idempotency key")
+	}
+	return copyPayment(t.s.payments[id]), nil
+}
+
+func (t *tx) PaymentByIntent(intentID string) (payment.Payment, error) {
+	id, ok := t.s.byIntent[intentID]
+	if !ok {
+		return payment.Payment{}, store.Errorf(store.CodeNotFound, "payment with provider intent %q", intentID)
+	}
+	return copyPayment(t.s.payments[id]), nil
+}
+
+func (t *tx) NormalizePayment(p payment.Payment) payment.Payment {
+	p = p.Clone()
+	p.Grant.ValidUntil = utcPtr(p.Grant.ValidUntil)
+	p.Grant.ExpiresAt = utcPtr(p.Grant.ExpiresAt)
+	if p.Checkout != nil {
+		p.Checkout.ExpiresAt = p.Checkout.ExpiresAt.UTC()
+	}
+	return p
+}
+
+func (t *tx) Account(agentID string) (entitlement.Account, error) {
+	a := t.s.accounts[agentID]
+	if a == nil {
+		return entitlement.Account{}, noAccount(agentID)
+	}
+	return copyAccount(a), nil
+}
+
+func (t *tx) TopUp(agentID string) (topup.TopUp, error) {
+	if t.s.accounts[agentID] == nil {
+		return topup.TopUp{}, noAccount(agentID)
+	}
+	if stored := t.s.topups[agentID]; stored != nil {
+		return stored.Clone(), nil
+	}
+	return topup.TopUp{AgentID: agentID}, nil
+}
+
+func (t *tx) Endpoint(id string) (store.Endpoint, error) {
+	e, ok := t.s.deliveries().endpoints[id]
+	if !ok {
+		return store.Endpoint{}, endpointNotFound(id)
+	}
+	return copyEndpoint(e), nil
+}
+
+func (t *tx) Delivery(id string) (store.Delivery, error) {
+	d, ok := t.s.deliveries().deliveries[id]
+	if !ok {
+		return store.Delivery{}, store.Errorf(store.CodeNotFound, "delivery %s", id)
+	}
+	return copyDelivery(d), nil
+}
+
+func (t *tx) DeliveryByKey(key string) (store.Delivery, error) {
+	id, ok := t.s.deliveries().byKey[key]
+	if !ok {
+		return store.Delivery{}, store.Errorf(store.CodeNotFound, "delivery with key %q", key)
+	}
+	return t.Delivery(id)
+}
+
+func (t *tx) Instant(at time.Time) time.Time { return utc(at) }
+
+func (t *tx) InboundSeen(in store.InboundEvent) (bool, error) {
+	_, ok := t.s.inbound[unit.InboundKey(in.Source, in.EventID)]
+	return ok, nil
+}
+
+func (t *tx) Receipt(id string) (receipt.Signed, error) {
+	r := t.s.receipts[id]
+	if r == nil {
+		return receipt.Signed{}, store.Errorf(store.CodeNotFound, "receipt %q", id)
+	}
+	return copyReceipt(r), nil
+}
+
+func (t *tx) Entitlement(id string) (entitlement.Entitlement, error) {
+	e := t.s.entitlements[id]
+	if e == nil {
+		return entitlement.Entitlement{}, store.Errorf(store.CodeNotFound, "entitlement %q", id)
+	}
+	return e.Clone(), nil
+}
+
+func (t *tx) Entitlements(ids []string) ([]entitlement.Entitlement, error) {
+	var out []entitlement.Entitlement
+	for _, id := range ids {
+		e := t.s.entitlements[id]
+		if e == nil {
+			return nil, store.Errorf(store.CodeInternal, "corrupt data: missing entitlement %s", id)
+		}
+		out = append(out, e.Clone())
+	}
+	return out, nil
+}
+
+func (t *tx) LockEntitlements(ids []string) ([]entitlement.Entitlement, error) {
+	return t.Entitlements(ids)
+}
+
+func (t *tx) Normalize(e entitlement.Entitlement) entitlement.Entitlement {
+	e = e.Clone()
+	if e.Status == "" {
+		e.Status = entitlement.StatusActive
+	}
+	if e.CreatedAt.IsZero() {
+		e.CreatedAt = t.at()
+	}
+	normalizeTimes(&e)
+	return e
+}
+
+func (t *tx) Fence() error {
+	t.fenced = true
+	return nil
+}
+
+func (t *tx) EnsureAccount(agentID string) error {
+	t.writes = append(t.writes, func() { t.s.ensureAccount(agentID) })
+	return nil
+}
+
+func (t *tx) CreateEntitlement(e entitlement.Entitlement) {
+	e = e.Clone()
+	t.writes = append(t.writes, func() { t.s.putEntitlement(&e) })
+}
+
+func (t *tx) UpdateEntitlement(e entitlement.Entitlement, expired, released []string) {
+	e, now := e.Clone(), t.at()
+	t.writes = append(t.writes, func() {
+		stored := t.s.entitlements[e.ID]
+		*stored = e
+		t.s.endHolds(expired, entitlement.HoldExpired, now)
+		t.s.endHolds(released, entitlement.HoldReleased, now)
+		if e.Status != entitlement.StatusActive {
+			a := t.s.agents[e.AgentID]
+			a.active = slices.DeleteFunc(a.active, func(x *entitlement.Entitlement) bool { return x == stored })
+		}
+	})
+}
+
+func (t *tx) CreatePayment(p payment.Payment) {
+	p = p.Clone()
+	t.writes = append(t.writes, func() {
+		t.s.payments[p.ID] = &p
+		t.s.byPayKey[p.IdempotencyKey] = p.ID
+		if p.ProviderIntentID != "" {
+			t.s.byIntent[p.ProviderIntentID] = p.ID
+		}
+	})
+}
+
+func (t *tx) PutAccount(a entitlement.Account) {
+	a = copyAccount(&a)
+	t.writes = append(t.writes, func() { t.s.accounts[a.AgentID] = &a })
+}
+
+func (t *tx) PutTopUp(u topup.TopUp) {
+	u = u.Clone()
+	t.writes = append(t.writes, func() {
+		if t.s.topups == nil {
+			t.s.topups = make(map[string]*topup.TopUp)
+		}
+		t.s.topups[u.AgentID] = &u
+	})
+}
+
+func (t *tx) PutPayment(p payment.Payment) {
+	p = p.Clone()
+	t.writes = append(t.writes, func() {
+		if p.ProviderIntentID != "" {
+			t.s.byIntent[p.ProviderIntentID] = p.ID
+		}
+		*t.s.payments[p.ID] = p
+	})
+}
+
+func (t *tx) CreateEndpoint(e store.Endpoint) { t.PutEndpoint(e) }
+
+func (t *tx) PutEndpoint(e store.Endpoint) {
+	e = copyEndpoint(e)
+	t.writes = append(t.writes, func() { t.s.deliveries().endpoints[e.ID] = e })
+}
+
+func (t *tx) CreateDelivery(d store.Delivery) {
+	t.PutDelivery(d)
+	t.writes = append(t.writes, func() { t.s.deliveries().byKey[d.Key] = d.ID })
+}
+
+func (t *tx) PutDelivery(d store.Delivery) {
+	d = copyDelivery(d)
+	t.writes = append(t.writes, func() { t.s.deliveries().deliveries[d.ID] = d })
+}
+
+func (t *tx) CreateReceipt(r receipt.Signed) {
+	r = r.Clone()
+	t.writes = append(t.writes, func() { t.s.putReceipt(&r) })
+}
+
+func (t *tx) AddEvents(evs ...event.Event) {
+	t.writes = append(t.writes, func() { t.s.events.add(evs...) })
+}
+
+func (t *tx) RecordInbound(in store.InboundEvent) {
+	key, now := unit.InboundKey(in.Source, in.EventID), t.at()
+	t.writes = append(t.writes, func() { t.s.inbound[key] = now })
+}

@@ -1,0 +1,342 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/stipend-mcp/stipend/entitlement"
+	"github.com/stipend-mcp/stipend/event"
+	"github.com/stipend-mcp/stipend/payment"
+	"github.com/stipend-mcp/stipend/receipt"
+	"github.com/stipend-mcp/stipend/store"
+	"github.com/stipend-mcp/stipend/store/internal/ops"
+	"github.com/stipend-mcp/stipend/store/internal/unit"
+	"github.com/stipend-mcp/stipend/topup"
+)
+
+// shared is what a Store embeds to have the methods of package ops.
+type shared = ops.Shared
+
+// unit runs fn in one transaction (unit.Run, on run's retries): reads are
+// queries made as fn asks, the rows of a change locked FOR UPDATE; writes
+// are queued and executed, in order, after fn returned.
+func (s *Store) unit(ctx context.Context, what string, fn func(unit.Tx) error) error {
+	return s.run(ctx, what, func(ptx pgx.Tx) error {
+		t := &tx{s: s, ctx: ctx, tx: ptx}
+		if err := fn(t); err != nil {
+			return err
+		}
+		for _, w := range t.writes {
+			if err := w(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// tx is the PostgreSQL store's unit.Tx.
+type tx struct {
+	s      *Store
+	ctx    context.Context
+	tx     pgx.Tx
+	writes []func() error
+	now    time.Time
+	// accounts says which accounts Account found: PutAccount updates
+	// those and inserts the others.
+	accounts map[string]bool
+}
+
+var _ unit.Tx = (*tx)(nil)
+
+// Now reads the clock after the locks taken so far: see Store.clock.
+func (t *tx) Now() time.Time {
+	t.now = t.s.clock()
+	return t.now
+}
+
+// at is the instant of the change: Now's, or the clock's if never asked.
+func (t *tx) at() time.Time {
+	if t.now.IsZero() {
+		return t.s.clock()
+	}
+	return t.now
+}
+
+func (t *tx) write(w func() error) { t.writes = append(t.writes, w) }
+
+// one reads the row q selects with scan: absent if there is none.
+func one[T any](t *tx, scan func(pgx.Row) (T, error), absent error, q string, args ...any) (T, error) {
+	v, err := scan(t.tx.QueryRow(t.ctx, q, args...))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return v, absent
+	}
+	return v, err
+}
+
+func (t *tx) Payment(id string) (payment.Payment, error) {
+	return one(t, scanPayment, store.Errorf(store.CodeNotFound, "payment %q", id),
+		`SELECT `+paymentColumns+` FROM payments WHERE id = $1 FOR UPDATE`, id)
+}
+
+func (t *tx) PaymentByKey(key string) (payment.Payment, error) {
+	return one(t, scanPayment, store.Errorf(store.CodeNotFound, "payment for idempotency key"),
+		`SELECT `+paymentColumns+` FROM payments WHERE idempotency_key = $1`, key)
+}
+
+func (t *tx) PaymentByIntent(intentID string) (payment.Payment, error) {
+	return one(t, scanPayment, store.Errorf(store.CodeNotFound, "payment for provider intent %q", intentID),
+		`SELECT `+paymentColumns+` FROM payments WHERE provider_intent_id = $1`, intentID)
+}
+
+func (t *tx) NormalizePayment(p payment.Payment) payment.Payment {
+	p = p.Clone()
+	p.CreatedAt, p.UpdatedAt = stamp(p.CreatedAt), stamp(p.UpdatedAt)
+	p.Grant.ValidUntil, p.Grant.ExpiresAt = nullTimePtr(p.Grant.ValidUntil), nullTimePtr(p.Grant.ExpiresAt)
+	if p.Checkout != nil {
+		p.Checkout.ExpiresAt = stamp(p.Checkout.ExpiresAt)
+	}
+	return p
+}
+
+func (t *tx) Account(agentID string) (entitlement.Account, error) {
+	a, err := one(t, scanAccount, store.Errorf(store.CodeNotFound, "account %q", agentID),
+		`SELECT `+accountColumns+` FROM accounts WHERE agent_id = $1 FOR UPDATE`, agentID)
+	if err == nil {
+		if t.accounts == nil {
+			t.accounts = make(map[string]bool)
+		}
+		t.accounts[agentID] = true
+	}
+	return a, err
+}
+
+func (t *tx) TopUp(agentID string) (topup.TopUp, error) { return lockTopUp(t.ctx, t.tx, agentID) }
+
+func (t *tx) Endpoint(id string) (store.Endpoint, error) {
+	return one(t, scanEndpoint, errEndpointNotFound(id),
+		`SELECT `+endpointColumns+` FROM webhook_endpoints WHERE id = $1 FOR UPDATE`, id)
+}
+
+func (t *tx) Delivery(id string) (store.Delivery, error) {
+	return one(t, scanDelivery, store.Errorf(store.CodeNotFound, "delivery %s", id),
+		`SELECT `+deliveryColumns+` FROM deliveries WHERE id = $1 FOR UPDATE`, id)
+}
+
+func (t *tx) DeliveryByKey(key string) (store.Delivery, error) {
+	return one(t, scanDelivery, store.Errorf(store.CodeNotFound, "delivery with key %q", key),
+		`SELECT `+deliveryColumns+` FROM deliveries WHERE key = $1`, key)
+}
+
+func (t *tx) Instant(at time.Time) time.Time { return stampOrZero(at) }
+
+func (t *tx) InboundSeen(in store.InboundEvent) (bool, error) {
+	var seen bool
+	err := t.tx.QueryRow(t.ctx, `SELECT EXISTS (SELECT 1 FROM inbound_events WHERE source = $1 AND event_id = $2)`,
+		in.Source, in.EventID).Scan(&seen)
+	return seen, err
+}
+
+func (t *tx) Receipt(id string) (receipt.Signed, error) {
+	return one(t, scanReceipt, store.Errorf(store.CodeNotFound, "receipt %q", id),
+		`SELECT `+receiptColumns+` FROM receipts WHERE id = $1`, id)
+}
+
+func (t *tx) Entitlement(id string) (entitlement.Entitlement, error) {
+	return lockEntitlement(t.ctx, t.tx, id)
+}
+
+func (t *tx) Entitlements(ids []string) ([]entitlement.Entitlement, error) {
+	return entitlementsByID(t.ctx, t.tx, ids, false)
+}
+
+func (t *tx) LockEntitlements(ids []string) ([]entitlement.Entitlement, error) {
+	return entitlementsByID(t.ctx, t.tx, ids, true)
+}
+
+// entitlementsByID reads the entitlements ids inside tx, in that order,
+// locking them (in ID order, so two transactions never lock them in
+// opposite orders) when lock is set. A missing one is corruption.
+func entitlementsByID(ctx context.Context, tx pgx.Tx, ids []string, lock bool) ([]entitlement.Entitlement, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	q := `SELECT ` + entitlementColumns + ` FROM entitlements WHERE id = ANY($1) ORDER BY id`
+	if lock {
+		q += ` FOR UPDATE`
+	}
+	rows, err := tx.Query(ctx, q, ids)
+	if err != nil {
+		return nil, err
+	}
+	es, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (entitlement.Entitlement, error) { return scanEntitlement(r) })
+	if err != nil {
+		return nil, err
+	}
+	out := make([]entitlement.Entitlement, 0, len(ids))
+	for _, id := range ids {
+		i := slices.IndexFunc(es, func(e entitlement.Entitlement) bool { return e.ID == id })
+		if i < 0 {
+			return nil, store.Errorf(store.CodeInternal, "corrupt data: missing entitlement %s", id)
+		}
+		out = append(out, es[i])
+	}
+	return out, nil
+}
+
+func (t *tx) Normalize(e entitlement.Entitlement) entitlement.Entitlement {
+	return normalized(e, t.at())
+}
+
+// Fence marks the fence at once: the UPDATE locks the ledger row until the
+// transaction ends.
+func (t *tx) Fence() error { return t.s.markFence(t.ctx, t.tx, t.at()) }
+
+func (t *tx) EnsureAccount(agentID string) error {
+	now := t.at()
+	t.write(func() error { return ensureAccount(t.ctx, t.tx, agentID, now) })
+	return nil
+}
+
+func (t *tx) CreateEntitlement(e entitlement.Entitlement) {
+	t.write(func() error {
+		created, err := insertEntitlement(t.ctx, t.tx, &e)
+		if err == nil && !created {
+			return errRetry // a fresh UUID collided: try again
+		}
+		return err
+	})
+}
+
+func (t *tx) UpdateEntitlement(e entitlement.Entitlement, expired, released []string) {
+	now := t.at()
+	t.write(func() error {
+		if err := endHolds(t.ctx, t.tx, expired, entitlement.HoldExpired, now); err != nil {
+			return err
+		}
+		if err := endHolds(t.ctx, t.tx, released, entitlement.HoldReleased, now); err != nil {
+			return err
+		}
+		return updateEntitlement(t.ctx, t.tx, &e)
+	})
+}
+
+func (t *tx) CreatePayment(p payment.Payment) {
+	t.write(func() error { return insertPayment(t.ctx, t.tx, &p) })
+}
+
+// PutAccount updates an account Account found, or inserts a new one; if a
+// concurrent transaction inserted it meanwhile, the unit starts over and
+// reads it.
+func (t *tx) PutAccount(a entitlement.Account) {
+	found := t.accounts[a.AgentID]
+	t.write(func() error {
+		metadata, err := jsonArg(metadataOrEmpty(a.Metadata))
+		if err != nil {
+			return err
+		}
+		limits, err := jsonArg(a.Limits)
+		if err != nil {
+			return err
+		}
+		if found {
+			_, err := t.tx.Exec(t.ctx, `UPDATE accounts SET display_name = $2, metadata = $3, updated_at = $4, limits = $5
+				WHERE agent_id = $1`, a.AgentID, a.DisplayName, metadata, a.UpdatedAt, limits)
+			return err
+		}
+		tag, err := t.tx.Exec(t.ctx, `INSERT INTO accounts (`+accountColumns+`) VALUES ($1, $2, $3, $4, $5, $6)
+			ON CONFLICT (agent_id) DO NOTHING`, a.AgentID, a.DisplayName, metadata, a.CreatedAt, a.UpdatedAt, limits)
+		if err == nil && tag.RowsAffected() != 1 {
+			return errRetry
+		}
+		return err
+	})
+}
+
+func (t *tx) PutTopUp(u topup.TopUp) {
+	t.write(func() error { return writeTopUp(t.ctx, t.tx, &u) })
+}
+
+func (t *tx) PutPayment(p payment.Payment) {
+	t.write(func() error { return updatePayment(t.ctx, t.tx, &p) })
+}
+
+// CreateEndpoint inserts e; if a concurrent transaction took its ID, the
+// unit starts over and reads that endpoint.
+func (t *tx) CreateEndpoint(e store.Endpoint) {
+	t.write(func() error {
+		tag, err := t.tx.Exec(t.ctx, `INSERT INTO webhook_endpoints (id, url, event_types, secret, created_at)
+			VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING`, e.ID, e.URL, eventTypeStrings(e.EventTypes), e.Secret, e.CreatedAt)
+		if err == nil && tag.RowsAffected() != 1 {
+			return errRetry
+		}
+		return err
+	})
+}
+
+func (t *tx) PutEndpoint(e store.Endpoint) {
+	t.write(func() error {
+		_, err := t.tx.Exec(t.ctx, `UPDATE webhook_endpoints SET url = $2, event_types = $3, secret = $4, previous_secret = $5,
+			previous_secret_expires_at = $6, disabled = $7, disabled_reason = $8, disabled_at = $9 WHERE id = $1`,
+			e.ID, e.URL, eventTypeStrings(e.EventTypes), e.Secret, e.PreviousSecret, nullTimePtr(e.PreviousSecretExpiresAt),
+			e.Disabled, e.DisabledReason, nullTimePtr(e.DisabledAt))
+		return err
+	})
+}
+
+// CreateDelivery inserts d; if a concurrent transaction took its key or
+// ID, the unit starts over and reads that delivery.
+func (t *tx) CreateDelivery(d store.Delivery) {
+	t.write(func() error {
+		tag, err := t.tx.Exec(t.ctx, `INSERT INTO deliveries (id, key, endpoint_id, event_id, event_type, payload, status,
+			scheduled_at, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT DO NOTHING`,
+			d.ID, d.Key, d.EndpointID, d.EventID, string(d.EventType), d.Payload, string(d.Status), d.ScheduledAt, d.CreatedAt, d.UpdatedAt)
+		if err == nil && tag.RowsAffected() != 1 {
+			return errRetry
+		}
+		return err
+	})
+}
+
+func (t *tx) PutDelivery(d store.Delivery) {
+	t.write(func() error {
+		_, err := t.tx.Exec(t.ctx, `UPDATE deliveries SET status = $2, attempts = $3, scheduled_at = $4, claimed_by = $5,
+			claimed_at = $6, claim_token = $7, last_status_code = $8, last_error = $9, last_attempt_at = $10, updated_at = $11
+			WHERE id = $1`, d.ID, string(d.Status), d.Attempts, d.ScheduledAt, d.ClaimedBy, d.ClaimedAt, d.ClaimToken,
+			d.LastStatusCode, d.LastError, d.LastAttemptAt, d.UpdatedAt)
+		return err
+	})
+}
+
+func (t *tx) CreateReceipt(r receipt.Signed) {
+	t.write(func() error { return insertReceipt(t.ctx, t.tx, &r) })
+}
+
+func (t *tx) AddEvents(evs ...event.Event) {
+	t.write(func() error {
+		for _, e := range evs {
+			if _, err := t.tx.Exec(t.ctx, insertEventSQL, e.ID, string(e.Type), e.AgentID, e.OccurredAt, []byte(e.Data)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// RecordInbound inserts the record RecordInboundEvent writes. If another
+// transaction recorded it meanwhile, the whole unit starts over and then
+// answers as the replay it is.
+func (t *tx) RecordInbound(in store.InboundEvent) {
+	now := t.at()
+	t.write(func() error {
+		tag, err := t.tx.Exec(t.ctx, insertInboundSQL, in.Source, in.EventID, now)
+		if err == nil && tag.RowsAffected() != 1 {
+			return errRetry
+		}
+		return err
+	})
+}
