@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/stipend-mcp/stipend/apikey"
+	"github.com/stipend-mcp/stipend/portal"
 	"github.com/stipend-mcp/stipend/problem"
 	"github.com/stipend-mcp/stipend/store"
 )
@@ -26,6 +27,9 @@ func (s *Server) auth(roles ...apikey.Role) echo.MiddlewareFunc {
 			if !ok {
 				return &Error{Status: http.StatusUnauthorized, Kind: problem.Unauthorized,
 					Detail: "send an API key as Authorization: Bearer <key>"}
+			}
+			if portal.IsToken(raw) {
+				return s.authPortal(c, raw, next) // portal_auth.go
 			}
 			k, ok := s.keys.Lookup(raw)
 			if !ok {
