@@ -88,18 +88,7 @@ func (s *Server) portalPage(c echo.Context) string {
 }
 
 func (s *Server) getPortalSession(c echo.Context) error {
-	id, err := pathParam(c, "id")
-	if err != nil {
-		return err
-	}
-	ps, err := s.store.GetPortalSession(storeCtx(c), id)
-	if errors.Is(err, store.ErrNotFound) {
-		return NotFound("portal session not found")
-	}
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, portalSessionAnswer{Session: ps})
+	return getOwned(c, "portal session", s.store.GetPortalSession, func(ps *portal.Session) string { return ps.AgentID })
 }
 
 // revokePortalSession is POST /v1/portal-sessions/{id}/revoke and DELETE

@@ -14,7 +14,9 @@ type PortalSessionRequest struct {
 	TTLSeconds int64 `json:"ttlSeconds,omitempty"`
 }
 
-// PortalSession is a portal session. Token and URL are set only in the
+// PortalSession is a portal session, as the API shows it (the fields of
+// portal.Session, which this package does not import: package portal
+// embeds the wallet's built page). Token and URL are set only in the
 // answer that minted it: the token is stored hashed and never shown again.
 type PortalSession struct {
 	ID        string     `json:"id"`

@@ -24,3 +24,16 @@ type PortalSessions interface {
 	// ErrNotFound if absent.
 	RevokePortalSession(ctx context.Context, id string, at time.Time) (portal.Session, error)
 }
+
+// NewPortalSession returns what CreatePortalSession stores of s: s checked
+// (Invalid when s.Validate fails), its instants in UTC at the microsecond
+// precision every backend keeps, and not revoked.
+func NewPortalSession(s portal.Session) (portal.Session, error) {
+	if err := s.Validate(); err != nil {
+		return portal.Session{}, Wrap(CodeInvalid, err, "portal session")
+	}
+	s.CreatedAt = s.CreatedAt.UTC().Truncate(time.Microsecond)
+	s.ExpiresAt = s.ExpiresAt.UTC().Truncate(time.Microsecond)
+	s.RevokedAt = nil
+	return s, nil
+}

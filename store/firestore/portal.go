@@ -53,13 +53,12 @@ func portalNotFound(id string) error {
 
 // CreatePortalSession implements store.PortalSessions.
 func (s *Store) CreatePortalSession(ctx context.Context, ps portal.Session) (portal.Session, error) {
-	if err := ps.Validate(); err != nil {
-		return portal.Session{}, store.Wrap(store.CodeInvalid, err, "portal session")
+	ps, err := store.NewPortalSession(ps)
+	if err != nil {
+		return portal.Session{}, err
 	}
-	ps = ps.Clone()
-	ps.CreatedAt, ps.ExpiresAt, ps.RevokedAt = stamp(ps.CreatedAt), stamp(ps.ExpiresAt), nil
 	ref := s.portalRef(ps.ID)
-	err := s.run(ctx, "create portal session", func(ctx context.Context, tx *firestore.Transaction) error {
+	err = s.run(ctx, "create portal session", func(ctx context.Context, tx *firestore.Transaction) error {
 		fd, err := s.readFence(ctx, tx)
 		if err != nil {
 			return err

@@ -10,8 +10,9 @@ import (
 
 // CreatePortalSession stores a new portal session.
 func (s *Store) CreatePortalSession(ctx context.Context, ps portal.Session) (portal.Session, error) {
-	if err := ps.Validate(); err != nil {
-		return portal.Session{}, store.Wrap(store.CodeInvalid, err, "portal session")
+	ps, err := store.NewPortalSession(ps)
+	if err != nil {
+		return portal.Session{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -24,11 +25,8 @@ func (s *Store) CreatePortalSession(ctx context.Context, ps portal.Session) (por
 	if s.portal == nil {
 		s.portal = make(map[string]*portal.Session)
 	}
-	stored := ps.Clone()
-	stored.CreatedAt, stored.ExpiresAt = stored.CreatedAt.UTC(), stored.ExpiresAt.UTC()
-	stored.RevokedAt = nil
-	s.portal[ps.ID] = &stored
-	return stored.Clone(), nil
+	s.portal[ps.ID] = &ps
+	return ps.Clone(), nil
 }
 
 // GetPortalSession returns a portal session.

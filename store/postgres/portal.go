@@ -33,13 +33,12 @@ func portalNotFound(id string) error {
 
 // CreatePortalSession implements store.PortalSessions.
 func (s *Store) CreatePortalSession(ctx context.Context, ps portal.Session) (portal.Session, error) {
-	if err := ps.Validate(); err != nil {
-		return portal.Session{}, store.Wrap(store.CodeInvalid, err, "portal session")
+	ps, err := store.NewPortalSession(ps)
+	if err != nil {
+		return portal.Session{}, err
 	}
-	ps = ps.Clone()
-	ps.CreatedAt, ps.ExpiresAt, ps.RevokedAt = stamp(ps.CreatedAt), stamp(ps.ExpiresAt), nil
 	// A transaction, so that a fence is checked with the insert.
-	err := s.run(ctx, "create portal session", func(tx pgx.Tx) error {
+	err = s.run(ctx, "create portal session", func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `INSERT INTO portal_sessions (`+portalColumns+`)
 			VALUES ($1, $2, $3, $4, $5, $6, NULL) ON CONFLICT (id) DO NOTHING`,
 			ps.ID, ps.AgentID, ps.TokenSHA256, ps.CreatedBy, ps.CreatedAt, ps.ExpiresAt)
