@@ -14,6 +14,8 @@ type PortalSessionRequest struct {
 	TTLSeconds int64 `json:"ttlSeconds,omitempty"`
 }
 
+func (r PortalSessionRequest) check() error { return checkAgent("agentId", r.AgentID) }
+
 // PortalSession is a portal session, as the API shows it (the fields of
 // portal.Session, which this package does not import: package portal
 // embeds the wallet's built page). Token and URL are set only in the
@@ -38,9 +40,6 @@ type PortalSession struct {
 // Idempotency-Key header (the route requires one); a retry with it answers
 // the same session and token. Role: billing, admin.
 func (c *Client) CreatePortalSession(ctx context.Context, idempotencyKey string, r PortalSessionRequest) (*PortalSession, error) {
-	if err := checkAgent("agentId", r.AgentID); err != nil {
-		return nil, err
-	}
 	var out PortalSession
 	_, err := c.do(ctx, call{method: http.MethodPost, path: "/v1/portal-sessions", body: r,
 		idemKey: idempotencyKey, keyRequired: true, retry: true}, &out)

@@ -3,7 +3,7 @@
 // the portal session's routes. The /portal page (portal.js) and the MCP
 // App (app.js) both mount it.
 import { ApiError } from "./api.js";
-import { renderChart } from "./chart.js";
+import { renderChart, usageRange } from "./chart.js";
 import { h, money, toMajor, toMinor, when } from "./dom.js";
 import { verifyReceipt } from "./receipts.js";
 
@@ -61,14 +61,13 @@ export async function mountWallet(root, { api, session, openLink, onExpired }) {
   const breakdownBox = h("div", { "data-testid": "breakdown" });
   async function loadUsage() {
     const g = groupBy.value;
-    const to = new Date();
-    const from = new Date(to.getTime() - (g === "hour" ? 2 : 30) * 24 * 3600 * 1000);
-    const range = `from=${encodeURIComponent(from.toISOString())}&to=${encodeURIComponent(to.toISOString())}`;
+    const r = usageRange(g);
+    const range = `from=${encodeURIComponent(r.from.toISOString())}&to=${encodeURIComponent(r.to.toISOString())}&tz=${encodeURIComponent(r.tz)}`;
     const [series, parts] = await Promise.all([
       api.get(`${acct}/usage?groupBy=${g}&${range}&limit=100`),
       api.get(`${acct}/usage?groupBy=${breakdownBy.value}&${range}&limit=100`),
     ]);
-    renderChart(chartBox, series.items, g);
+    renderChart(chartBox, series.items, g, r);
     breakdownBox.replaceChildren(
       parts.items.length === 0
         ? h("p", { class: "empty" }, "No calls yet.")

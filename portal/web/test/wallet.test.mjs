@@ -201,7 +201,8 @@ test("the wallet MCP App renders the wallet tool's result inside a host, verifie
   await app.getByTestId("checkout-link").waitFor();
   assert.equal(opened.length, 1);
   assert.match(opened[0], /stripe\.com/);
-  await page.setViewportSize({ width: 420, height: 900 });
+  await page.setViewportSize({ width: 480, height: 1100 });
+  await app.locator("figure.chart").evaluate((f) => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
   await page.screenshot({ path: path.join(shots, "wallet-app.png") });
   assert.deepEqual(errors, []);
   await page.close();
