@@ -1,9 +1,9 @@
 package api
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"net/http"
 	"net/url"
 	"time"
@@ -15,7 +15,6 @@ import (
 	"github.com/stipend-mcp/stipend/idempotency"
 	"github.com/stipend-mcp/stipend/money"
 	"github.com/stipend-mcp/stipend/portal"
-	"github.com/stipend-mcp/stipend/store"
 )
 
 // registerPortalSessions routes portal sessions (docs/portal.md): billing
@@ -95,22 +94,9 @@ func (s *Server) getPortalSession(c echo.Context) error {
 // /v1/portal-sessions/{id}: from now on the session's token is refused.
 // Revoking twice answers the session as it is.
 func (s *Server) revokePortalSession(c echo.Context) error {
-	id, err := pathParam(c, "id")
-	if err != nil {
-		return err
-	}
-	var b emptyBody
-	if err := s.decodeOptional(c, &b); err != nil {
-		return err
-	}
-	ps, err := s.store.RevokePortalSession(storeCtx(c), id, s.now())
-	if errors.Is(err, store.ErrNotFound) {
-		return NotFound("portal session not found")
-	}
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, portalSessionAnswer{Session: ps})
+	return changeByID(s, c, func(ctx context.Context, id string) (portal.Session, error) {
+		return s.store.RevokePortalSession(ctx, id, s.now())
+	})
 }
 
 // portalWhoAmI is GET /v1/portal/session: the session the token is (the

@@ -99,6 +99,14 @@ func TestPortal_SessionReadsOnlyItsAgent(t *testing.T) {
 	e.saveMethod(agentA)
 	ps := e.mintPortal(agentA, nil)
 	unknown := e.must(http.StatusUnauthorized, req{Method: "GET", Path: "/v1/accounts/" + agentA + "/balance", Key: "stp_billing_nonsense"}).problem(t)
+	var me struct {
+		ID, AgentID string
+		Checkout    bool
+	}
+	e.must(http.StatusOK, req{Method: "GET", Path: "/v1/portal/session", Key: ps.Token}).decode(t, &me)
+	if me.ID != ps.ID || me.AgentID != agentA || me.Checkout {
+		t.Errorf("GET /v1/portal/session = %+v, want session %s of %s, no Checkout (no Stripe)", me, ps.ID, agentA)
+	}
 
 	admitted := map[string]bool{}
 	for _, r := range portalAdmitted() {
