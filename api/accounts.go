@@ -201,17 +201,5 @@ func (s *Server) getEntitlement(c echo.Context) error {
 }
 
 func (s *Server) revokeEntitlement(c echo.Context) error {
-	id, err := pathParam(c, "id")
-	if err != nil {
-		return err
-	}
-	var b emptyBody
-	if err := s.decodeOptional(c, &b); err != nil {
-		return err
-	}
-	e, err := s.store.RevokeEntitlement(storeCtx(c), id)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, e)
+	return changeByID(s, c, s.store.RevokeEntitlement)
 }

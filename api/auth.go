@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/stipend-mcp/stipend/apikey"
+	"github.com/stipend-mcp/stipend/portal"
 	"github.com/stipend-mcp/stipend/problem"
 	"github.com/stipend-mcp/stipend/store"
 )
@@ -26,6 +27,9 @@ func (s *Server) auth(roles ...apikey.Role) echo.MiddlewareFunc {
 			if !ok {
 				return &Error{Status: http.StatusUnauthorized, Kind: problem.Unauthorized,
 					Detail: "send an API key as Authorization: Bearer <key>"}
+			}
+			if portal.IsToken(raw) {
+				return s.authPortal(c, raw, next) // portal_auth.go
 			}
 			k, ok := s.keys.Lookup(raw)
 			if !ok {
@@ -79,6 +83,25 @@ func getOwned[T any](c echo.Context, what string, get func(context.Context, stri
 	}
 	if k, ok := keyOf(c); ok && !k.MayRead(agentOf(&doc)) {
 		return NotFound(what + " not found")
+	}
+	return c.JSON(http.StatusOK, doc)
+}
+
+// changeByID answers POST (or DELETE) of an action on the document :id
+// (revoke…): an optional empty body, then change, whose document is the
+// answer.
+func changeByID[T any](s *Server, c echo.Context, change func(context.Context, string) (T, error)) error {
+	id, err := pathParam(c, "id")
+	if err != nil {
+		return err
+	}
+	var b emptyBody
+	if err := s.decodeOptional(c, &b); err != nil {
+		return err
+	}
+	doc, err := change(storeCtx(c), id)
+	if err != nil {
+		return err
 	}
 	return c.JSON(http.StatusOK, doc)
 }

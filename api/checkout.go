@@ -109,6 +109,12 @@ func (s *Server) createCheckout(c echo.Context) error {
 	if err := s.decode(c, &b); err != nil {
 		return err
 	}
+	return s.startCheckout(c, key, &b)
+}
+
+// startCheckout makes the Checkout Session and pending payment of b, keyed
+// by key (POST /v1/checkout-sessions, and the portal's top-up).
+func (s *Server) startCheckout(c echo.Context, key string, b *checkoutBody) error {
 	fingerprint, err := b.fingerprint()
 	if err != nil {
 		return err

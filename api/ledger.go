@@ -30,6 +30,7 @@ var LedgerRoutes = []string{
 	"POST /v1/webhook-endpoints",
 	"POST /v1/webhook-endpoints/:id/rotate-secret",
 	"POST /v1/deliveries/:id/retry",
+	"POST /v1/portal-sessions",
 }
 
 // UseLedger puts ledger in front of LedgerRoutes and adds its probe to

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -83,6 +84,14 @@ type Config struct {
 	// Sessions (POST /v1/checkout-sessions) and the PaymentIntent of a
 	// stripe payment created without one (stripe.go).
 	Stripe *stripepay.Client
+	// PublicURL is where clients reach this server (scheme and host, no
+	// trailing slash), for the URLs of portal sessions; empty: the origin
+	// of each minting request.
+	PublicURL string
+	// PortalFrameAncestors may frame the portal page (CSP
+	// frame-ancestors sources, e.g. "https://app.example.com"); empty:
+	// no one.
+	PortalFrameAncestors []string
 	// TopUps, if set, is told every credits entitlement a charge leaves,
 	// so an account whose credits fall below its auto top-up threshold is
 	// topped up (api/topup.go).
@@ -110,6 +119,10 @@ type Server struct {
 	stripe    *stripepay.Client
 	topUps    *stripepay.TopUps
 	chains    sync.Map // "METHOD path" → echo.HandlerFunc: next wrapped in routeMW's middleware
+	// publicURL and frameAncestors are Config.PublicURL and
+	// Config.PortalFrameAncestors (portal_sessions.go, portal_page.go).
+	publicURL      string
+	frameAncestors []string
 }
 
 // New builds the server and its routes.
@@ -126,6 +139,9 @@ func New(cfg Config) (*Server, error) {
 	case cfg.StoreTimeout < 0:
 		return nil, errors.New("api: Config.StoreTimeout must not be negative")
 	}
+	if err := checkPortalConfig(cfg.PublicURL, cfg.PortalFrameAncestors); err != nil {
+		return nil, err
+	}
 	s := &Server{
 		store: cfg.Store, keys: cfg.Keys, signer: cfg.Signer, issuer: cfg.Issuer,
 		log: cfg.Logger, registry: cfg.Registry, now: cfg.Now, bodyLimit: cfg.BodyLimit,
@@ -133,6 +149,7 @@ func New(cfg Config) (*Server, error) {
 		cors: cfg.CORSOrigins, routeMW: cfg.RouteMiddleware, stripe: cfg.Stripe,
 	}
 	s.topUps = cfg.TopUps
+	s.publicURL, s.frameAncestors = strings.TrimSuffix(cfg.PublicURL, "/"), cfg.PortalFrameAncestors
 	if s.issuer == "" {
 		s.issuer = "stipend"
 	}
@@ -165,6 +182,7 @@ func New(cfg Config) (*Server, error) {
 	e.HTTPErrorHandler = s.handleError
 	e.Pre(s.requestID)
 	e.Use(s.observe, recoverPanic, checkQuery, s.storeDeadline)
+	e.Use(portalCORS) // portal_auth.go
 	if len(s.cors) > 0 {
 		e.Use(s.corsMiddleware())
 	}
@@ -188,6 +206,8 @@ func (s *Server) routes() {
 	s.registerStripe(v1)
 	s.registerUsage(v1)
 	s.registerTopUp(v1)
+	s.registerPortalSessions(v1)
+	s.registerPortalPage(s.echo)
 }
 
 // group registers routes under a path prefix.

@@ -30,6 +30,9 @@ const (
 	RoleAdmin Role = "admin"
 	// RoleReader may read the accounts of its listed agents (end-user UIs).
 	RoleReader Role = "reader"
+	// RolePortal is a portal session's (package portal), never a key
+	// file's: it reads one agent through the routes api admits it on.
+	RolePortal Role = "portal"
 )
 
 // Roles lists every role.
@@ -46,10 +49,10 @@ type Key struct {
 	Agents []string `json:"agents,omitempty"`
 }
 
-// MayRead reports whether a reader key may read agentID's data. Other roles
+// MayRead reports whether a reader key (or portal session) may read agentID's data. Other roles
 // are not limited to agents; their route permissions are checked elsewhere.
 func (k *Key) MayRead(agentID string) bool {
-	return k.Role != RoleReader || slices.Contains(k.Agents, agentID)
+	return (k.Role != RoleReader && k.Role != RolePortal) || slices.Contains(k.Agents, agentID)
 }
 
 // File is the JSON key file: {"keys": [...]}.

@@ -33,6 +33,7 @@ func RunTests(t *testing.T, newStore NewStore) {
 	runTable(t, newStore, providerPaymentTests, providerRefundTests)
 	runTable(t, newStore, usageTests) // usage.go: balance and usage (store.UsageReader)
 	runTable(t, newStore, topUpTests)
+	runTable(t, newStore, portalSessionTests) // portal.go
 }
 
 // RunConcurrencyTests runs the guarantees of store.EntitlementStore under

@@ -43,6 +43,7 @@ type fencedChange struct {
 
 // fencedChanges: every store method a ledger route calls.
 var fencedChanges = []fencedChange{
+	portalSessionFence, // portal.go
 	{"CreateEntitlement", func(t *testing.T, f Fenced, clock *Clock) (func(context.Context) error, func(*testing.T) bool) {
 		e := credits(newAgent(), 500, clock.Now())
 		return func(ctx context.Context) error {

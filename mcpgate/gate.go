@@ -153,6 +153,7 @@ type Gate struct {
 	holdTTL     time.Duration
 	purchaseURL string
 	log         *slog.Logger
+	wallet      *wallet // AddWallet's (wallet.go); nil without one
 }
 
 // New validates c and returns its Gate.

@@ -86,7 +86,9 @@ func (c *gatedCall) refusal(kind, message string) *Refusal {
 
 // refuse answers r instead of a result of the tool.
 func (c *gatedCall) refuse(ctx context.Context, r *Refusal) (mcp.Result, error) {
-	return r.result(!declaresOutputSchema(ctx, c.next, c.call)), nil
+	res := r.result(!declaresOutputSchema(ctx, c.next, c.call))
+	c.g.linkWallet(res, r) // wallet.go
+	return res, nil
 }
 
 // deny explains an error of Stipend's answer to the first request of a

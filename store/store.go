@@ -166,6 +166,7 @@ type EntitlementStore interface {
 	EntitlementUpdater // limits.go
 	UsageReader        // usage.go
 	TopUps             // topup.go
+	PortalSessions     // portal.go
 	// UpsertAccount creates the account a.AgentID if absent, or updates its
 	// DisplayName and Metadata if present (CreatedAt is kept), atomically.
 	// It is idempotent, never a Conflict, and returns the stored account. An

@@ -53,6 +53,8 @@ type Config struct {
 	WebhookConcurrency    int           // deliveries sent at once; 0 runs no dispatcher
 	HoldSweepInterval     time.Duration // how often expired holds are ended; 0 runs no sweep
 	CORSOrigins           []string
+	PublicURL             string   // where clients reach the service; the origin of portal session URLs
+	PortalFrameAncestors  []string // who may frame /portal (CSP frame-ancestors)
 	Issuer                string
 	ShutdownTimeout       time.Duration
 	StoreTimeout          time.Duration // bounds each request's store calls
@@ -96,6 +98,8 @@ var settings = []setting{
 	{"webhook-concurrency", "STIPEND_WEBHOOK_CONCURRENCY", "4", "webhook deliveries this instance sends at once; 0 sends none (another instance or process must)", intVar(func(c *Config) *int { return &c.WebhookConcurrency })},
 	{"hold-sweep-interval", "STIPEND_HOLD_SWEEP_INTERVAL", "30s", "how often this instance ends expired holds of idle entitlements; 0 sweeps none (another instance must)", durationVar(func(c *Config) *time.Duration { return &c.HoldSweepInterval })},
 	{"cors-origins", "STIPEND_CORS_ORIGINS", "", "comma-separated origins allowed to call the reader routes from a browser", listVar(func(c *Config) *[]string { return &c.CORSOrigins })},
+	{"public-url", "STIPEND_PUBLIC_URL", "", "where clients reach this service (https://billing.example.com), for the URLs of portal sessions (empty: the origin each request came to)", stringVar(func(c *Config) *string { return &c.PublicURL })},
+	{"portal-frame-ancestors", "STIPEND_PORTAL_FRAME_ANCESTORS", "", "comma-separated origins that may embed the /portal page in a frame (CSP frame-ancestors; empty: none)", listVar(func(c *Config) *[]string { return &c.PortalFrameAncestors })},
 	{"issuer", "STIPEND_ISSUER", "stipend", "issuer written into every receipt", stringVar(func(c *Config) *string { return &c.Issuer })},
 	{"store-timeout", "STIPEND_STORE_TIMEOUT", "2s", "how long a request waits for the store before it answers 503 (unavailable; retry with the same key); keep it well under your callers' timeouts (the MCP gate's is 5s) so they can retry", durationVar(func(c *Config) *time.Duration { return &c.StoreTimeout })},
 	{"shutdown-timeout", "STIPEND_SHUTDOWN_TIMEOUT", "8s", "how long SIGTERM waits for in-flight requests", durationVar(func(c *Config) *time.Duration { return &c.ShutdownTimeout })},

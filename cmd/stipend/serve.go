@@ -141,6 +141,9 @@ func (m *Main) Run(ctx context.Context) error {
 		Webhooks:     &api.WebhookConfig{StripeSecret: c.StripeWebhookSecret, AllowPrivate: c.WebhookAllowPrivate},
 		Stripe:       stripeClient,
 		TopUps:       m.topUpsOf(st, stripeClient, signer),
+
+		PublicURL:            c.PublicURL,
+		PortalFrameAncestors: c.PortalFrameAncestors,
 	})
 	if err != nil {
 		return fmt.Errorf("api: %w", err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stipend-mcp/stipend/entitlement"
 	"github.com/stipend-mcp/stipend/payment"
+	"github.com/stipend-mcp/stipend/portal"
 	"github.com/stipend-mcp/stipend/receipt"
 	"github.com/stipend-mcp/stipend/store"
 	"github.com/stipend-mcp/stipend/store/internal/charge"
@@ -58,6 +59,8 @@ type Store struct {
 	receipts map[string]*receipt.Signed
 	events   outbox
 	topups   map[string]*topup.TopUp // by agent ID (topup.go)
+
+	portal map[string]*portal.Session // portal sessions by ID (portal.go)
 }
 
 // agentIndex holds one agent's rows in list order.

@@ -27,6 +27,13 @@ export type Money = Schemas['Money'];
 export type Problem = Schemas['Problem'];
 /** A charged tool call. */
 export type Consumption = Schemas['Consumption'];
+/**
+ * A portal session as POST /v1/portal-sessions answers it: the end user's
+ * short-lived, single-agent credential (token) and the wallet page (url).
+ * The token, passed as apiKey to createStipendClient, reads that agent's
+ * wallet routes only (docs/portal.md).
+ */
+export type PortalSessionCreated = Schemas['PortalSessionCreated'];
 
 /** A Stipend REST client: an openapi-fetch Client over the API's paths. */
 export type StipendClient = Client<paths>;

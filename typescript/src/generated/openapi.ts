@@ -199,7 +199,7 @@ export type paths = {
         };
         /**
          * List an agent's consumptions, oldest first
-         * @description Role: billing, admin, reader (listed agents).
+         * @description Role: billing, admin, reader (listed agents). A portal session of the agent may call it too (docs/portal.md).
          */
         get: operations["listConsumptions"];
         put?: never;
@@ -246,7 +246,7 @@ export type paths = {
         };
         /**
          * List an agent's receipts, oldest first
-         * @description Role: billing, admin, reader (listed agents).
+         * @description Role: billing, admin, reader (listed agents). A portal session of the agent may call it too (docs/portal.md).
          */
         get: operations["listReceipts"];
         put?: never;
@@ -742,6 +742,161 @@ export type paths = {
         patch?: never;
         trace?: never;
     };
+    "/v1/portal-sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Mint a portal session for one agent: the URL and token of its wallet page
+         * @description Role: billing, admin. The session is a short-lived (ttlSeconds: default 3600, 60 to 86400), single-agent credential for the agent's end user: with its token (Authorization: Bearer stp_portal_…) it may read the agent's balance, usage, consumptions and receipts, start a Checkout top-up and change the auto top-up settings, and nothing else; on any other route or agent it is refused as an unknown key. The token is shown in this answer (and its replays under the same Idempotency-Key, until the ledger's retention ends) and stored only as its SHA-256. url opens the page /portal with it. See docs/portal.md.
+         */
+        post: operations["createPortalSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/portal-sessions/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The portal session ID. */
+                id: components["schemas"]["Name"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Read a portal session (never its token)
+         * @description Role: billing, admin.
+         */
+        get: operations["getPortalSession"];
+        put?: never;
+        post?: never;
+        /**
+         * Revoke a portal session (as POST …/revoke)
+         * @description Role: billing, admin. Idempotent: revoking a revoked session answers it unchanged.
+         */
+        delete: operations["deletePortalSession"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/portal-sessions/{id}/revoke": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The portal session ID. */
+                id: components["schemas"]["Name"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Revoke a portal session: its token is refused from now on
+         * @description Role: billing, admin. Idempotent: revoking a revoked session answers it unchanged (its first revokedAt stays). The body, if any, is an empty object.
+         */
+        post: operations["revokePortalSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/portal/session": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The portal session whose token calls: its agent and expiry, and whether top-up by Checkout is available
+         * @description Only a portal session's token; any other credential is an unknown key (401), as are an expired or revoked session's.
+         */
+        get: operations["getCurrentPortalSession"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        /** CORS preflight and the methods of this path (no key needed) */
+        options: operations["optionsPortalSession"];
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/accounts/{agentId}/checkout": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The agent (account) ID. */
+                agentId: components["schemas"]["Name"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A Stripe Checkout Session that tops up the agent's credits (any service) and returns to /portal
+         * @description Role: billing, admin, and the agent's portal sessions (the wallet's top-up button). The payment grants credits of the amount on scope {"service": "*"}; the payer comes back to /portal?checkout=success (or cancelled). saveForTopUp saves the payer's card for auto top-up. The Idempotency-Key is scoped to the caller (API key or portal session); the same key and body answer the same Checkout Session. 503 when the server has no Stripe secret key.
+         */
+        post: operations["createAccountCheckout"];
+        delete?: never;
+        /** CORS preflight and the methods of this path (no key needed) */
+        options: operations["optionsAccountsCheckout"];
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/portal": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The end user's wallet page (open it with ?session=<token>)
+         * @description No key: the page reads everything with the portal session's token, which it takes out of the URL on load (history.replaceState) and keeps in the tab's sessionStorage. Served with a strict Content-Security-Policy (this origin only; frame-ancestors from --portal-frame-ancestors, 'none' by default) and Referrer-Policy: no-referrer.
+         */
+        get: operations["portalPage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/portal/assets/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description An asset of the page (portal.js, portal.css). */
+                name: string;
+            };
+            cookie?: never;
+        };
+        /** A script or style sheet of the wallet page, embedded in the binary */
+        get: operations["portalAsset"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/accounts/{agentId}/limits": {
         parameters: {
             query?: never;
@@ -777,7 +932,7 @@ export type paths = {
         };
         /**
          * What an agent can spend now, in total
-         * @description Role: billing, admin, reader (listed agents). Totals the agent's usable entitlements (active, not expired; a subscription inside its window) as one snapshot: credits per currency (total, held by open holds, available), quotas per scope service (lazy resets shown as applied; the earliest next reset), and the subscriptions in force with their end. An agent with nothing has empty lists.
+         * @description Role: billing, admin, reader (listed agents). Totals the agent's usable entitlements (active, not expired; a subscription inside its window) as one snapshot: credits per currency (total, held by open holds, available), quotas per scope service (lazy resets shown as applied; the earliest next reset), and the subscriptions in force with their end. An agent with nothing has empty lists. A portal session of the agent may call it too (docs/portal.md).
          */
         get: operations["getBalance"];
         put?: never;
@@ -801,7 +956,7 @@ export type paths = {
         };
         /**
          * An agent's usage over time, in buckets
-         * @description Role: billing, admin, reader (listed agents). Counts the agent's consumptions in [from, to) and what they charged net of refunds (amounts per currency for credits, units for quotas), one bucket per tool (of a service), service, or calendar hour or day of tz that holds a consumption, in key order (names byte by byte, then time), one page at a time. A range over 366 days, hour buckets over more than 31 days, from not before to, an unknown time zone or grouping is a 400 naming the parameter.
+         * @description Role: billing, admin, reader (listed agents). Counts the agent's consumptions in [from, to) and what they charged net of refunds (amounts per currency for credits, units for quotas), one bucket per tool (of a service), service, or calendar hour or day of tz that holds a consumption, in key order (names byte by byte, then time), one page at a time. A range over 366 days, hour buckets over more than 31 days, from not before to, an unknown time zone or grouping is a 400 naming the parameter. A portal session of the agent may call it too (docs/portal.md).
          */
         get: operations["getUsage"];
         put?: never;
@@ -825,18 +980,18 @@ export type paths = {
         };
         /**
          * Get the account's auto top-up: settings, saved method and state
-         * @description Role: billing, admin. An account that never set one answers enabled false and no settings.
+         * @description Role: billing, admin. An account that never set one answers enabled false and no settings. A portal session of the agent may call it too (docs/portal.md).
          */
         get: operations["getTopUp"];
         /**
          * Set the account's auto top-up and enable it
-         * @description Role: billing, admin. When the account's available credits in the amount's currency (balance less holds of its active, unexpired credits entitlements) fall below threshold, Stipend charges amount off session to the Stripe customer and payment method saved by a Checkout Session made with saveForTopUp, and grants a credits entitlement of amount on scope; at most dailyCap per UTC day. threshold and dailyCap are in the amount's currency; the amount is at least Stripe's minimum charge. 409 when no payment method is saved. Enabling forgets earlier failures. docs/stripe.md.
+         * @description Role: billing, admin. When the account's available credits in the amount's currency (balance less holds of its active, unexpired credits entitlements) fall below threshold, Stipend charges amount off session to the Stripe customer and payment method saved by a Checkout Session made with saveForTopUp, and grants a credits entitlement of amount on scope; at most dailyCap per UTC day. threshold and dailyCap are in the amount's currency; the amount is at least Stripe's minimum charge. 409 when no payment method is saved. Enabling forgets earlier failures. docs/stripe.md. A portal session of the agent may call it too (docs/portal.md).
          */
         put: operations["putTopUp"];
         post?: never;
         /**
          * Disable the account's auto top-up
-         * @description Role: billing, admin. The settings and saved method are kept; a top-up already begun ends as its payment does. PUT enables it again.
+         * @description Role: billing, admin. The settings and saved method are kept; a top-up already begun ends as its payment does. PUT enables it again. A portal session of the agent may call it too (docs/portal.md).
          */
         delete: operations["deleteTopUp"];
         options?: never;
@@ -1412,6 +1567,64 @@ export type components = {
             url: string;
             /** Format: date-time */
             expiresAt: string;
+        };
+        PortalSessionRequest: {
+            agentId: components["schemas"]["Name"];
+            /** @description How long the session lasts; default 3600. */
+            ttlSeconds?: number;
+        };
+        PortalSession: {
+            /** Format: uuid */
+            id: string;
+            agentId: components["schemas"]["Name"];
+            /** @description The ID of the API key that minted the session. */
+            createdBy: string;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            expiresAt: string;
+            /** Format: date-time */
+            revokedAt?: string;
+        };
+        PortalSessionCreated: {
+            /** Format: uuid */
+            id: string;
+            agentId: components["schemas"]["Name"];
+            /** @description The ID of the API key that minted the session. */
+            createdBy: string;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            expiresAt: string;
+            /** Format: date-time */
+            revokedAt?: string;
+            /** @description The session's bearer credential: shown in this answer only, stored as its SHA-256. */
+            token: string;
+            /**
+             * Format: uri
+             * @description The wallet page with the session: /portal?session=<token> on --public-url (or the request's origin).
+             */
+            url: string;
+        };
+        CurrentPortalSession: {
+            /** Format: uuid */
+            id: string;
+            agentId: components["schemas"]["Name"];
+            /** @description The ID of the API key that minted the session. */
+            createdBy: string;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            expiresAt: string;
+            /** Format: date-time */
+            revokedAt?: string;
+            /** @description Whether the server can start a Checkout top-up (a Stripe secret key is configured). */
+            checkout: boolean;
+        };
+        AccountCheckoutRequest: {
+            amount: components["schemas"]["PositiveMoney"];
+            /** @description Save the payer's card for the agent's auto top-up. */
+            saveForTopUp?: boolean;
         };
         /** @description An entitlement's spend controls, in its own terms: money of its currency for credits, units for a quota. */
         Limits: {
@@ -3329,6 +3542,297 @@ export interface operations {
             500: components["responses"]["P500"];
             502: components["responses"]["P502"];
             503: components["responses"]["P503"];
+        };
+    };
+    createPortalSession: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description One rule on every route that takes it (docs/idempotency.md): sent once, 1–255 printable ASCII characters without " or \, bare or as a structured-field string ("k-1"), both forms naming the same key. On the ledger's routes the same key and request replays the stored answer with Idempotent-Replayed: true, 409 while the first request is in progress, 422 for a different request; on POST /v1/payments the same key and body returns the same payment. */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PortalSessionRequest"];
+            };
+        };
+        responses: {
+            /** @description the session, with its token and URL */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PortalSessionCreated"];
+                };
+            };
+            400: components["responses"]["P400"];
+            401: components["responses"]["P401"];
+            403: components["responses"]["P403"];
+            409: components["responses"]["P409Ledger"];
+            413: components["responses"]["P413"];
+            415: components["responses"]["P415"];
+            422: components["responses"]["P422"];
+            500: components["responses"]["P500"];
+            503: components["responses"]["P503"];
+        };
+    };
+    getPortalSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The portal session ID. */
+                id: components["schemas"]["Name"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the session */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PortalSession"];
+                };
+            };
+            400: components["responses"]["P400"];
+            401: components["responses"]["P401"];
+            403: components["responses"]["P403"];
+            404: components["responses"]["P404"];
+            500: components["responses"]["P500"];
+            503: components["responses"]["P503"];
+        };
+    };
+    deletePortalSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The portal session ID. */
+                id: components["schemas"]["Name"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the session, revoked */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PortalSession"];
+                };
+            };
+            400: components["responses"]["P400"];
+            401: components["responses"]["P401"];
+            403: components["responses"]["P403"];
+            404: components["responses"]["P404"];
+            413: components["responses"]["P413"];
+            415: components["responses"]["P415"];
+            500: components["responses"]["P500"];
+            503: components["responses"]["P503"];
+        };
+    };
+    revokePortalSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The portal session ID. */
+                id: components["schemas"]["Name"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["EmptyRequest"];
+            };
+        };
+        responses: {
+            /** @description the session, revoked */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PortalSession"];
+                };
+            };
+            400: components["responses"]["P400"];
+            401: components["responses"]["P401"];
+            403: components["responses"]["P403"];
+            404: components["responses"]["P404"];
+            413: components["responses"]["P413"];
+            415: components["responses"]["P415"];
+            500: components["responses"]["P500"];
+            503: components["responses"]["P503"];
+        };
+    };
+    getCurrentPortalSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the session */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CurrentPortalSession"];
+                };
+            };
+            400: components["responses"]["P400"];
+            401: components["responses"]["P401"];
+            500: components["responses"]["P500"];
+            503: components["responses"]["P503"];
+        };
+    };
+    optionsPortalSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+            400: components["responses"]["P400"];
+        };
+    };
+    createAccountCheckout: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description One rule on every route that takes it (docs/idempotency.md): sent once, 1–255 printable ASCII characters without " or \, bare or as a structured-field string ("k-1"), both forms naming the same key. On the ledger's routes the same key and request replays the stored answer with Idempotent-Replayed: true, 409 while the first request is in progress, 422 for a different request; on POST /v1/payments the same key and body returns the same payment. */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description The agent (account) ID. */
+                agentId: components["schemas"]["Name"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AccountCheckoutRequest"];
+            };
+        };
+        responses: {
+            /** @description the Checkout Session made earlier with this key */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CheckoutSession"];
+                };
+            };
+            /** @description a new Checkout Session and its pending payment */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CheckoutSession"];
+                };
+            };
+            400: components["responses"]["P400"];
+            401: components["responses"]["P401"];
+            403: components["responses"]["P403"];
+            413: components["responses"]["P413"];
+            415: components["responses"]["P415"];
+            422: components["responses"]["P422"];
+            500: components["responses"]["P500"];
+            502: components["responses"]["P502"];
+            503: components["responses"]["P503"];
+        };
+    };
+    optionsAccountsCheckout: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The agent (account) ID. */
+                agentId: components["schemas"]["Name"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+            400: components["responses"]["P400"];
+        };
+    };
+    portalPage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the page */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            400: components["responses"]["P400"];
+            500: components["responses"]["P500"];
+        };
+    };
+    portalAsset: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description An asset of the page (portal.js, portal.css). */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the asset */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/javascript": string;
+                    "text/css": string;
+                };
+            };
+            400: components["responses"]["P400"];
+            404: components["responses"]["P404"];
+            500: components["responses"]["P500"];
         };
     };
     putAccountLimits: {
