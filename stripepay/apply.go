@@ -122,17 +122,17 @@ func (a *Applier) change(in *store.InboundEvent) store.PaymentChange {
 	return store.PaymentChange{Issuer: a.Issuer, Sign: a.Sign, Inbound: in}
 }
 
-// complete completes p after checking what Stripe received.
+// complete completes p after checking what Stripe received: the amount and
+// the currency must both be the payment's. An object that names no currency
+// says nothing about what was received, so it grants nothing either.
 func (a *Applier) complete(ctx context.Context, p *payment.Payment, cents int64, currency stripe.Currency, in *store.InboundEvent) error {
-	if currency != "" {
-		got := money.Money{Cents: cents, Currency: strings.ToUpper(string(currency))}
-		if got != p.Amount {
-			a.log().Error("stripe payment not completed: Stripe received another amount than the payment's; "+
-				"refund it at Stripe and fail the payment (POST /v1/payments/{id}/fail), or succeed it by hand",
-				"payment", p.ID, "received", fmt.Sprintf("%d %s", got.Cents, got.Currency))
-			return fmt.Errorf("payment %s: received %d %s, the payment is %d %s: %w",
-				p.ID, got.Cents, got.Currency, p.Amount.Cents, p.Amount.Currency, ErrAmountMismatch)
-		}
+	got := money.Money{Cents: cents, Currency: strings.ToUpper(string(currency))}
+	if got != p.Amount {
+		a.log().Error("stripe payment not completed: Stripe received another amount than the payment's (or named no currency); "+
+			"refund it at Stripe and fail the payment (POST /v1/payments/{id}/fail), or succeed it by hand",
+			"payment", p.ID, "received", fmt.Sprintf("%d %q", got.Cents, got.Currency))
+		return fmt.Errorf("payment %s: received %d %q, the payment is %d %s: %w",
+			p.ID, got.Cents, got.Currency, p.Amount.Cents, p.Amount.Currency, ErrAmountMismatch)
 	}
 	if _, err := a.Payments.CompletePayment(ctx, p.ID, a.change(in)); err != nil {
 		return err
