@@ -29,6 +29,8 @@ var strict = json.JoinOptions(
 		json.UnmarshalFromFunc(refuseNull[string]),
 		json.UnmarshalFromFunc(refuseNull[bool]),
 		json.UnmarshalFromFunc(refuseNull[int64]),
+		json.UnmarshalFromFunc(refuseNullPointer[int64]),
+		json.UnmarshalFromFunc(refuseNullPointer[money.Money]),
 		json.UnmarshalFromFunc(decodeInt),
 	)),
 )
@@ -44,6 +46,14 @@ func refuseNull[T any](dec *jsontext.Decoder, _ *T) error {
 		return err
 	}
 	return &json.SemanticError{JSONKind: 'n', GoType: reflect.TypeFor[T]()}
+}
+
+// refuseNullPointer refuses null for an optional integer or amount (a *T
+// member): only an absent member means its default (a capture's maximum, a
+// refund of the whole charge), and null would read as absent. A member
+// where null has a meaning of its own is a nullable[T] (limits_body.go).
+func refuseNullPointer[T any](dec *jsontext.Decoder, _ **T) error {
+	return refuseNull[T](dec, nil)
 }
 
 // decodeInt bounds every integer a request carries (request bodies use
@@ -78,7 +88,7 @@ var decoders = sync.Pool{New: func() any { return new(decoder) }}
 // (github.com/go-json-experiment/json), strictly: unknown and duplicate
 // object members, wrong types, integers given as fractions, exponents or
 // strings, integers beyond ±2^53−1, null for a string, boolean, integer or
-// amount, invalid UTF-8 and trailing data are errors. Amounts follow
+// amount (optional or not; nullable[T] members read null as null), invalid UTF-8 and trailing data are errors. Amounts follow
 // money.Money.UnmarshalJSONFrom. The error is an *Error (400) naming the
 // dotted path of the offending field ("cost.cents", "grant.scope.tools[1]").
 func DecodeJSON(data []byte, dst any) error {
