@@ -15,21 +15,23 @@ import (
 // defaults is the configuration with nothing set.
 func defaults() main.Config {
 	return main.Config{
-		Addr:                "127.0.0.1:8080",
-		Env:                 main.EnvDevelopment,
-		Store:               main.StoreMemory,
-		FirestoreDatabase:   "(default)",
-		Issuer:              "stipend",
-		ShutdownTimeout:     8 * time.Second,
-		StoreTimeout:        2 * time.Second,
-		LedgerRetention:     24 * time.Hour,
-		LogLevel:            slog.LevelInfo,
-		WebhookConcurrency:  4,
-		PostgresMaxConns:    10,
-		PostgresMigrate:     true,
-		HoldSweepInterval:   30 * time.Second,
-		StripeSweepInterval: time.Minute,
-		StripeSweepAge:      5 * time.Minute,
+		Addr:                  "127.0.0.1:8080",
+		Env:                   main.EnvDevelopment,
+		Store:                 main.StoreMemory,
+		FirestoreDatabase:     "(default)",
+		Issuer:                "stipend",
+		ShutdownTimeout:       8 * time.Second,
+		StoreTimeout:          2 * time.Second,
+		LedgerRetention:       24 * time.Hour,
+		LogLevel:              slog.LevelInfo,
+		WebhookConcurrency:    4,
+		PostgresMaxConns:      10,
+		PostgresMigrate:       true,
+		PostgresLockTimeout:   5 * time.Second,
+		PostgresIdleTxTimeout: 10 * time.Second,
+		HoldSweepInterval:     30 * time.Second,
+		StripeSweepInterval:   time.Minute,
+		StripeSweepAge:        5 * time.Minute,
 	}
 }
 
