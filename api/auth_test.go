@@ -155,7 +155,7 @@ func setupFixtures(e *env) fixtures {
 	b := paymentBody(agentA, 70)
 	b["provider"], b["providerIntentId"] = "stripe", "pi_fixture"
 	e.must(201, req{Method: "POST", Path: "/v1/payments", Key: e.keys.Billing, Body: b, Header: map[string]string{"Idempotency-Key": "fx-stripe"}})
-	f.stripeEvent = `{"id":"evt_fixture","object":"event","type":"payment_intent.succeeded","data":{"object":{"id":"pi_fixture"}}}`
+	f.stripeEvent = `{"id":"evt_fixture","object":"event","type":"payment_intent.succeeded","data":{"object":{"id":"pi_fixture","amount_received":70,"currency":"usd"}}}`
 	f.stripeSignature = stripewebhook.GenerateTestSignedPayload(&stripewebhook.UnsignedPayload{
 		Payload: []byte(f.stripeEvent), Secret: testStripeSecret}).Header
 	return f

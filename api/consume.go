@@ -26,14 +26,14 @@ type consumeBody struct {
 	Tool           string       `json:"tool" validate:"required,name"`
 	IdempotencyKey string       `json:"idempotencyKey" validate:"required,idempotencykey"`
 	Cost           *money.Money `json:"cost"`
-	Units          int64        `json:"units" validate:"units"`
+	Units          *int64       `json:"units" validate:"omitnil,units"`
 	EntitlementID  string       `json:"entitlementId" validate:"omitempty,name"`
 }
 
 func (b *consumeBody) request() entitlement.ConsumeRequest {
 	return entitlement.ConsumeRequest{
 		AgentID: b.AgentID, Service: b.Service, Tool: b.Tool, IdempotencyKey: b.IdempotencyKey,
-		Cost: b.Cost, Units: b.Units, EntitlementID: b.EntitlementID,
+		Cost: b.Cost, Units: orZero(b.Units), EntitlementID: b.EntitlementID,
 	}
 }
 
@@ -146,4 +146,12 @@ func mainReason(ds []entitlement.Denial) entitlement.Reason {
 		}
 	}
 	return best
+}
+
+// orZero is *n, or 0 for an omitted member: the domain's default (one unit).
+func orZero(n *int64) int64 {
+	if n == nil {
+		return 0
+	}
+	return *n
 }

@@ -67,7 +67,7 @@ func TestDecodeJSON(t *testing.T) {
 	})
 	t.Run("Nulls", func(t *testing.T) {
 		var got sample
-		if err := api.DecodeJSON([]byte(`{"cost":null,"at":null,"tags":null,"meta":null,"inner":null}`), &got); err != nil {
+		if err := api.DecodeJSON([]byte(`{"at":null,"tags":null,"meta":null,"inner":null}`), &got); err != nil {
 			t.Fatal(err)
 		}
 		if diff := cmp.Diff(sample{}, got); diff != "" {
@@ -91,6 +91,7 @@ func TestDecodeJSON(t *testing.T) {
 		{"IntForString", `{"name":5}`, "name"},
 		{"NullForString", `{"name":null}`, "name"},
 		{"NullForMoney", `{"price":null}`, "price"},
+		{"NullForOptionalMoney", `{"cost":null}`, "cost"},
 		{"StringForBool", `{"flag":"true"}`, "flag"},
 		{"ObjectForArray", `{"tags":{}}`, "tags"},
 		{"IntInArray", `{"tags":["a",1]}`, "tags[1]"},

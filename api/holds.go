@@ -36,7 +36,7 @@ type authorizeBody struct {
 	Tool           string       `json:"tool" validate:"required,name"`
 	IdempotencyKey string       `json:"idempotencyKey" validate:"required,idempotencykey"`
 	MaxCost        *money.Money `json:"maxCost"`
-	MaxUnits       int64        `json:"maxUnits" validate:"units"`
+	MaxUnits       *int64       `json:"maxUnits" validate:"omitnil,units"`
 	EntitlementID  string       `json:"entitlementId" validate:"omitempty,name"`
 	TTLSeconds     int64        `json:"ttlSeconds" validate:"holdttl"`
 }
@@ -45,7 +45,7 @@ func (b *authorizeBody) request() entitlement.HoldRequest {
 	return entitlement.HoldRequest{
 		ConsumeRequest: entitlement.ConsumeRequest{
 			AgentID: b.AgentID, Service: b.Service, Tool: b.Tool, IdempotencyKey: b.IdempotencyKey,
-			Cost: b.MaxCost, Units: b.MaxUnits, EntitlementID: b.EntitlementID,
+			Cost: b.MaxCost, Units: orZero(b.MaxUnits), EntitlementID: b.EntitlementID,
 		},
 		TTL: time.Duration(b.TTLSeconds) * time.Second, // the holdttl tag bounds it first
 	}

@@ -27,8 +27,11 @@ var strict = json.JoinOptions(
 	json.RejectUnknownMembers(true),
 	json.WithUnmarshalers(json.JoinUnmarshalers(
 		json.UnmarshalFromFunc(refuseNull[string]),
+		json.UnmarshalFromFunc(decodeText),
 		json.UnmarshalFromFunc(refuseNull[bool]),
 		json.UnmarshalFromFunc(refuseNull[int64]),
+		json.UnmarshalFromFunc(refuseNullPointer[int64]),
+		json.UnmarshalFromFunc(refuseNullPointer[money.Money]),
 		json.UnmarshalFromFunc(decodeInt),
 	)),
 )
@@ -44,6 +47,36 @@ func refuseNull[T any](dec *jsontext.Decoder, _ *T) error {
 		return err
 	}
 	return &json.SemanticError{JSONKind: 'n', GoType: reflect.TypeFor[T]()}
+}
+
+// decodeText refuses U+0000 in every string of a body: a member's value, a
+// map key (metadata), an array element. PostgreSQL cannot store it in text
+// and Firestore and memory could, so this one rule, at the boundary, keeps
+// the stores alike: a 400 naming the field (the map, for a key), whatever
+// the store.
+func decodeText(dec *jsontext.Decoder, s *string) error {
+	if dec.PeekKind() != '"' {
+		return errors.ErrUnsupported // the library refuses it
+	}
+	at := dec.StackPointer() // before a key: the map's; before a value: its own
+	tok, err := dec.ReadToken()
+	if err != nil {
+		return err
+	}
+	v := tok.String()
+	if strings.IndexByte(v, 0) >= 0 {
+		return &json.SemanticError{JSONPointer: at, JSONKind: '"', Err: &field.Error{Reason: "must not contain U+0000 (NUL)"}}
+	}
+	*s = v
+	return nil
+}
+
+// refuseNullPointer refuses null for an optional integer or amount (a *T
+// member): only an absent member means its default (a capture's maximum, a
+// refund of the whole charge), and null would read as absent. A member
+// where null has a meaning of its own is a nullable[T] (limits_body.go).
+func refuseNullPointer[T any](dec *jsontext.Decoder, _ **T) error {
+	return refuseNull[T](dec, nil)
 }
 
 // decodeInt bounds every integer a request carries (request bodies use
@@ -77,8 +110,8 @@ var decoders = sync.Pool{New: func() any { return new(decoder) }}
 // (a non-nil pointer) with the encoding/json/v2 pre-release
 // (github.com/go-json-experiment/json), strictly: unknown and duplicate
 // object members, wrong types, integers given as fractions, exponents or
-// strings, integers beyond ±2^53−1, null for a string, boolean, integer or
-// amount, invalid UTF-8 and trailing data are errors. Amounts follow
+// strings, integers beyond ±2^53−1, U+0000 in any string (decodeText), null for a string, boolean, integer or
+// amount (optional or not; nullable[T] members read null as null), invalid UTF-8 and trailing data are errors. Amounts follow
 // money.Money.UnmarshalJSONFrom. The error is an *Error (400) naming the
 // dotted path of the offending field ("cost.cents", "grant.scope.tools[1]").
 func DecodeJSON(data []byte, dst any) error {

@@ -20,6 +20,9 @@ type nullable[T any] struct {
 	V         T
 }
 
+// UnmarshalJSONFrom makes nullable a member type of its own.
+func (n *nullable[T]) UnmarshalJSONFrom(dec *jsontext.Decoder) error { return decodeNullable(dec, n) }
+
 // decodeNullable reads the next value into n: null, or a T with the
 // decoder's (strict) options.
 func decodeNullable[T any](dec *jsontext.Decoder, n *nullable[T]) error {

@@ -161,15 +161,18 @@ func TestPayments(t *testing.T) {
 	})
 	t.Run("FailReasonCleaned", func(t *testing.T) {
 		// Stored as a Stripe cancellation's is (payment.CleanFailureReason):
-		// control characters become spaces; past the limit is a 400.
+		// control characters become spaces; past the limit is a 400, and
+		// so is U+0000, as in every string of a body.
 		var q payment.Payment
 		e.createPayment("pay-reason", paymentBody(agentB, 10)).decode(t, &q)
 		path := "/v1/payments/" + q.ID + "/fail"
 		wantField(t, e.must(http.StatusBadRequest, req{Method: "POST", Path: path, Key: e.keys.Billing,
 			Body: map[string]string{"reason": strings.Repeat("é", payment.MaxFailureReasonLen+1)}}), "reason")
+		wantField(t, e.must(http.StatusBadRequest, req{Method: "POST", Path: path, Key: e.keys.Billing,
+			Body: map[string]string{"reason": "card\x00declined"}}), "reason")
 		var failed payment.Payment
 		e.must(http.StatusOK, req{Method: "POST", Path: path, Key: e.keys.Billing,
-			Body: map[string]string{"reason": "card\x00declined\n\u202e" + strings.Repeat("é", payment.MaxFailureReasonLen-20)}}).decode(t, &failed)
+			Body: map[string]string{"reason": "card\x01declined\n\u202e" + strings.Repeat("é", payment.MaxFailureReasonLen-20)}}).decode(t, &failed)
 		if want := "card declined " + strings.Repeat("é", payment.MaxFailureReasonLen-20); failed.FailureReason != want {
 			t.Errorf("failureReason = %q, want %q", failed.FailureReason, want)
 		}

@@ -118,6 +118,9 @@ func TestRefundConsumption_Refusals(t *testing.T) {
 		{"FloatCents", `{"cost":{"cents":1.5,"currency":"USD"}}`, "cost.cents"},
 		{"CentsBeyondMaxSafe", `{"cost":{"cents":9007199254740992,"currency":"USD"}}`, "cost.cents"},
 		{"ZeroUnits", `{"units":0}`, "units"},
+		// Only an omitted member gives back all that was charged.
+		{"CostNull", `{"cost":null}`, "cost"},
+		{"UnitsNull", `{"units":null}`, "units"},
 		{"UnitsString", `{"units":"1"}`, "units"},
 		{"UnknownField", `{"amount":{"cents":1,"currency":"USD"}}`, "amount"},
 		{"NotAnObject", `[1]`, ""},

@@ -31,9 +31,9 @@ var limitTags = map[string]struct {
 		func(v reflect.Value) bool { return entitlement.ValidIdempotencyKey(v.String()) },
 		fmt.Sprintf("must be 1–%d printable ASCII characters", entitlement.MaxKeyLength),
 	},
-	// units is a consume request's units; 0 stands for 1.
+	// units is a consume request's units (an omitted member stands for 1).
 	"units": {
-		func(v reflect.Value) bool { return v.Int() >= 0 && v.Int() <= entitlement.MaxUnits },
+		func(v reflect.Value) bool { return v.Int() >= 1 && v.Int() <= entitlement.MaxUnits },
 		fmt.Sprintf("must be between 1 and %d", entitlement.MaxUnits),
 	},
 	// holdttl is a hold's ttlSeconds; 0 stands for entitlement.DefaultHoldTTL.

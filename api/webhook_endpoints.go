@@ -34,8 +34,8 @@ type endpointPatch struct {
 // rotateBody is the optional body of POST /v1/webhook-endpoints/{id}/rotate-secret.
 type rotateBody struct {
 	// GracePeriodSeconds is how long the replaced secret keeps signing;
-	// absent: webhook.DefaultSecretGrace.
-	GracePeriodSeconds *int64 `json:"gracePeriodSeconds"`
+	// absent or null: webhook.DefaultSecretGrace.
+	GracePeriodSeconds nullable[int64] `json:"gracePeriodSeconds"`
 }
 
 // endpointWithSecret is the answer of creation and rotation: the only
@@ -188,12 +188,12 @@ func (w *webhookRoutes) rotateSecret(c echo.Context) error {
 		return err
 	}
 	grace := webhook.DefaultSecretGrace
-	if b.GracePeriodSeconds != nil {
+	if g := b.GracePeriodSeconds; g.Set && !g.Null {
 		maxSeconds := int64(webhook.MaxSecretGrace / time.Second)
-		if *b.GracePeriodSeconds < 0 || *b.GracePeriodSeconds > maxSeconds {
+		if g.V < 0 || g.V > maxSeconds {
 			return Invalid("gracePeriodSeconds", fmt.Sprintf("must be between 0 and %d (%s)", maxSeconds, webhook.MaxSecretGrace))
 		}
-		grace = time.Duration(*b.GracePeriodSeconds) * time.Second
+		grace = time.Duration(g.V) * time.Second
 	}
 	var until time.Time
 	now := w.s.now()

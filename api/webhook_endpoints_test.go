@@ -11,6 +11,7 @@ import (
 	"github.com/stipend-mcp/stipend/api"
 	"github.com/stipend-mcp/stipend/event"
 	"github.com/stipend-mcp/stipend/store"
+	"github.com/stipend-mcp/stipend/webhook"
 )
 
 // shownEndpoint is an endpoint as the API answers it.
@@ -186,6 +187,12 @@ func TestWebhooks_RotateSecret(t *testing.T) {
 	rotate(map[string]any{"gracePeriodSeconds": 7 * 24 * 3600}, "rotate-3").decode(t, &got)
 	if want := e.clock.Now().Add(7 * 24 * time.Hour); got.PreviousSecretExpiresAt == nil || !got.PreviousSecretExpiresAt.Equal(want) {
 		t.Errorf("rotation with the longest grace period: previous until %v, want %v", got.PreviousSecretExpiresAt, want)
+	}
+	// null is documented as the default, as an absent member is.
+	got = shownEndpoint{}
+	rotate(map[string]any{"gracePeriodSeconds": nil}, "rotate-4").decode(t, &got)
+	if want := e.clock.Now().Add(webhook.DefaultSecretGrace); got.PreviousSecretExpiresAt == nil || !got.PreviousSecretExpiresAt.Equal(want) {
+		t.Errorf("rotation with gracePeriodSeconds null: previous until %v, want %v (the default)", got.PreviousSecretExpiresAt, want)
 	}
 	for _, body := range []string{`{"gracePeriodSeconds":-1}`, `{"gracePeriodSeconds":604801}`, `{"gracePeriodSeconds":"1h"}`, `{"gracePeriodSeconds":1.5}`} {
 		res := e.do(req{Method: "POST", Path: path + "/rotate-secret", Key: admin, Body: body})

@@ -128,7 +128,7 @@ func TestWebhooks_Stripe(t *testing.T) {
 	var p payment.Payment
 	res.decode(t, &p)
 
-	payload := []byte(`{"id":"evt_api_1","object":"event","type":"payment_intent.succeeded","data":{"object":{"id":"pi_api_1"}}}`)
+	payload := []byte(`{"id":"evt_api_1","object":"event","type":"payment_intent.succeeded","data":{"object":{"id":"pi_api_1","amount_received":900,"currency":"usd"}}}`)
 	signed := stripewebhook.GenerateTestSignedPayload(&stripewebhook.UnsignedPayload{Payload: payload, Secret: stripeTestSecret})
 	send := func(sig string) response {
 		return e.do(req{Method: "POST", Path: "/v1/webhooks/stripe", Body: payload, Header: map[string]string{"Stripe-Signature": sig}})

@@ -85,4 +85,23 @@ var claimTests = []deliveryTest{
 		_, err = s.FinishDelivery(ctx, "missing", "t", store.AttemptResult{Status: store.DeliveryDead})
 		wantCode(t, "FinishDelivery(missing)", err, store.CodeNotFound)
 	}},
+	{"Claim/CallersClock", func(t *testing.T, s store.DeliveryStore, clock *Clock) {
+		// The contract's clock rule: the caller's now alone decides due-ness,
+		// ClaimedAt and a claim's expiry; the store's clock, an hour ahead
+		// here (a skewed instance), stamps only UpdatedAt.
+		d := enqueue(t, s, newDelivery("ep1", event.PaymentSucceeded))
+		callers := clock.Now()
+		clock.Advance(time.Hour)
+		got := claim(t, s, callers, 5, time.Minute, "w1")
+		if len(got) != 1 || got[0].ClaimedAt == nil || !got[0].ClaimedAt.Equal(callers) || !got[0].UpdatedAt.Equal(clock.Now()) {
+			t.Fatalf("claim at the caller's %v with the store's clock at %v = %+v; want claimedAt the caller's, updatedAt the store's",
+				callers, clock.Now(), got)
+		}
+		if got := claim(t, s, callers.Add(59*time.Second), 5, time.Minute, "w2"); len(got) != 0 {
+			t.Errorf("claim 59 s later by the callers' clock (an hour later by the store's) = %v, want none", ids(got))
+		}
+		if got := claim(t, s, callers.Add(time.Minute), 5, time.Minute, "w2"); len(got) != 1 || got[0].ID != d.ID {
+			t.Errorf("claim a TTL later by the callers' clock = %v, want [%s]", ids(got), d.ID)
+		}
+	}},
 }

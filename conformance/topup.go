@@ -223,12 +223,19 @@ func testTopUpFailures(t *testing.T, s store.EntitlementStore, clock *Clock) {
 		}
 		return p
 	}
-	// A failure, then a success: the success forgets it.
+	// A failure pauses top-up (topup.FailurePause), then a success
+	// forgets it.
 	fail(0)
-	p := beginTopUp(t, s, agent, 1) // settles the failure first
-	if got := getTopUp(t, s, agent); got.Failures != 1 {
-		t.Errorf("failures after one failure = %d, want 1", got.Failures)
+	_, err := s.BeginTopUp(ctx, agent, 1) // settles the failure first
+	wantRefused(t, "BeginTopUp(right after a failure)", err, topup.ErrPaused)
+	if got := getTopUp(t, s, agent); got.Failures != 1 || got.PendingPaymentID != "" {
+		t.Errorf("after one failure = failures %d, pending %q; want 1, none", got.Failures, got.PendingPaymentID)
 	}
+	clock.Advance(topup.FailurePause - time.Second)
+	_, err = s.BeginTopUp(ctx, agent, 1)
+	wantRefused(t, "BeginTopUp(a second before the pause ends)", err, topup.ErrPaused)
+	clock.Advance(time.Second)
+	p := beginTopUp(t, s, agent, 1)
 	if _, err := s.CompletePayment(ctx, p.ID, signing); err != nil {
 		t.Fatalf("CompletePayment: %v", err)
 	}
@@ -246,6 +253,7 @@ func testTopUpFailures(t *testing.T, s store.EntitlementStore, clock *Clock) {
 		if _, err := s.SettleTopUp(ctx, agent); err != nil { // idempotent
 			t.Fatalf("SettleTopUp again: %v", err)
 		}
+		clock.Advance(time.Hour) // past the pause (doubled after each failure)
 	}
 	got := getTopUp(t, s, agent)
 	if got.Enabled || got.Failures != 3 || got.DisabledReason == "" {

@@ -1,6 +1,7 @@
 package entitlement_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -106,4 +107,29 @@ func TestEntitlement_Alerts(t *testing.T) {
 			t.Error("triggering an alert changed a shallow copy made before")
 		}
 	})
+}
+
+// TestEntitlement_PercentAlertOfGranted: a percentage alert is a
+// percentage of what the entitlement was granted when it was made
+// (credits.granted; a quota's limit), never of its balance at some later
+// time: granted does not move when the balance does (charges, refunds, a
+// partial refund of its payment), so neither does the threshold.
+func TestEntitlement_PercentAlertOfGranted(t *testing.T) {
+	e := withAlerts(t, credits(1000), entitlement.Alert{Percent: new(int64(50))}) // 50% of 1000: low at 500
+	e.Credits.Balance.Cents = 600                                                 // a partial refund of its payment took 400, as the stores do
+	e.Refresh(now)
+	if c, _ := consume(t, &e, now, req(usd(99), 1)); c.LowBalance { // to 501
+		t.Fatal("a charge to 501 crossed 50%: want the threshold at 500, half of granted 1000")
+	}
+	if c, _ := consume(t, &e, now, req(usd(1), 1)); !c.LowBalance || e.Credits.Granted.Cents != 1000 { // to 500
+		t.Errorf("a charge to 500: lowBalance %v, granted %d; want the alert crossed, granted still 1000", c.LowBalance, e.Credits.Granted.Cents)
+	}
+	q := withAlerts(t, quota(10, 10, now.Add(time.Hour)), entitlement.Alert{Percent: new(int64(30))}) // low at 3 units left
+	for i, want := range []bool{false, false, false, false, false, false, true} {
+		r := req(nil, 1)
+		r.IdempotencyKey = fmt.Sprint("q", i)
+		if c, _ := consume(t, &q, now, r); c.LowBalance != want {
+			t.Errorf("quota charge %d (to %d left): lowBalance %v, want %v (30%% of the limit 10 is 3)", i+1, q.Quota.Remaining, c.LowBalance, want)
+		}
+	}
 }

@@ -57,9 +57,10 @@ type SubscriptionBalance struct {
 }
 
 // BalanceOf totals es, an agent's entitlements as stored (any status), at
-// now. It refreshes copies, never es itself. A credits total past
-// money.MaxCents is clamped to it rather than shown as an amount no client
-// can read.
+// now. It refreshes copies, never es itself. A total past money.MaxCents
+// (2^53−1: credits, or a quota's limit, remaining or held units) is capped
+// at it rather than shown as a number no JSON client reads exactly; docs/api.md
+// says so.
 func BalanceOf(agentID string, es []Entitlement, now time.Time) Balance {
 	b := Balance{AgentID: agentID, AsOf: now.UTC(),
 		Credits: []CreditsBalance{}, Quotas: []QuotaBalance{}, Subscriptions: []SubscriptionBalance{}}
@@ -79,10 +80,8 @@ func BalanceOf(agentID string, es []Entitlement, now time.Time) Balance {
 				c = &CreditsBalance{Currency: cur}
 				credits[cur] = c
 			}
-			// Each term and each running total is at most money.MaxCents,
-			// so no sum overflows before it is clamped.
-			c.Total.Cents = min(c.Total.Cents+e.Credits.Balance.Cents, money.MaxCents)
-			c.Held.Cents = min(c.Held.Cents+e.Credits.Held.Cents, money.MaxCents)
+			c.Total.Cents = capped(c.Total.Cents, e.Credits.Balance.Cents)
+			c.Held.Cents = capped(c.Held.Cents, e.Credits.Held.Cents)
 			c.Entitlements++
 		case TypeQuota:
 			q := quotas[e.Scope.Service]
@@ -90,9 +89,9 @@ func BalanceOf(agentID string, es []Entitlement, now time.Time) Balance {
 				q = &QuotaBalance{Service: e.Scope.Service, NextResetAt: e.Quota.ResetAt}
 				quotas[e.Scope.Service] = q
 			}
-			q.Limit += e.Quota.Limit
-			q.Remaining += e.Quota.Remaining
-			q.Held += e.Quota.Held
+			q.Limit = capped(q.Limit, e.Quota.Limit)
+			q.Remaining = capped(q.Remaining, e.Quota.Remaining)
+			q.Held = capped(q.Held, e.Quota.Held)
 			if e.Quota.ResetAt.Before(q.NextResetAt) {
 				q.NextResetAt = e.Quota.ResetAt
 			}
@@ -131,3 +130,7 @@ func BalanceOf(agentID string, es []Entitlement, now time.Time) Balance {
 	})
 	return b
 }
+
+// capped is total+n capped at money.MaxCents. Each term and each running
+// total is at most money.MaxCents, so the sum never overflows first.
+func capped(total, n int64) int64 { return min(total+n, money.MaxCents) }

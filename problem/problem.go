@@ -6,6 +6,7 @@
 package problem
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -139,15 +140,19 @@ func TooLarge(limit int64) Problem {
 // Write answers p on w as application/problem+json; the answer to a HEAD
 // request r has the headers and no body.
 func Write(w http.ResponseWriter, r *http.Request, p Problem) error {
-	b, err := json.Marshal(p)
-	if err != nil {
+	// Not HTML: "Bearer <key>" reads as written, not as \u003ckey\u003e.
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(p); err != nil {
 		return err
 	}
+	b := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	w.Header().Set("Content-Type", ContentType)
 	w.WriteHeader(p.Status)
 	if r.Method == http.MethodHead {
 		return nil
 	}
-	_, err = w.Write(b)
+	_, err := w.Write(b)
 	return err
 }

@@ -93,6 +93,17 @@ func TestWrite(t *testing.T) {
 			t.Errorf("Write body (-want +got):\n%s", diff)
 		}
 	})
+	t.Run("NotHTMLEscaped", func(t *testing.T) {
+		// The 401's detail reads as written: no \u003ckey\u003e.
+		q := problem.New(http.StatusUnauthorized, problem.Unauthorized, "send an API key as Authorization: Bearer <key> & retry")
+		rec := httptest.NewRecorder()
+		if err := problem.Write(rec, httptest.NewRequest(http.MethodGet, "/", nil), q); err != nil {
+			t.Fatalf("Write: %v", err)
+		}
+		if body := rec.Body.String(); !strings.Contains(body, `"detail":"send an API key as Authorization: Bearer <key> & retry"`) || strings.HasSuffix(body, "\n") {
+			t.Errorf("Write body = %s; want the detail unescaped and no trailing newline", body)
+		}
+	})
 	t.Run("HEAD", func(t *testing.T) {
 		rec := httptest.NewRecorder()
 		if err := problem.Write(rec, httptest.NewRequest(http.MethodHead, "/", nil), p); err != nil {

@@ -165,6 +165,17 @@ type DeliveryStore interface {
 	// rows remain; callers simply call again. A limit ≤ 0 claims nothing. A
 	// failed call may have claimed some deliveries; those claims expire after
 	// claimTTL like any other.
+	//
+	// Clocks: now is the caller's clock, and it alone decides what is due,
+	// ClaimedAt, and whether a claim has expired; the store's own clock only
+	// stamps UpdatedAt. So between instances a claim is taken over claimTTL
+	// after it was made as the claiming instance's clock reads it: an
+	// instance whose clock runs ahead by s takes an in_flight delivery over
+	// s early, one behind s late. Safety never rests on the clocks: a taken
+	// over claim's FinishDelivery is refused (its token is stale), so a skew
+	// beyond the TTL's margin can make a delivery be sent twice (receivers
+	// deduplicate on its webhook-id), never lose one. The dispatcher's
+	// default TTL (twice the attempt timeout plus 30 s) leaves that margin.
 	ClaimDueDeliveries(ctx context.Context, now time.Time, limit int, claimTTL time.Duration, workerID string) ([]Delivery, error)
 	// FinishDelivery records the result of the attempt made under claimToken:
 	// succeeded, dead, failed (terminal) or back to pending at r.RetryAt. It

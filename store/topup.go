@@ -33,7 +33,7 @@ type TopUps interface {
 	// atomic step it settles the account's pending top-up (SettleTopUp),
 	// and, unless topup.Begin refuses (a Conflict wrapping
 	// topup.ErrDisabled, ErrMoved when the sequence is not expectSeq,
-	// ErrPending or ErrDailyCap), increments the sequence, marks the
+	// ErrPending, ErrPaused or ErrDailyCap), increments the sequence, marks the
 	// top-up pending and creates its pending payment (provider stripe,
 	// keyed by topup.PaymentKey). Of concurrent calls with one expectSeq,
 	// at most one begins. ErrNotFound for an unknown account.

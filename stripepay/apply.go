@@ -83,6 +83,9 @@ func (a *Applier) log() *slog.Logger {
 // this Stipend's (one made by another issuer's, see
 // payment.IssuerMetadataKey): those are ignored.
 func (a *Applier) find(ctx context.Context, meta map[string]string, intentID string) (p payment.Payment, ok bool, err error) {
+	if err := readable(intentID, meta[payment.MetadataKey]); err != nil {
+		return payment.Payment{}, false, err
+	}
 	if iss := meta[payment.IssuerMetadataKey]; iss != "" && a.Issuer != "" && iss != a.Issuer {
 		a.log().Info("stripe object of another Stipend deployment ignored", "issuer", iss, "payment", meta[payment.MetadataKey])
 		return payment.Payment{}, false, nil
@@ -122,17 +125,17 @@ func (a *Applier) change(in *store.InboundEvent) store.PaymentChange {
 	return store.PaymentChange{Issuer: a.Issuer, Sign: a.Sign, Inbound: in}
 }
 
-// complete completes p after checking what Stripe received.
+// complete completes p after checking what Stripe received: the amount and
+// the currency must both be the payment's. An object that names no currency
+// says nothing about what was received, so it grants nothing either.
 func (a *Applier) complete(ctx context.Context, p *payment.Payment, cents int64, currency stripe.Currency, in *store.InboundEvent) error {
-	if currency != "" {
-		got := money.Money{Cents: cents, Currency: strings.ToUpper(string(currency))}
-		if got != p.Amount {
-			a.log().Error("stripe payment not completed: Stripe received another amount than the payment's; "+
-				"refund it at Stripe and fail the payment (POST /v1/payments/{id}/fail), or succeed it by hand",
-				"payment", p.ID, "received", fmt.Sprintf("%d %s", got.Cents, got.Currency))
-			return fmt.Errorf("payment %s: received %d %s, the payment is %d %s: %w",
-				p.ID, got.Cents, got.Currency, p.Amount.Cents, p.Amount.Currency, ErrAmountMismatch)
-		}
+	got := money.Money{Cents: cents, Currency: strings.ToUpper(string(currency))}
+	if got != p.Amount {
+		a.log().Error("stripe payment not completed: Stripe received another amount than the payment's (or named no currency); "+
+			"refund it at Stripe and fail the payment (POST /v1/payments/{id}/fail), or succeed it by hand",
+			"payment", p.ID, "received", fmt.Sprintf("%d %q", got.Cents, got.Currency))
+		return fmt.Errorf("payment %s: received %d %q, the payment is %d %s: %w",
+			p.ID, got.Cents, got.Currency, p.Amount.Cents, p.Amount.Currency, ErrAmountMismatch)
 	}
 	if _, err := a.Payments.CompletePayment(ctx, p.ID, a.change(in)); err != nil {
 		return err
@@ -309,5 +312,24 @@ func (a *Applier) DisputeCreated(ctx context.Context, d *stripe.Dispute, in *sto
 // errNoIntent is a charge that names no PaymentIntent.
 var errNoIntent = errors.New("the charge names no payment intent")
 
-// ErrMalformed reports an object Stipend cannot read; a webhook answers 400.
-func ErrMalformed(err error) bool { return errors.Is(err, errNoIntent) }
+// errNUL is an object whose identifiers hold U+0000. No Stripe object does,
+// none can name a payment of Stipend's (its API refuses U+0000 in every
+// string), and PostgreSQL could not even look one up.
+var errNUL = errors.New("an identifier of the object contains U+0000 (NUL)")
+
+// readable refuses identifiers that hold U+0000 (errNUL).
+func readable(ids ...string) error {
+	for _, id := range ids {
+		if strings.IndexByte(id, 0) >= 0 {
+			return errNUL
+		}
+	}
+	return nil
+}
+
+// ErrMalformed reports an object Stipend cannot read (it names no intent,
+// or an identifier holds U+0000); a webhook answers 400. A 400 rather than
+// an acknowledgement: such an object is none Stripe makes, so nothing real
+// waits on it, and Stripe's dashboard shows the operator the refused
+// deliveries instead of Stipend dropping a signed event unseen.
+func ErrMalformed(err error) bool { return errors.Is(err, errNoIntent) || errors.Is(err, errNUL) }

@@ -42,6 +42,15 @@ type Sweep struct {
 	// TopUps, if set, is checked after the payments: every account whose
 	// auto top-up is on or pending (TopUps.Once).
 	TopUps *TopUps
+	// MaxGap is the longest a pending payment waits between two reads
+	// after the first (default DefaultSweepMaxGap); see readPointPassed.
+	MaxGap time.Duration
+
+	// last is when this sweep's previous Once listed the pending payments
+	// (zero: none did, so every pending payment is read); retry holds the
+	// payments whose read failed then, read again whatever their age.
+	last  time.Time
+	retry map[string]bool
 }
 
 // Report says what one sweep did.
@@ -59,18 +68,32 @@ func (r Report) String() string {
 	return fmt.Sprintf("checked %d, applied %d, failed %d", r.Checked, r.Applied, r.Failed)
 }
 
-// Once sweeps every pending Stripe payment older than Age, page by page. A
-// payment whose read or change fails is counted and logged, and the sweep
-// goes on; only a failure to list stops it.
+// Once sweeps the pending Stripe payments older than Age, page by page. The
+// first Once of a Sweep reads every one; each later one reads only those
+// that passed a read point since the previous Once (readPointPassed: the
+// reads back off with the payment's age, to one per MaxGap), and those
+// whose read failed then. A payment whose read or change fails is counted
+// and logged, and the sweep goes on; only a failure to list stops it. Once
+// is not safe for concurrent use (Run calls it from one goroutine).
 func (s *Sweep) Once(ctx context.Context) (Report, error) {
-	now, age := time.Now, s.Age
+	clock, age, maxGap := time.Now, s.Age, s.MaxGap
 	if s.Now != nil {
-		now = s.Now
+		clock = s.Now
 	}
 	if age <= 0 {
 		age = DefaultSweepAge
 	}
-	f := store.PendingFilter{Provider: payment.ProviderStripe, CreatedBefore: now().Add(-age)}
+	if maxGap <= 0 {
+		maxGap = DefaultSweepMaxGap
+	}
+	now, last, retry, failed := clock(), s.last, s.retry, map[string]bool{}
+	due := func(p *payment.Payment) bool {
+		if last.IsZero() || retry[p.ID] {
+			return true
+		}
+		return readPointPassed(last.Sub(p.CreatedAt), now.Sub(p.CreatedAt), age, maxGap)
+	}
+	f := store.PendingFilter{Provider: payment.ProviderStripe, CreatedBefore: now.Add(-age)}
 	var r Report
 	cursor := ""
 	for {
@@ -79,6 +102,9 @@ func (s *Sweep) Once(ctx context.Context) (Report, error) {
 			return r, fmt.Errorf("stripe sweep: listing pending payments: %w", err)
 		}
 		for i := range items {
+			if !due(&items[i]) {
+				continue
+			}
 			res, err := s.reconcile(ctx, &items[i])
 			if errors.Is(err, errUnread) {
 				continue
@@ -87,6 +113,7 @@ func (s *Sweep) Once(ctx context.Context) (Report, error) {
 			switch {
 			case err != nil:
 				r.Failed++
+				failed[items[i].ID] = true
 				s.log().Warn("stripe sweep: payment not reconciled; trying again at the next sweep", "payment", items[i].ID, "error", err.Error())
 			case res == Applied:
 				r.Applied++
@@ -98,6 +125,7 @@ func (s *Sweep) Once(ctx context.Context) (Report, error) {
 		}
 		cursor = next
 	}
+	s.last, s.retry = now, failed // a listing that failed above keeps the previous ones, so nothing due is skipped
 	if s.TopUps == nil || ctx.Err() != nil {
 		return r, ctx.Err()
 	}

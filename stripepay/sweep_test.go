@@ -209,3 +209,40 @@ func TestSweep_Ends(t *testing.T) {
 		})
 	}
 }
+
+// TestSweep_BacksOffByAge: one instance's sweep, ticking every minute,
+// reads a payment that stays pending at its read points only (Age, 2×Age,
+// …), not at every tick; a read that failed is tried again at the next.
+func TestSweep_BacksOffByAge(t *testing.T) {
+	e := newSweepEnv(t)
+	e.intentPayment(t, "backoff")
+	refusing := stripemock.Misrouted(t, e.mock)
+	s := &stripepay.Sweep{Store: e.store, Applier: e.applier(), Now: e.clock.Now, Logger: slog.New(slog.DiscardHandler)}
+	tick := func(base string) stripepay.Report {
+		t.Helper()
+		s.Stripe = stripemock.Client(t, base)
+		r, err := s.Once(t.Context())
+		if err != nil {
+			t.Fatalf("Sweep.Once: %v", err)
+		}
+		return r
+	}
+	e.clock.Advance(stripepay.DefaultSweepAge + time.Second) // age 5 min: the first read
+	if r := tick(refusing); r != (stripepay.Report{Checked: 1, Failed: 1}) {
+		t.Fatalf("first tick against a refusing Stripe: %v, want 1 checked, 1 failed", r)
+	}
+	e.clock.Advance(time.Minute) // 6 min: no read point, but the failed read is tried again
+	if r := tick(e.mock); r != (stripepay.Report{Checked: 1}) {
+		t.Fatalf("tick after a failed read: %v, want the payment read again", r)
+	}
+	for range 3 { // 7, 8, 9 min
+		e.clock.Advance(time.Minute)
+		if r := tick(e.mock); r.Checked != 0 {
+			t.Fatalf("tick between read points at %s: %v, want nothing read", e.clock.Now(), r)
+		}
+	}
+	e.clock.Advance(time.Minute) // 10 min = 2×Age
+	if r := tick(e.mock); r.Checked != 1 {
+		t.Errorf("tick at 2×Age: %v, want the payment read", r)
+	}
+}

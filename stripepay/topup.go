@@ -129,6 +129,9 @@ func (t *TopUps) Check(ctx context.Context, agentID string) error {
 		if !tu.Enabled || tu.Settings == nil || tu.Method == nil {
 			return nil
 		}
+		if resume := tu.ResumeAt(); t.now().Before(resume) {
+			return nil // paused after a failed top-up (topup.FailurePause); BeginTopUp would refuse too
+		}
 		avail, err := t.Available(ctx, agentID, tu.Settings.Amount.Currency)
 		if err != nil || avail >= tu.Settings.Threshold.Cents {
 			return err

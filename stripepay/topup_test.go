@@ -183,8 +183,10 @@ func TestTopUps_DailyCap(t *testing.T) {
 }
 
 // TestTopUps_ThreeFailuresDisable: Stripe declines three off-session
-// charges in a row: each fails its payment and writes topup.failed; the
-// third disables top-up, after which nothing is charged.
+// charges in a row: each fails its payment and writes topup.failed, and
+// pauses top-up (topup.FailurePause, doubled each time): a check during the
+// pause charges nothing. The third disables top-up, after which nothing is
+// charged.
 func TestTopUps_ThreeFailuresDisable(t *testing.T) {
 	e := newTopUpEnv(t, 400, 100000, declined)
 	tu := e.instance(t)
@@ -192,6 +194,15 @@ func TestTopUps_ThreeFailuresDisable(t *testing.T) {
 		check(t, tu)
 		if got := e.topUp(t); got.Failures != i || got.PendingPaymentID != "" {
 			t.Fatalf("after decline %d: failures %d, pending %q; want %d, none", i, got.Failures, got.PendingPaymentID, i)
+		}
+		if i < 3 {
+			pause := topup.FailurePause << (i - 1)
+			e.clock.Advance(pause - time.Second)
+			check(t, tu) // still paused
+			if n := len(e.intents()); n != i {
+				t.Fatalf("PaymentIntents %s after decline %d = %d, want %d (paused)", pause-time.Second, i, n, i)
+			}
+			e.clock.Advance(time.Second)
 		}
 		p, err := e.store.GetPayment(context.Background(), topup.PaymentID(topUpAgent, int64(i)))
 		if err != nil || p.Status != payment.StatusFailed || p.FailureReason != "stripe: card_declined/generic_decline: Your card was declined." {

@@ -96,8 +96,8 @@ func Settle(t *TopUp, p *payment.Payment, now time.Time) (f *Failure, changed bo
 // Begin begins top-up expectSeq+1 of t, whose pending payment (if any) is
 // pending, read in the same transaction: it settles that payment first
 // (failure is then the data of a topup.failed event to write), refuses
-// with ErrDisabled, ErrMoved (t.Seq is not expectSeq), ErrPending or
-// ErrDailyCap, and otherwise counts the top-up in t and returns its
+// with ErrDisabled, ErrMoved (t.Seq is not expectSeq), ErrPending,
+// ErrPaused (before ResumeAt, after a failure) or ErrDailyCap, and otherwise counts the top-up in t and returns its
 // payment, to create in the same transaction.
 func Begin(t *TopUp, expectSeq int64, pending *payment.Payment, now time.Time) (p payment.Payment, failure *Failure, err error) {
 	failure, _ = Settle(t, pending, now)
@@ -108,6 +108,8 @@ func Begin(t *TopUp, expectSeq int64, pending *payment.Payment, now time.Time) (
 		return p, failure, ErrPending
 	case !t.Enabled || t.Settings == nil || t.Method == nil:
 		return p, failure, ErrDisabled
+	case now.Before(t.ResumeAt()):
+		return p, failure, ErrPaused
 	}
 	s := t.Settings
 	today := day(now)

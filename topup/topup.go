@@ -23,6 +23,13 @@ import (
 // disabled.
 const MaxFailures = 3
 
+// FailurePause is how long top-up waits after a failed top-up before it
+// begins another, doubled for each further failure in a row (15 min after
+// the first, 30 after the second), so that MaxFailures declines take the
+// better part of an hour to disable top-up, not the seconds of three
+// charges in a row. A success, or new settings, end the pause.
+const FailurePause = 15 * time.Minute
+
 // Settings is when an account tops up, by how much, and what it buys.
 type Settings struct {
 	// Threshold: a top-up begins when the account's available credits in
@@ -72,6 +79,17 @@ type TopUp struct {
 	UpdatedAt time.Time   `json:"updatedAt,omitzero"`
 }
 
+// ResumeAt is when t may begin a top-up again after failures in a row: the
+// last change of t (Settle stamps UpdatedAt when it counts a failure) plus
+// FailurePause, doubled for each failure after the first. The zero time
+// when the last top-up did not fail.
+func (t *TopUp) ResumeAt() time.Time {
+	if t.Failures <= 0 || t.UpdatedAt.IsZero() {
+		return time.Time{}
+	}
+	return t.UpdatedAt.Add(FailurePause << min(t.Failures-1, 8))
+}
+
 // Watched reports whether a sweep must look at t: top-up is enabled, or a
 // top-up is pending.
 func (t *TopUp) Watched() bool { return t.Enabled || t.PendingPaymentID != "" }
@@ -82,6 +100,7 @@ var (
 	ErrDisabled = errors.New("top-up is not enabled")
 	ErrPending  = errors.New("a top-up is pending")
 	ErrDailyCap = errors.New("the top-up would pass the daily cap")
+	ErrPaused   = errors.New("top-up is paused after a failed top-up")
 	ErrMoved    = errors.New("the top-up sequence moved since it was read")
 	ErrNoMethod = errors.New("no payment method is saved for top-up: pay once through a Checkout Session made with saveForTopUp")
 )

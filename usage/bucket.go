@@ -132,10 +132,11 @@ func (t *Tally) Add(c *entitlement.Consumption) {
 	}
 }
 
-// Bucket returns the bucket of k that t totals. Amounts are clamped to
-// money.MaxCents, the most any amount can show.
+// Bucket returns the bucket of k that t totals. Amounts and units are
+// capped at money.MaxCents (2^53−1), the most a JSON client reads exactly;
+// docs/api.md says so.
 func (q *Query) Bucket(k Key, t Tally) Bucket {
-	b := Bucket{Service: k.Service, Tool: k.Tool, Count: t.Count, Units: t.Units, Amounts: []money.Money{}}
+	b := Bucket{Service: k.Service, Tool: k.Tool, Count: t.Count, Units: min(t.Units, money.MaxCents), Amounts: []money.Money{}}
 	if q.GroupBy.ByTime() {
 		start, end := q.Span(k.Wall)
 		b.Start, b.End = &start, &end

@@ -166,3 +166,27 @@ func TestQuery_AggregateAndPage(t *testing.T) {
 		t.Errorf("Page(a cursor of another query) = %v, want ErrCursor", err)
 	}
 }
+
+// TestQuery_BucketCapsTotals: a bucket's amounts and units past 2^53−1
+// (money.MaxCents) are shown capped at it, as docs/api.md says.
+func TestQuery_BucketCapsTotals(t *testing.T) {
+	q := usage.Query{AgentID: "a", From: at("2026-03-01T00:00:00Z"), To: at("2026-03-03T00:00:00Z"), GroupBy: usage.ByTool}
+	if err := q.Normalize(); err != nil {
+		t.Fatal(err)
+	}
+	var tally usage.Tally
+	for _, typ := range []entitlement.Type{entitlement.TypeCredits, entitlement.TypeCredits, entitlement.TypeQuota, entitlement.TypeQuota} {
+		c := entitlement.Consumption{AgentID: "a", Service: "s", Tool: "t", EntitlementType: typ, OccurredAt: at("2026-03-01T01:00:00Z")}
+		if typ == entitlement.TypeCredits {
+			c.Cost = money.Money{Cents: money.MaxCents, Currency: "USD"}
+		} else {
+			c.Units = money.MaxCents
+		}
+		tally.Add(&c)
+	}
+	got := q.Bucket(usage.Key{Service: "s", Tool: "t"}, tally)
+	want := usage.Bucket{Service: "s", Tool: "t", Count: 4, Units: money.MaxCents, Amounts: []money.Money{{Cents: money.MaxCents, Currency: "USD"}}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Bucket of totals past 2^53−1 (-want +got):\n%s", diff)
+	}
+}

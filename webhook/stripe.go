@@ -105,7 +105,8 @@ func signedAt(header string) (time.Time, bool) {
 //     payment that already succeeded.
 //   - 400: the signature is missing or wrong, its timestamp is more than the
 //     tolerance away from the clock (older or ahead), or the payload is
-//     malformed.
+//     malformed (an identifier holding U+0000 included: see
+//     stripepay.ErrMalformed).
 //   - 409: an object Stipend made whose payment the store does not show yet
 //     (an event that overtook the payment's creation), or a payment not in
 //     a state the event can change (a success for a failed payment, a
@@ -136,6 +137,9 @@ func (h *Stripe) Handle(ctx context.Context, payload []byte, sig string) (int, e
 	}
 	if ev.ID == "" || ev.Data == nil {
 		return http.StatusBadRequest, errors.New("stripe event: no id or data")
+	}
+	if strings.IndexByte(ev.ID, 0) >= 0 {
+		return http.StatusBadRequest, errors.New("stripe event: its id contains U+0000 (NUL), which no Stripe event's does")
 	}
 	typ := string(ev.Type)
 	apply, known := h.appliers()[typ]

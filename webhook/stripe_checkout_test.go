@@ -140,7 +140,7 @@ func TestStripe_OutOfOrder(t *testing.T) {
 	if got, _ := e.deliver(t, refund, time.Now()); got != http.StatusConflict {
 		t.Fatalf("refund before success: %d, want 409", got)
 	}
-	e.mustDeliver(t, stripeEvent("evt_ooo", webhook.StripePaymentSucceeded, `{"id":"pi_ooo","object":"payment_intent","status":"succeeded"}`), http.StatusOK)
+	e.mustDeliver(t, stripeEvent("evt_ooo", webhook.StripePaymentSucceeded, `{"id":"pi_ooo","object":"payment_intent","status":"succeeded","amount_received":1500,"currency":"usd"}`), http.StatusOK)
 	e.mustDeliver(t, refund, http.StatusOK)
 	e.mustDeliver(t, refund, http.StatusOK)
 	if got := e.status(t, p.ID); got.Status != payment.StatusRefunded || e.receipts(t) != 2 {

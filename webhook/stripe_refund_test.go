@@ -29,7 +29,7 @@ func (e *stripeEnv) balance(t *testing.T, p payment.Payment) (money.Money, entit
 func TestStripe_PartialRefunds(t *testing.T) {
 	e := newStripeEnv(t)
 	p := e.payment(t, "pi_part")
-	e.mustDeliver(t, stripeEvent("evt_part", webhook.StripePaymentSucceeded, `{"id":"pi_part","object":"payment_intent","status":"succeeded"}`), http.StatusOK)
+	e.mustDeliver(t, stripeEvent("evt_part", webhook.StripePaymentSucceeded, `{"id":"pi_part","object":"payment_intent","status":"succeeded","amount_received":1500,"currency":"usd"}`), http.StatusOK)
 	charge := func(id string, refunded int64, full bool) []byte {
 		return stripeEvent(id, webhook.StripeChargeRefunded, `{"id":"ch_part","object":"charge","payment_intent":"pi_part","amount":1500,"currency":"usd",`+
 			`"amount_refunded":`+strconv.FormatInt(refunded, 10)+`,"refunded":`+map[bool]string{true: "true", false: "false"}[full]+`}`)
@@ -69,7 +69,7 @@ func TestStripe_Dispute(t *testing.T) {
 	if got, _ := e.deliver(t, dispute, time.Now()); got != http.StatusConflict {
 		t.Fatalf("dispute before the success: %d, want 409 (Stripe retries)", got)
 	}
-	e.mustDeliver(t, stripeEvent("evt_dp_ok", webhook.StripePaymentSucceeded, `{"id":"pi_dp","object":"payment_intent","status":"succeeded"}`), http.StatusOK)
+	e.mustDeliver(t, stripeEvent("evt_dp_ok", webhook.StripePaymentSucceeded, `{"id":"pi_dp","object":"payment_intent","status":"succeeded","amount_received":1500,"currency":"usd"}`), http.StatusOK)
 	e.mustDeliver(t, dispute, http.StatusOK)
 	e.mustDeliver(t, dispute, http.StatusOK)
 	got := e.status(t, p.ID)

@@ -101,7 +101,7 @@ func (e *stripeEnv) pendingEvents(t *testing.T) int {
 func TestStripe_SucceededCompletesOnce(t *testing.T) {
 	e := newStripeEnv(t)
 	p := e.payment(t, "pi_1")
-	ev := stripeEvent("evt_1", webhook.StripePaymentSucceeded, `{"id":"pi_1","object":"payment_intent"}`)
+	ev := stripeEvent("evt_1", webhook.StripePaymentSucceeded, `{"id":"pi_1","object":"payment_intent","amount_received":1500,"currency":"usd"}`)
 	e.mustDeliver(t, ev, http.StatusOK)
 	got := e.status(t, p.ID)
 	if got.Status != payment.StatusSucceeded || got.ReceiptID == "" || len(got.EntitlementIDs) != 1 {
@@ -136,7 +136,7 @@ func TestStripe_FailedAttemptThenSuccess(t *testing.T) {
 	if got := e.status(t, p.ID); got.Status != payment.StatusPending {
 		t.Fatalf("after payment_failed: %s, want pending (the customer may pay with another method)", got.Status)
 	}
-	e.mustDeliver(t, stripeEvent("evt_2b", webhook.StripePaymentSucceeded, `{"id":"pi_2","object":"payment_intent","status":"succeeded"}`), http.StatusOK)
+	e.mustDeliver(t, stripeEvent("evt_2b", webhook.StripePaymentSucceeded, `{"id":"pi_2","object":"payment_intent","status":"succeeded","amount_received":1500,"currency":"usd"}`), http.StatusOK)
 	if got := e.status(t, p.ID); got.Status != payment.StatusSucceeded || len(got.EntitlementIDs) != 1 {
 		t.Errorf("after the second attempt succeeded: %s with %d entitlements, want succeeded with 1", got.Status, len(got.EntitlementIDs))
 	}
@@ -191,6 +191,33 @@ func TestStripe_AmountMismatch(t *testing.T) {
 	}
 }
 
+// TestStripe_SuccessWithoutCurrency: a signed success that names no
+// currency says nothing about what Stripe received, so it grants nothing
+// (409, Stripe retries), for an intent and for a Checkout Session alike.
+func TestStripe_SuccessWithoutCurrency(t *testing.T) {
+	e := newStripeEnv(t) // payments of 1500 USD
+	intent := e.payment(t, "pi_nocur")
+	checkout := e.checkoutPayment(t, "nocur")
+	for _, tc := range []struct {
+		name, typ, object string
+		id                string
+	}{
+		{"payment_intent amount 1", webhook.StripePaymentSucceeded, `{"id":"pi_nocur","object":"payment_intent","amount_received":1}`, intent.ID},
+		{"payment_intent full amount", webhook.StripePaymentSucceeded, `{"id":"pi_nocur","object":"payment_intent","amount_received":1500}`, intent.ID},
+		{"checkout session", webhook.StripeCheckoutCompleted,
+			`{"id":"cs_nocur","object":"checkout.session","status":"complete","payment_status":"paid","amount_total":1,` +
+				`"metadata":{"stipend_payment_id":"nocur"},"payment_intent":"pi_cs_nocur"}`, checkout.ID},
+	} {
+		if code, err := e.deliver(t, stripeEvent("evt_nocur", tc.typ, tc.object), time.Now()); code != http.StatusConflict || err == nil {
+			t.Errorf("%s: success without currency = %d (%v), want 409 with an error", tc.name, code, err)
+		}
+		if got := e.status(t, tc.id); got.Status != payment.StatusPending || len(got.EntitlementIDs) != 0 {
+			t.Errorf("%s: payment after a success without currency: %s with %d entitlements, want pending with none",
+				tc.name, got.Status, len(got.EntitlementIDs))
+		}
+	}
+}
+
 func TestStripe_ChargeRefunded(t *testing.T) {
 	e := newStripeEnv(t)
 	p := e.payment(t, "pi_3")
@@ -199,7 +226,7 @@ func TestStripe_ChargeRefunded(t *testing.T) {
 	if got, _ := e.deliver(t, refund, time.Now()); got != http.StatusConflict {
 		t.Errorf("refund before success = %d, want 409", got)
 	}
-	e.mustDeliver(t, stripeEvent("evt_s", webhook.StripePaymentSucceeded, `{"id":"pi_3"}`), http.StatusOK)
+	e.mustDeliver(t, stripeEvent("evt_s", webhook.StripePaymentSucceeded, `{"id":"pi_3","amount_received":1500,"currency":"usd"}`), http.StatusOK)
 	e.mustDeliver(t, stripeEvent("evt_partial", webhook.StripeChargeRefunded, `{"id":"ch_3","payment_intent":"pi_3","refunded":false}`), http.StatusOK)
 	if got := e.status(t, p.ID); got.Status != payment.StatusSucceeded {
 		t.Fatalf("after a partial refund: %s, want succeeded (ignored)", got.Status)
@@ -211,8 +238,8 @@ func TestStripe_ChargeRefunded(t *testing.T) {
 	e.mustDeliver(t, refund, http.StatusOK)
 	// A stale failed attempt or cancellation of a settled payment is
 	// acknowledged and changes nothing.
-	e.mustDeliver(t, stripeEvent("evt_f", webhook.StripePaymentFailed, `{"id":"pi_3"}`), http.StatusOK)
-	e.mustDeliver(t, stripeEvent("evt_c", webhook.StripePaymentCanceled, `{"id":"pi_3"}`), http.StatusOK)
+	e.mustDeliver(t, stripeEvent("evt_f", webhook.StripePaymentFailed, `{"id":"pi_3","amount_received":1500,"currency":"usd"}`), http.StatusOK)
+	e.mustDeliver(t, stripeEvent("evt_c", webhook.StripePaymentCanceled, `{"id":"pi_3","amount_received":1500,"currency":"usd"}`), http.StatusOK)
 	if got := e.status(t, p.ID); got.Status != payment.StatusRefunded {
 		t.Errorf("after a stale failure and cancellation: %s, want refunded", got.Status)
 	}
@@ -235,7 +262,7 @@ func TestStripe_IgnoredEvents(t *testing.T) {
 func TestStripe_Refused(t *testing.T) {
 	e := newStripeEnv(t)
 	p := e.payment(t, "pi_5")
-	ev := stripeEvent("evt_5", webhook.StripePaymentSucceeded, `{"id":"pi_5"}`)
+	ev := stripeEvent("evt_5", webhook.StripePaymentSucceeded, `{"id":"pi_5","amount_received":1500,"currency":"usd"}`)
 	good := stripewebhook.GenerateTestSignedPayload(&stripewebhook.UnsignedPayload{Payload: ev, Secret: stripeSecret})
 	wrong := stripewebhook.GenerateTestSignedPayload(&stripewebhook.UnsignedPayload{Payload: ev, Secret: "whsec_other"})
 	old := stripewebhook.GenerateTestSignedPayload(&stripewebhook.UnsignedPayload{Payload: ev, Secret: stripeSecret, Timestamp: time.Now().Add(-6 * time.Minute)})
@@ -272,7 +299,7 @@ func TestStripe_Refused(t *testing.T) {
 func TestStripe_FutureTimestamp(t *testing.T) {
 	e := newStripeEnv(t)
 	p := e.payment(t, "pi_future")
-	ev := stripeEvent("evt_future", webhook.StripePaymentSucceeded, `{"id":"pi_future"}`)
+	ev := stripeEvent("evt_future", webhook.StripePaymentSucceeded, `{"id":"pi_future","amount_received":1500,"currency":"usd"}`)
 	for _, ahead := range []time.Duration{6 * time.Minute, 24 * time.Hour, 10 * 365 * 24 * time.Hour} {
 		if got, err := e.deliver(t, ev, time.Now().Add(ahead)); got != http.StatusBadRequest || err == nil {
 			t.Errorf("event signed %s ahead: Handle = %d, %v; want 400 with an error", ahead, got, err)

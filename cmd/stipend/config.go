@@ -40,7 +40,9 @@ type Config struct {
 	PostgresPasswordFile  string
 	PostgresPassword      string // STIPEND_POSTGRES_PASSWORD (no flag, so never in a process listing); never logged
 	PostgresMaxConns      int
-	PostgresMigrate       bool // apply the embedded migrations at start
+	PostgresMigrate       bool          // apply the embedded migrations at start
+	PostgresLockTimeout   time.Duration // lock_timeout of every connection; 0 leaves it to the server
+	PostgresIdleTxTimeout time.Duration // idle_in_transaction_session_timeout of every connection; 0 leaves it to the server
 	APIKeysFile           string
 	SigningKeyFiles       []string // the first signs; all verify
 	StripeWebhookSecret   string
@@ -87,6 +89,8 @@ var settings = []setting{
 	{"postgres-password-file", "STIPEND_POSTGRES_PASSWORD_FILE", "", "file holding the PostgreSQL password (its first line); or set STIPEND_POSTGRES_PASSWORD", stringVar(func(c *Config) *string { return &c.PostgresPasswordFile })},
 	{"postgres-max-conns", "STIPEND_POSTGRES_MAX_CONNS", "10", "connections this instance opens to PostgreSQL at most (1–1000)", intVar(func(c *Config) *int { return &c.PostgresMaxConns })},
 	{"postgres-migrate", "STIPEND_POSTGRES_MIGRATE", "true", "apply the embedded schema migrations at start; false refuses to start on a schema that lacks one (run `stipend migrate`)", boolVar(func(c *Config) *bool { return &c.PostgresMigrate })},
+	{"postgres-lock-timeout", "STIPEND_POSTGRES_LOCK_TIMEOUT", "5s", "PostgreSQL lock_timeout of Stipend's connections: how long a statement waits for a row another transaction locks before the call answers 503 (retry with the same key); 0 leaves the server's", durationVar(func(c *Config) *time.Duration { return &c.PostgresLockTimeout })},
+	{"postgres-idle-in-transaction-timeout", "STIPEND_POSTGRES_IDLE_IN_TRANSACTION_TIMEOUT", "10s", "PostgreSQL idle_in_transaction_session_timeout of Stipend's connections: how long a transaction may sit idle before the server ends it and frees its locks (an instance frozen mid-transaction); 0 leaves the server's", durationVar(func(c *Config) *time.Duration { return &c.PostgresIdleTxTimeout })},
 	{"api-keys-file", "STIPEND_API_KEYS_FILE", "", "JSON file of hashed API keys (see `stipend keys api`)", stringVar(func(c *Config) *string { return &c.APIKeysFile })},
 	{"signing-key-file", "STIPEND_SIGNING_KEY_FILE", "", "receipt signing key file; repeat the flag (or comma-separate the variable): the first signs, all verify", listVar(func(c *Config) *[]string { return &c.SigningKeyFiles })},
 	{"stripe-webhook-secret", "STIPEND_STRIPE_WEBHOOK_SECRET", "", "Stripe webhook signing secret (whsec_…); without it the Stripe route refuses every event", stringVar(func(c *Config) *string { return &c.StripeWebhookSecret })},
@@ -214,6 +218,10 @@ func (c Config) Validate() error {
 		return errors.New("--postgres-password-file and STIPEND_POSTGRES_PASSWORD: give the password one way")
 	case c.PostgresMaxConns < 1 || c.PostgresMaxConns > 1000:
 		return bad("postgres-max-conns", "must be between 1 and 1000")
+	case c.PostgresLockTimeout < 0:
+		return bad("postgres-lock-timeout", "must not be negative")
+	case c.PostgresIdleTxTimeout < 0:
+		return bad("postgres-idle-in-transaction-timeout", "must not be negative")
 	case c.Addr == "":
 		return bad("addr", "is required")
 	case c.FirestoreDatabase == "":

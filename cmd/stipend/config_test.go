@@ -15,21 +15,23 @@ import (
 // defaults is the configuration with nothing set.
 func defaults() main.Config {
 	return main.Config{
-		Addr:                "127.0.0.1:8080",
-		Env:                 main.EnvDevelopment,
-		Store:               main.StoreMemory,
-		FirestoreDatabase:   "(default)",
-		Issuer:              "stipend",
-		ShutdownTimeout:     8 * time.Second,
-		StoreTimeout:        2 * time.Second,
-		LedgerRetention:     24 * time.Hour,
-		LogLevel:            slog.LevelInfo,
-		WebhookConcurrency:  4,
-		PostgresMaxConns:    10,
-		PostgresMigrate:     true,
-		HoldSweepInterval:   30 * time.Second,
-		StripeSweepInterval: time.Minute,
-		StripeSweepAge:      5 * time.Minute,
+		Addr:                  "127.0.0.1:8080",
+		Env:                   main.EnvDevelopment,
+		Store:                 main.StoreMemory,
+		FirestoreDatabase:     "(default)",
+		Issuer:                "stipend",
+		ShutdownTimeout:       8 * time.Second,
+		StoreTimeout:          2 * time.Second,
+		LedgerRetention:       24 * time.Hour,
+		LogLevel:              slog.LevelInfo,
+		WebhookConcurrency:    4,
+		PostgresMaxConns:      10,
+		PostgresMigrate:       true,
+		PostgresLockTimeout:   5 * time.Second,
+		PostgresIdleTxTimeout: 10 * time.Second,
+		HoldSweepInterval:     30 * time.Second,
+		StripeSweepInterval:   time.Minute,
+		StripeSweepAge:        5 * time.Minute,
 	}
 }
 
@@ -282,5 +284,31 @@ func TestProductionRefusals_Documented(t *testing.T) {
 				t.Errorf("ParseConfig(%q) error = %v, want one starting %q", tt.args, err, want)
 			}
 		})
+	}
+}
+
+// TestBadValues_Documented: the messages docs/configuration.md quotes for
+// bad values are the ones the binary prints, word for word, with exit 2.
+func TestBadValues_Documented(t *testing.T) {
+	b, err := os.ReadFile("../../docs/configuration.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{nil, map[string]string{"STIPEND_SHUTDOWN_TIMEOUT": "soon"}, `stipend serve: STIPEND_SHUTDOWN_TIMEOUT="soon": not a duration (such as 10s)`},
+		{nil, map[string]string{"STIPEND_STORE": "mongo"}, `stipend serve: STIPEND_STORE="mongo": not memory, firestore or postgres`},
+		{[]string{"--shutdown-timeout", "0s"}, nil, `stipend serve: --shutdown-timeout="0s": must be positive`},
+	} {
+		if !strings.Contains(string(b), "`"+tt.want+"`") {
+			t.Errorf("docs/configuration.md does not quote `%s`", tt.want)
+		}
+		code, _, stderr := runCommand(t, tt.env, tt.args...)
+		if first, _, _ := strings.Cut(stderr, "\n"); code != 2 || first != tt.want {
+			t.Errorf("stipend %v with %v: exit %d, stderr %q; want 2 and %q", tt.args, tt.env, code, first, tt.want)
+		}
 	}
 }

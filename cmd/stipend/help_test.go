@@ -107,10 +107,10 @@ func TestRunCommand_HelpCommand(t *testing.T) {
 }
 
 func TestRunCommand_Version(t *testing.T) {
-	for _, args := range [][]string{{"version"}, {"--version"}, {"-version"}} {
+	for _, args := range [][]string{{"version"}, {"--version"}, {"-version"}, {"serve", "--version"}, {"--addr", "127.0.0.1:0", "--version"}} {
 		code, stdout, stderr := runCommand(t, nil, args...)
 		if code != 0 || !strings.HasPrefix(stdout, "stipend ") || strings.Count(stdout, "\n") != 1 {
-			t.Errorf("stipend %s: exit %d, stdout %q, stderr %q; want 0 and one line \"stipend VERSION\"", args[0], code, stdout, stderr)
+			t.Errorf("stipend %s: exit %d, stdout %q, stderr %q; want 0 and one line \"stipend VERSION\"", strings.Join(args, " "), code, stdout, stderr)
 		}
 	}
 	if code, _, stderr := runCommand(t, nil, "version", "extra"); code != 2 || !strings.Contains(stderr, "Usage: stipend version") {

@@ -43,6 +43,9 @@ func RunCommand(ctx context.Context, args []string, env map[string]string, stdou
 	}
 	switch cmd {
 	case "serve":
+		if asksVersion(rest) {
+			return versionCmd(nil, stdout, stderr) // `stipend serve --version`, as `stipend --version`
+		}
 		return serveCmd(ctx, rest, env, stdout, stderr)
 	case "keys":
 		return keysCmd(rest, stdout, stderr)
@@ -71,6 +74,20 @@ func RunCommand(ctx context.Context, args []string, env map[string]string, stdou
 		printUsage(stderr)
 		return 2
 	}
+}
+
+// asksVersion reports whether serve's flags ask for the version
+// (--version or -version before any "--").
+func asksVersion(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "--version", "-version":
+			return true
+		}
+	}
+	return false
 }
 
 // versionCmd is `stipend version` (and `stipend --version`).

@@ -45,6 +45,7 @@ func openPostgres(ctx context.Context, c Config) (*pgxpool.Pool, error) {
 		cfg.ConnConfig.Password = c.PostgresPassword
 	}
 	cfg.MaxConns = int32(c.PostgresMaxConns)
+	pgstore.SessionTimeouts(cfg, c.PostgresLockTimeout, c.PostgresIdleTxTimeout)
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = 10 * time.Second
 	}

@@ -45,8 +45,8 @@ func TestMain_PostgresProduction(t *testing.T) {
 	}
 	for name, m := range map[string]*runningMain{"first": first, "second": second} {
 		logs := m.stderr.String()
-		if !strings.Contains(logs, `"message":"postgres store"`) || !strings.Contains(logs, `"message":"idempotency ledger on postgres"`) {
-			t.Errorf("%s instance's logs do not say the store and ledger are on postgres:\n%s", name, logs)
+		if !strings.Contains(logs, `"message":"postgres store"`) || !strings.Contains(logs, `"message":"idempotency ledger on postgres","table":"idempotency_ledger","namespace":"idem_`) {
+			t.Errorf("%s instance's logs do not say the store and ledger (its table and namespace) are on postgres:\n%s", name, logs)
 		}
 		if strings.Contains(logs, password) {
 			t.Errorf("%s instance logged the PostgreSQL password:\n%s", name, logs)

@@ -29,7 +29,9 @@ func (m *Main) openLedger(db database) idempotency.Ledger {
 		m.Logger.Warn("idempotency ledger in memory: development only, not durable, not horizontally safe")
 		return memledger.New(collection)
 	case StorePostgres:
-		m.Logger.Info("idempotency ledger on postgres", "collection", collection)
+		// Rows of the table idempotency_ledger, under the deployment's namespace
+		// (its column "collection"): PostgreSQL has no collections.
+		m.Logger.Info("idempotency ledger on postgres", "table", "idempotency_ledger", "namespace", collection)
 		l := pgledger.New(db.postgres, collection)
 		m.startLedgerPurge(l)
 		return l

@@ -110,9 +110,12 @@ func codeOf(err error) fault.Code {
 		// Contention that outlasted the adapter's own retries: not the
 		// caller's conflict; the same call may succeed later.
 		return fault.CodeUnavailable
-	case "55P03", "57014", "25006", "42501":
+	case "55P03", "57014", "25P03", "25006", "42501":
 		// lock_not_available and query_canceled (a lock_timeout or
-		// statement_timeout of the deployment), read_only_sql_transaction
+		// statement_timeout of the deployment),
+		// idle_in_transaction_session_timeout (the server ended a session
+		// whose transaction sat idle, as one of a frozen instance does;
+		// it rolled back), read_only_sql_transaction
 		// (a failover left us on a standby), insufficient_privilege (a
 		// grant of the deployment is missing: fail closed, as Firestore's
 		// PermissionDenied does).

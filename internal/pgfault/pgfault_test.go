@@ -38,6 +38,7 @@ func TestTranslate(t *testing.T) {
 		{"DeadlockDetected", pgErr("40P01"), unavailable, false},
 		{"LockTimeout", pgErr("55P03"), unavailable, false},
 		{"StatementTimeout", pgErr("57014"), unavailable, false},
+		{"IdleInTransactionTimeout", pgErr("25P03"), unavailable, false},
 		{"AdminShutdown", pgErr("57P01"), unavailable, false},
 		{"ReadOnlyStandby", pgErr("25006"), unavailable, false},
 		{"TooManyConnections", pgErr("53300"), unavailable, false},
