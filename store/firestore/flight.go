@@ -2,6 +2,7 @@ package firestore
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/singleflight"
@@ -56,4 +57,81 @@ func (f *flights[T]) do(ctx context.Context, key, what string, budget time.Durat
 		return zero, false, &store.Error{Code: store.CodeUnavailable, Err: ctx.Err(), Uncertain: true,
 			Message: what + ": gave up waiting; the change may still be made, retry it"}
 	}
+}
+
+// Different changes of one payment (refunds asked with other
+// Idempotency-Keys, a completion racing a failure) share no flight, and on
+// Firestore their transactions, each reading the payment and then writing
+// it, waited on one another's locks until every caller's deadline had
+// passed: all were told "may have been applied" while one of them was
+// applied behind them. So within an instance the changes of one payment
+// take turns (turns.take): each runs alone, in a few round trips, and the
+// next one reads what it left. A caller whose deadline ends while it waits
+// for its turn is told, for certain, that nothing was attempted; one whose
+// turn comes too late to finish (less than minTurn left) is told the same
+// rather than have its commit cut off mid-way. Between instances the turns
+// contend as before, a few at a time.
+
+// minTurn is the least time a change needs to be started: a transaction on
+// a payment is a handful of round trips.
+const minTurn = 250 * time.Millisecond
+
+// turns queues the changes of each payment.
+type turns struct {
+	mu sync.Mutex
+	m  map[string]*turn
+}
+
+type turn struct {
+	slot    chan struct{} // holds a token while a change runs
+	waiters int
+}
+
+// take waits for the turn of payment id and returns its release, or a
+// certain Unavailable error when ctx ends first or leaves too little time.
+func (q *turns) take(ctx context.Context, id, what string) (release func(), err error) {
+	q.mu.Lock()
+	if q.m == nil {
+		q.m = make(map[string]*turn)
+	}
+	t := q.m[id]
+	if t == nil {
+		t = &turn{slot: make(chan struct{}, 1)}
+		q.m[id] = t
+	}
+	t.waiters++
+	q.mu.Unlock()
+	leave := func() {
+		q.mu.Lock()
+		if t.waiters--; t.waiters == 0 {
+			delete(q.m, id)
+		}
+		q.mu.Unlock()
+	}
+	select {
+	case t.slot <- struct{}{}:
+	case <-ctx.Done():
+		leave()
+		return nil, store.Wrap(store.CodeUnavailable, ctx.Err(), "%s: not attempted: other changes of the payment ran first; retry", what)
+	}
+	release = func() {
+		<-t.slot
+		leave()
+	}
+	if d, ok := ctx.Deadline(); ok && time.Until(d) < minTurn {
+		release()
+		return nil, store.Errorf(store.CodeUnavailable, "%s: not attempted: too little time left after other changes of the payment; retry", what)
+	}
+	return release, nil
+}
+
+// inTurn runs change in the turn of payment id.
+func inTurn[T any](s *Store, ctx context.Context, id, what string, change func(context.Context) (T, error)) (T, error) {
+	release, err := s.turns.take(ctx, id, what)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	defer release()
+	return change(ctx)
 }

@@ -7,6 +7,7 @@ import (
 	"cloud.google.com/go/firestore"
 
 	"github.com/stipend-mcp/stipend/entitlement"
+	"github.com/stipend-mcp/stipend/money"
 	"github.com/stipend-mcp/stipend/payment"
 	"github.com/stipend-mcp/stipend/store"
 )
@@ -53,7 +54,9 @@ func (s *Store) CompletePayment(ctx context.Context, id string, ch store.Payment
 // FailPayment implements store.EntitlementStore. Concurrent identical calls
 // share one transaction (flight.go).
 func (s *Store) FailPayment(ctx context.Context, id string, ch store.PaymentChange) (payment.Payment, error) {
-	fail := func(ctx context.Context) (payment.Payment, error) { return s.shared.FailPayment(ctx, id, ch) }
+	fail := func(ctx context.Context) (payment.Payment, error) {
+		return inTurn(s, ctx, id, "fail payment", func(ctx context.Context) (payment.Payment, error) { return s.shared.FailPayment(ctx, id, ch) })
+	}
 	if store.FenceOf(ctx) != nil {
 		return fail(ctx)
 	}
@@ -78,6 +81,8 @@ func (s *Store) RefundPayment(ctx context.Context, id string, ch store.PaymentCh
 // nothing (flight.go says why).
 func (s *Store) shareCompletion(ctx context.Context, what, id string, ch *store.PaymentChange,
 	change func(context.Context) (store.Completion, error)) (store.Completion, error) {
+	inner := change
+	change = func(ctx context.Context) (store.Completion, error) { return inTurn(s, ctx, id, what, inner) }
 	if store.FenceOf(ctx) != nil {
 		return change(ctx)
 	}
@@ -112,4 +117,20 @@ func all(writes []func() error) error {
 		}
 	}
 	return nil
+}
+
+// RefundPaymentPart implements store.ProviderPayments, in the payment's
+// turn (flight.go).
+func (s *Store) RefundPaymentPart(ctx context.Context, id string, total money.Money, ch store.PaymentChange) (store.Completion, error) {
+	return inTurn(s, ctx, id, "refund part of payment", func(ctx context.Context) (store.Completion, error) {
+		return s.shared.RefundPaymentPart(ctx, id, total, ch)
+	})
+}
+
+// DisputePayment implements store.ProviderPayments, in the payment's turn
+// (flight.go).
+func (s *Store) DisputePayment(ctx context.Context, id string, ch store.PaymentChange) (payment.Payment, error) {
+	return inTurn(s, ctx, id, "dispute payment", func(ctx context.Context) (payment.Payment, error) {
+		return s.shared.DisputePayment(ctx, id, ch)
+	})
 }

@@ -68,6 +68,8 @@ type Store struct {
 	// (flight.go).
 	completions flights[store.Completion]
 	failures    flights[payment.Payment]
+	// turns orders the different changes of one payment (flight.go).
+	turns turns
 	// maxBatch bounds the calls one batch transaction applies.
 	maxBatch int
 	// gather is how long a hot lane waits for its callers to come back.
