@@ -17,6 +17,7 @@ var providerRefundTests = []subtest{
 	{"PaymentRefundPart", testPaymentRefundPart},
 	{"PaymentRefundPartBounds", testPaymentRefundPartBounds},
 	{"PaymentRefundPartAfterSpending", testPaymentRefundPartAfterSpending},
+	{"PaymentRefundPartCrossesAlert", testPaymentRefundPartCrossesAlert},
 	{"PaymentDispute", testPaymentDispute},
 }
 
@@ -180,4 +181,32 @@ func testPaymentDispute(t *testing.T, s store.EntitlementStore, clock *Clock) {
 	wantCode(t, "DisputePayment(pending)", err, store.CodeConflict)
 	_, err = s.DisputePayment(ctx, "no-such-payment", store.PaymentChange{Reason: "early"})
 	wantCode(t, "DisputePayment(unknown)", err, store.CodeNotFound)
+}
+
+// testPaymentRefundPartCrossesAlert: a partial refund that takes what is
+// left to or below an alert's threshold triggers it and writes one
+// entitlement.balance_low, as a charge would (issue 29: it wrote none).
+func testPaymentRefundPartCrossesAlert(t *testing.T, s store.EntitlementStore, clock *Clock) {
+	u, ok := s.(store.EntitlementUpdater)
+	if !ok {
+		t.Skip("the store does not update entitlements")
+	}
+	agent := newAgent()
+	p, eid := succeeded(t, s, agent, "part-alert", 1000)
+	if _, err := u.UpdateEntitlement(t.Context(), eid, entitlement.Update{Alerts: alertsAt(entitlement.Alert{Amount: ptr(usd(500))})}); err != nil {
+		t.Fatalf("UpdateEntitlement (alert at 500): %v", err)
+	}
+	dispatchAll(t, s)
+	refundPart(t, s, p.ID, 300, signing) // 700 left: above
+	if n := len(pendingEventsOf(t, s, event.EntitlementBalanceLow)); n != 0 {
+		t.Fatalf("after a partial refund that left 700: %d balance_low events, want none", n)
+	}
+	refundPart(t, s, p.ID, 600, signing) // 400 left: crossed
+	evs := pendingEventsOf(t, s, event.EntitlementBalanceLow)
+	if len(evs) != 1 {
+		t.Fatalf("after a partial refund that left 400: %d balance_low events, want 1", len(evs))
+	}
+	if got := getEntitlement(t, s, eid); got.Credits.Balance != usd(400) || len(got.Alerts) != 1 || !got.Alerts[0].Triggered {
+		t.Errorf("after the refunds: balance %v, alerts %+v; want 400 and the alert triggered", got.Credits.Balance, got.Alerts)
+	}
 }

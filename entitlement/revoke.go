@@ -24,6 +24,9 @@ func (e *Entitlement) Revoke(now time.Time) (expired, released []string) {
 // partial refund of its payment, and returns what it took: zero from an
 // entitlement that is not active credits in part's currency. The rest of
 // the grant stays usable.
+//
+// A cut that takes what is left to or below an armed alert's threshold
+// triggers it as a charge would: CutAlerts says so.
 func (e *Entitlement) CutCredits(part money.Money) money.Money {
 	c := &e.Credits
 	if e.Type != TypeCredits || e.Status != StatusActive || c.Balance.Currency != part.Currency {
@@ -32,4 +35,16 @@ func (e *Entitlement) CutCredits(part money.Money) money.Money {
 	take := min(part.Cents, max(c.Balance.Cents-c.Held.Cents, 0))
 	c.Balance.Cents -= take
 	return money.Money{Cents: take, Currency: part.Currency}
+}
+
+// CutAlerts settles e's alerts after CutCredits at now: an armed alert the
+// cut took to or below its threshold is triggered, and it reports whether
+// one was, for the store to write one entitlement.balance_low, as after a
+// charge.
+func (e *Entitlement) CutAlerts(now time.Time) (crossed bool) {
+	if len(e.Alerts) == 0 {
+		return false
+	}
+	crossed, _ = e.settleAlerts(now, true)
+	return crossed
 }

@@ -284,11 +284,16 @@ func (o Shared) RefundPaymentPart(ctx context.Context, id string, total money.Mo
 			}
 			now := tx.Now()
 			grants := make([]receipt.Grant, 0, len(es))
+			var lows []pendingEvent
 			for i := range es {
 				e := &es[i]
 				expired := e.ExpireHolds(now)
 				e.Refresh(now)
 				e.CutCredits(part)
+				if e.CutAlerts(now) {
+					low := e.Clone()
+					lows = append(lows, ev(event.EntitlementBalanceLow, e.AgentID, &low))
+				}
 				tx.UpdateEntitlement(e.Clone(), expired, nil)
 				grants = append(grants, receipt.GrantOf(e))
 			}
@@ -300,7 +305,7 @@ func (o Shared) RefundPaymentPart(ctx context.Context, id string, total money.Mo
 			tx.CreateReceipt(signed)
 			tx.PutPayment(p)
 			out = store.Completion{Payment: p, Receipt: signed, Entitlements: es}
-			return addEvents(tx, now, ev(event.PaymentPartiallyRefunded, p.AgentID, &p))
+			return addEvents(tx, now, append([]pendingEvent{ev(event.PaymentPartiallyRefunded, p.AgentID, &p)}, lows...)...)
 		})
 	return out, err
 }
