@@ -19,6 +19,7 @@ var providerRefundTests = []subtest{
 	{"PaymentRefundPartAfterSpending", testPaymentRefundPartAfterSpending},
 	{"PaymentRefundPartCrossesAlert", testPaymentRefundPartCrossesAlert},
 	{"PaymentDispute", testPaymentDispute},
+	{"PaymentDisputeWon", testPaymentDisputeWon},
 }
 
 // succeeded returns a completed credits payment of cents USD and its
@@ -209,4 +210,47 @@ func testPaymentRefundPartCrossesAlert(t *testing.T, s store.EntitlementStore, c
 	if got := getEntitlement(t, s, eid); got.Credits.Balance != usd(400) || len(got.Alerts) != 1 || !got.Alerts[0].Triggered {
 		t.Errorf("after the refunds: balance %v, alerts %+v; want 400 and the alert triggered", got.Credits.Balance, got.Alerts)
 	}
+}
+
+// testPaymentDisputeWon: a dispute decided for the seller makes what the
+// dispute revoked active again, with what it had left (issue 29: a won
+// dispute restored nothing); a second call replays; an entitlement revoked
+// otherwise stays revoked; a payment never disputed is a conflict.
+func testPaymentDisputeWon(t *testing.T, s store.EntitlementStore, clock *Clock) {
+	ctx := t.Context()
+	agent := newAgent()
+	p, eid := succeeded(t, s, agent, "dispute-won", 1000)
+	req := request(agent, "before-dispute", 300)
+	req.EntitlementID = eid
+	mustConsume(t, s, req)
+	clock.Advance(time.Minute)
+	if _, err := s.DisputePayment(ctx, p.ID, store.PaymentChange{Reason: "stripe: dispute opened (fraudulent)"}); err != nil {
+		t.Fatalf("DisputePayment: %v", err)
+	}
+	dispatchAll(t, s)
+	clock.Advance(time.Hour)
+	won, err := s.WinDispute(ctx, p.ID, store.PaymentChange{Inbound: &store.InboundEvent{Source: "stripe", EventID: "evt_won"}})
+	if err != nil || won.DisputeWonAt == nil || !won.DisputeWonAt.Equal(clock.Now()) || won.Status != payment.StatusSucceeded {
+		t.Fatalf("WinDispute = disputeWonAt %v, status %s, %v; want now, succeeded", won.DisputeWonAt, won.Status, err)
+	}
+	e := getEntitlement(t, s, eid)
+	if e.Status != entitlement.StatusActive || e.RevokedAt != nil || e.Credits.Balance != usd(700) {
+		t.Errorf("entitlement after the won dispute: %s, revokedAt %v, balance %v; want active again with the 700 left", e.Status, e.RevokedAt, e.Credits.Balance)
+	}
+	if n, g := countEvents(t, s, event.PaymentDisputeWon), countEvents(t, s, event.EntitlementGranted); n != 1 || g != 1 {
+		t.Errorf("events: %d payment.dispute_won, %d entitlement.granted; want 1 and 1", n, g)
+	}
+	again, err := s.WinDispute(ctx, p.ID, store.PaymentChange{})
+	if err != nil || !again.DisputeWonAt.Equal(*won.DisputeWonAt) {
+		t.Errorf("WinDispute again = %v, %v; want the first answer", again.DisputeWonAt, err)
+	}
+	if n := countEvents(t, s, event.PaymentDisputeWon); n != 1 {
+		t.Errorf("payment.dispute_won after a repeat: %d, want 1", n)
+	}
+	req = request(agent, "after-won", 100)
+	req.EntitlementID = eid
+	mustConsume(t, s, req)
+	other, _ := succeeded(t, s, agent, "never-disputed", 500)
+	_, err = s.WinDispute(ctx, other.ID, store.PaymentChange{})
+	wantCode(t, "WinDispute(never disputed)", err, store.CodeConflict)
 }

@@ -48,3 +48,15 @@ func (e *Entitlement) CutAlerts(now time.Time) (crossed bool) {
 	crossed, _ = e.settleAlerts(now, true)
 	return crossed
 }
+
+// Reinstate makes e, revoked at revokedAt by a dispute of its payment,
+// active again with what it had left then (its holds stay ended): the
+// dispute was decided for the seller. It reports false, changing nothing,
+// for an entitlement revoked otherwise (by hand, by a refund) or active.
+func (e *Entitlement) Reinstate(revokedAt time.Time) bool {
+	if e.Status != StatusRevoked || e.RevokedAt == nil || !e.RevokedAt.Equal(revokedAt) {
+		return false
+	}
+	e.Status, e.RevokedAt = StatusActive, nil
+	return true
+}

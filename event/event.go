@@ -32,6 +32,9 @@ const (
 	// PaymentDisputed: the payer disputed the charge; the grant was revoked
 	// (an entitlement.revoked event each) and disputeReason says why.
 	PaymentDisputed Type = "payment.disputed"
+	// PaymentDisputeWon: the dispute was decided for the seller; what it
+	// revoked is active again (an entitlement.granted event each).
+	PaymentDisputeWon Type = "payment.dispute_won"
 )
 
 // The spend-control events.
@@ -53,7 +56,7 @@ const (
 
 // Types lists every event type, in a stable order.
 var Types = []Type{PaymentSucceeded, PaymentFailed, PaymentRefunded, EntitlementGranted, EntitlementRevoked, EntitlementDepleted, ConsumptionRefunded,
-	PaymentPartiallyRefunded, PaymentDisputed, EntitlementBalanceLow, TopUpFailed}
+	PaymentPartiallyRefunded, PaymentDisputed, EntitlementBalanceLow, TopUpFailed, PaymentDisputeWon}
 
 // Event is one outbox entry. Data is the JSON object delivered as the
 // webhook's "data"; it is stored and sent as these exact bytes.

@@ -106,6 +106,24 @@ func (p *Payment) CheckDispute() (replay bool, err error) {
 	return false, nil
 }
 
+// CheckDisputeWon says what winning its dispute does to p: replay when it
+// was won already; refused (ChangeError) for a payment never disputed.
+func (p *Payment) CheckDisputeWon() (replay bool, err error) {
+	switch {
+	case p.DisputeWonAt != nil:
+		return true, nil
+	case p.DisputedAt == nil:
+		return false, refused("payment %q was not disputed", p.ID)
+	}
+	return false, nil
+}
+
+// DisputeWon returns p with its dispute won at now.
+func (p Payment) DisputeWon(now time.Time) Payment {
+	p.DisputeWonAt, p.UpdatedAt = &now, now
+	return p
+}
+
 // Disputed returns p disputed at now for reason.
 func (p Payment) Disputed(now time.Time, reason string) Payment {
 	p.DisputedAt, p.DisputeReason, p.UpdatedAt = &now, reason, now

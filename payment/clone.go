@@ -14,6 +14,7 @@ func (p *Payment) Clone() Payment {
 	c.RefundedAt = cloneTime(p.RefundedAt)
 	c.EntitlementIDs = slices.Clone(p.EntitlementIDs)
 	c.DisputedAt = cloneTime(p.DisputedAt)
+	c.DisputeWonAt = cloneTime(p.DisputeWonAt)
 	if p.RefundedAmount != nil {
 		r := *p.RefundedAmount
 		c.RefundedAmount = &r

@@ -96,6 +96,9 @@ type Payment struct {
 	// charge (ProviderPayments.DisputePayment): the grant was revoked.
 	DisputedAt    *time.Time `json:"disputedAt,omitempty"`
 	DisputeReason string     `json:"disputeReason,omitempty"`
+	// DisputeWonAt is set when the dispute was decided for the seller
+	// (ProviderPayments.WinDispute): what the dispute revoked was restored.
+	DisputeWonAt *time.Time `json:"disputeWonAt,omitempty"`
 	// Checkout is the Stripe Checkout Session the payer pays through, for
 	// a payment made by POST /v1/checkout-sessions.
 	Checkout *Checkout `json:"checkout,omitempty"`

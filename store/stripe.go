@@ -70,4 +70,11 @@ type ProviderPayments interface {
 	// ErrNotFound if absent. Under contention it may answer Unavailable;
 	// retrying is safe.
 	DisputePayment(ctx context.Context, id string, ch PaymentChange) (payment.Payment, error)
+	// WinDispute records that the dispute of payment id was decided for the
+	// seller, and makes what DisputePayment revoked active again, with what
+	// it had left then (holds the revocation ended stay ended), writing
+	// payment.dispute_won and an entitlement.granted each, in one
+	// transaction. A second call replays; a payment never disputed is a
+	// Conflict.
+	WinDispute(ctx context.Context, id string, ch PaymentChange) (payment.Payment, error)
 }

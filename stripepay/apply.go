@@ -26,6 +26,7 @@ type Payments interface {
 	RefundPayment(ctx context.Context, id string, ch store.PaymentChange) (store.Completion, error)
 	RefundPaymentPart(ctx context.Context, id string, total money.Money, ch store.PaymentChange) (store.Completion, error)
 	DisputePayment(ctx context.Context, id string, ch store.PaymentChange) (payment.Payment, error)
+	WinDispute(ctx context.Context, id string, ch store.PaymentChange) (payment.Payment, error)
 	// Of store.TopUps: a payment that saves its method for top-up, and a
 	// top-up's payment that ended (topup.go).
 	SaveTopUpMethod(ctx context.Context, agentID string, m topup.Method) (topup.TopUp, error)
@@ -282,17 +283,7 @@ func (a *Applier) ChargeRefunded(ctx context.Context, ch *stripe.Charge, in *sto
 // charge the payer disputed, recording the dispute's reason. A dispute of
 // a refunded payment changes nothing; of a failed one, neither.
 func (a *Applier) DisputeCreated(ctx context.Context, d *stripe.Dispute, in *store.InboundEvent) (Result, error) {
-	intent := ""
-	switch {
-	case d.PaymentIntent != nil:
-		intent = d.PaymentIntent.ID
-	case d.Charge != nil && d.Charge.PaymentIntent != nil:
-		intent = d.Charge.PaymentIntent.ID
-	}
-	if intent == "" && d.Metadata[payment.MetadataKey] == "" {
-		return Ignored, errNoIntent
-	}
-	p, ok, err := a.find(ctx, d.Metadata, intent)
+	p, ok, err := a.disputed(ctx, d)
 	if !ok || err != nil {
 		return Ignored, err
 	}
@@ -307,6 +298,46 @@ func (a *Applier) DisputeCreated(ctx context.Context, d *stripe.Dispute, in *sto
 		a.log().Warn("stripe dispute opened: the payment's grant is revoked; answer the dispute at Stripe", "payment", p.ID, "dispute", d.ID, "reason", string(d.Reason))
 	}
 	return Applied, err
+}
+
+// DisputeClosed restores what a dispute revoked when the dispute was won
+// (charge.dispute.closed with status won): the entitlements are active
+// again with what they had left. A lost dispute changes nothing (the
+// grant stays revoked); a dispute of a payment never recorded as disputed
+// is acknowledged and changes nothing either.
+func (a *Applier) DisputeClosed(ctx context.Context, d *stripe.Dispute, in *store.InboundEvent) (Result, error) {
+	p, ok, err := a.disputed(ctx, d)
+	if !ok || err != nil {
+		return Ignored, err
+	}
+	if d.Status != stripe.DisputeStatusWon {
+		a.log().Info("stripe dispute closed, not won: the grant stays revoked", "payment", p.ID, "dispute", d.ID, "status", string(d.Status))
+		return Ignored, nil
+	}
+	if p.DisputedAt == nil {
+		a.log().Info("stripe dispute won for a payment Stipend never saw disputed; nothing to restore", "payment", p.ID, "dispute", d.ID)
+		return Ignored, nil
+	}
+	_, err = a.Payments.WinDispute(ctx, p.ID, a.change(in))
+	if err == nil {
+		a.log().Info("stripe dispute won: the payment's grant is restored", "payment", p.ID, "dispute", d.ID)
+	}
+	return Applied, err
+}
+
+// disputed finds the payment of the dispute d's charge.
+func (a *Applier) disputed(ctx context.Context, d *stripe.Dispute) (payment.Payment, bool, error) {
+	intent := ""
+	switch {
+	case d.PaymentIntent != nil:
+		intent = d.PaymentIntent.ID
+	case d.Charge != nil && d.Charge.PaymentIntent != nil:
+		intent = d.Charge.PaymentIntent.ID
+	}
+	if intent == "" && d.Metadata[payment.MetadataKey] == "" {
+		return payment.Payment{}, false, errNoIntent
+	}
+	return a.find(ctx, d.Metadata, intent)
 }
 
 // errNoIntent is a charge that names no PaymentIntent.

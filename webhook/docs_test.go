@@ -43,7 +43,7 @@ func TestDocs_StripeEventsSubscribed(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, typ := range []string{webhook.StripePaymentSucceeded, webhook.StripePaymentFailed, webhook.StripePaymentCanceled,
-		webhook.StripeChargeRefunded, webhook.StripeDisputeCreated, webhook.StripeCheckoutCompleted,
+		webhook.StripeChargeRefunded, webhook.StripeDisputeCreated, webhook.StripeDisputeClosed, webhook.StripeCheckoutCompleted,
 		webhook.StripeCheckoutAsyncSucceeded, webhook.StripeCheckoutAsyncFailed, webhook.StripeCheckoutExpired} {
 		if !strings.Contains(string(deploy), `"enabled_events[]=`+typ+`"`) {
 			t.Errorf("docs/deploy-cloud-run.md does not subscribe the Stripe endpoint to %s", typ)

@@ -40,6 +40,9 @@ const (
 	StripeChargeRefunded = "charge.refunded"
 	// StripeDisputeCreated revokes the grant of a disputed payment.
 	StripeDisputeCreated = "charge.dispute.created"
+	// StripeDisputeClosed restores the grant of a payment whose dispute
+	// was won.
+	StripeDisputeClosed = "charge.dispute.closed"
 	// StripeCheckoutCompleted completes the payment of a paid session; an
 	// unpaid one (a delayed payment method) stays pending until
 	// StripeCheckoutAsyncSucceeded or StripeCheckoutAsyncFailed.
@@ -208,6 +211,7 @@ func (h *Stripe) appliers() map[string]applyFunc {
 		}),
 		StripeChargeRefunded:         decoded(a.ChargeRefunded),
 		StripeDisputeCreated:         decoded(a.DisputeCreated),
+		StripeDisputeClosed:          decoded(a.DisputeClosed),
 		StripeCheckoutCompleted:      decoded(a.SessionCompleted),
 		StripeCheckoutAsyncSucceeded: decoded(a.SessionAsyncSucceeded),
 		StripeCheckoutAsyncFailed:    failed("async payment failed"),

@@ -79,4 +79,21 @@ func TestStripe_Dispute(t *testing.T) {
 	if _, st := e.balance(t, p); st != entitlement.StatusRevoked {
 		t.Errorf("entitlement after the dispute: %s, want revoked", st)
 	}
+	// Closed and lost: nothing changes. Closed and won: the grant is back.
+	lost := stripeEvent("evt_dp_lost", webhook.StripeDisputeClosed,
+		`{"id":"dp_1","object":"dispute","amount":1500,"currency":"usd","charge":"ch_dp","payment_intent":"pi_dp","reason":"fraudulent","status":"lost"}`)
+	e.mustDeliver(t, lost, http.StatusOK)
+	if _, st := e.balance(t, p); st != entitlement.StatusRevoked {
+		t.Errorf("entitlement after a lost dispute: %s, want revoked", st)
+	}
+	won := stripeEvent("evt_dp_won", webhook.StripeDisputeClosed,
+		`{"id":"dp_1","object":"dispute","amount":1500,"currency":"usd","charge":"ch_dp","payment_intent":"pi_dp","reason":"fraudulent","status":"won"}`)
+	e.mustDeliver(t, won, http.StatusOK)
+	e.mustDeliver(t, won, http.StatusOK)
+	if got := e.status(t, p.ID); got.DisputeWonAt == nil {
+		t.Errorf("payment after a won dispute: disputeWonAt %v, want set", got.DisputeWonAt)
+	}
+	if _, st := e.balance(t, p); st != entitlement.StatusActive {
+		t.Errorf("entitlement after a won dispute: %s, want active again", st)
+	}
 }

@@ -68,6 +68,7 @@ func paymentDoc(p *payment.Payment) map[string]any {
 	}
 	putTime(d, "disputedAt", p.DisputedAt)
 	putStr(d, "disputeReason", p.DisputeReason)
+	putTime(d, "disputeWonAt", p.DisputeWonAt)
 	if c := p.Checkout; c != nil {
 		d["checkout"] = map[string]any{"sessionId": c.SessionID, "url": c.URL, "expiresAt": stamp(c.ExpiresAt)}
 	}
@@ -111,6 +112,7 @@ func paymentFrom(snap *firestore.DocumentSnapshot) (payment.Payment, error) {
 		p.RefundedAmount = &r
 	}
 	p.DisputedAt, p.DisputeReason = f.optInstant("disputedAt"), f.optStr("disputeReason")
+	p.DisputeWonAt = f.optInstant("disputeWonAt")
 	if f.has("checkout") {
 		p.Checkout = &payment.Checkout{SessionID: f.str("checkout.sessionId"), URL: f.str("checkout.url"), ExpiresAt: f.instant("checkout.expiresAt")}
 	}

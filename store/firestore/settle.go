@@ -134,3 +134,11 @@ func (s *Store) DisputePayment(ctx context.Context, id string, ch store.PaymentC
 		return s.shared.DisputePayment(ctx, id, ch)
 	})
 }
+
+// WinDispute implements store.ProviderPayments, in the payment's turn
+// (flight.go).
+func (s *Store) WinDispute(ctx context.Context, id string, ch store.PaymentChange) (payment.Payment, error) {
+	return inTurn(s, ctx, id, "win dispute", func(ctx context.Context) (payment.Payment, error) {
+		return s.shared.WinDispute(ctx, id, ch)
+	})
+}

@@ -18,7 +18,7 @@ import (
 const paymentColumns = `id, agent_id, amount_cents, amount_currency, provider, provider_intent_id, description,
 	grant_template, status, created_at, updated_at, succeeded_at, failed_at, failure_reason, refunded_at,
 	receipt_id, refund_receipt_id, entitlement_ids, idempotency_key, fingerprint,
-	checkout_session_id, checkout_url, checkout_expires_at, refunded_cents, disputed_at, dispute_reason`
+	checkout_session_id, checkout_url, checkout_expires_at, refunded_cents, disputed_at, dispute_reason, dispute_won_at`
 
 // scanPayment reads one row of paymentColumns strictly.
 func scanPayment(rows pgx.Row) (payment.Payment, error) {
@@ -31,12 +31,13 @@ func scanPayment(rows pgx.Row) (payment.Payment, error) {
 		succeeded, failed, refunded *time.Time
 		sessionID, checkoutURL      string
 		checkoutExpires, disputed   *time.Time
+		disputeWon                  *time.Time
 		refundedCents               int64
 	)
 	err := rows.Scan(&p.ID, &p.AgentID, &cents, &currency, &provider, &p.ProviderIntentID, &p.Description,
 		&grant, &status, &created, &updated, &succeeded, &failed, &p.FailureReason, &refunded,
 		&p.ReceiptID, &p.RefundReceiptID, &p.EntitlementIDs, &p.IdempotencyKey, &p.Fingerprint,
-		&sessionID, &checkoutURL, &checkoutExpires, &refundedCents, &disputed, &p.DisputeReason)
+		&sessionID, &checkoutURL, &checkoutExpires, &refundedCents, &disputed, &p.DisputeReason, &disputeWon)
 	if err != nil {
 		return payment.Payment{}, err
 	}
@@ -56,7 +57,7 @@ func scanPayment(rows pgx.Row) (payment.Payment, error) {
 	if refundedCents != 0 {
 		p.RefundedAmount = &money.Money{Cents: refundedCents, Currency: p.Amount.Currency}
 	}
-	p.DisputedAt = instantPtr(disputed)
+	p.DisputedAt, p.DisputeWonAt = instantPtr(disputed), instantPtr(disputeWon)
 	if sessionID != "" {
 		p.Checkout = &payment.Checkout{SessionID: sessionID, URL: checkoutURL, ExpiresAt: r.required("checkout_expires_at", checkoutExpires)}
 	}

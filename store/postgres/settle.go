@@ -24,9 +24,9 @@ func updatePayment(ctx context.Context, tx pgx.Tx, p *payment.Payment) error {
 	}
 	_, err := tx.Exec(ctx, `UPDATE payments SET status = $2, updated_at = $3, succeeded_at = $4, failed_at = $5,
 		failure_reason = $6, refunded_at = $7, receipt_id = $8, refund_receipt_id = $9, entitlement_ids = $10,
-		refunded_cents = $11, disputed_at = $12, dispute_reason = $13, provider_intent_id = $14
+		refunded_cents = $11, disputed_at = $12, dispute_reason = $13, provider_intent_id = $14, dispute_won_at = $15
 		WHERE id = $1`, p.ID, string(p.Status), p.UpdatedAt, p.SucceededAt, p.FailedAt,
 		p.FailureReason, p.RefundedAt, p.ReceiptID, p.RefundReceiptID, ids, refunded, p.DisputedAt, p.DisputeReason,
-		p.ProviderIntentID)
+		p.ProviderIntentID, p.DisputeWonAt)
 	return err
 }

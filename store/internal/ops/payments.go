@@ -329,3 +329,30 @@ func (o Shared) DisputePayment(ctx context.Context, id string, ch store.PaymentC
 		})
 	return out, err
 }
+
+// WinDispute is store.ProviderPayments.WinDispute.
+func (o Shared) WinDispute(ctx context.Context, id string, ch store.PaymentChange) (out payment.Payment, err error) {
+	err = o.change(ctx, "win dispute", id, &ch, (*payment.Payment).CheckDisputeWon,
+		func(_ unit.Tx, p payment.Payment) error {
+			out = p
+			return nil
+		},
+		func(tx unit.Tx, p payment.Payment) error {
+			es, err := tx.LockEntitlements(p.EntitlementIDs)
+			if err != nil {
+				return err
+			}
+			now := tx.Now()
+			out = p.DisputeWon(now)
+			tx.PutPayment(out)
+			evs := []pendingEvent{ev(event.PaymentDisputeWon, out.AgentID, &out)}
+			for i := range es {
+				if e := &es[i]; e.Reinstate(*p.DisputedAt) {
+					tx.UpdateEntitlement(e.Clone(), nil, nil)
+					evs = append(evs, ev(event.EntitlementGranted, e.AgentID, e.Clone()))
+				}
+			}
+			return addEvents(tx, now, evs...)
+		})
+	return out, err
+}
