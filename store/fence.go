@@ -29,8 +29,9 @@ import (
 //
 // The methods that must honour a fence are the ones those routes call:
 // CreateEntitlement, RefundConsumption and RefundPayment of
-// EntitlementStore, and CreateEndpoint, RotateEndpointSecret and
-// RetryDelivery of DeliveryStore (conformance.RunFenceTests checks them; a
+// EntitlementStore, CreatePortalSession of PortalStore, and CreateEndpoint,
+// RotateEndpointSecret and RetryDelivery of DeliveryStore
+// (conformance.RunFenceTests checks them; a
 // store may honour fences in more, such as the other endpoint and delivery
 // updates). A call that changes nothing (a replay, a refusal, an error)
 // neither checks nor marks the fence. Other methods may ignore fences, so
