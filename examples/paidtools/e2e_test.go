@@ -323,7 +323,7 @@ func TestPaidTools_StreamableHTTP(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	served := make(chan error, 1)
-	go func() { served <- serveHTTP(ctx, ln, newServer(g), quiet) }()
+	go func() { served <- serveHTTP(ctx, ln, newServer(g), nil, quiet) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-served; err != nil {

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from typing import Any
 
 import rfc8785
@@ -57,15 +58,36 @@ def idempotency_key(
 def arguments_json(arguments: Any) -> bytes:
     """The arguments as the gates hash them: RFC 8785 canonical JSON, and b"" for none.
 
-    Arguments with no canonical form (a number beyond what I-JSON allows, a
-    lone surrogate) are hashed as json.dumps writes them compactly.
+    Numbers are what a JavaScript or Go JSON decoder makes of them: an integer
+    beyond 2^53 is rounded to the nearest double, as the other gates do.
+    Arguments with no canonical form (a lone surrogate) are hashed as
+    JavaScript's JSON.stringify writes them, as the TypeScript gate does.
     """
     if arguments is None:
         return b""
+    doubled = _as_doubles(arguments)
     try:
-        return rfc8785.dumps(arguments)
+        return rfc8785.dumps(doubled)
     except (rfc8785.CanonicalizationError, ValueError, TypeError):
-        return json.dumps(arguments, separators=(",", ":"), ensure_ascii=False).encode()
+        text = json.dumps(doubled, separators=(",", ":"), ensure_ascii=False)
+        return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode()
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+_SAFE = 2**53
+
+
+def _as_doubles(v: Any) -> Any:
+    """v with every integer beyond what a double holds exactly made a float."""
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, int):
+        return float(v) if not -_SAFE <= v <= _SAFE else v
+    if isinstance(v, dict):
+        return {k: _as_doubles(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_as_doubles(x) for x in v]
+    return v
 
 
 def request_stamp(nonce: str, request_id: str | int | float) -> str:
