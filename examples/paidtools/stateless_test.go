@@ -1,10 +1,6 @@
 package main
 
 import (
-	"context"
-	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -31,27 +27,10 @@ func TestPaidTools_StatelessTwoInstances(t *testing.T) {
 		t.Fatal(err)
 	}
 	pay(t, billing, "pay-stateless", 20)
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	var backends []*url.URL
 	for range 2 {
-		g, err := newGate(config{stipendURL: ts.URL, hostKey: keys.host, service: "weather"}, quiet)
-		if err != nil {
-			t.Fatalf("newGate: %v", err)
-		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(t.Context())
-		served := make(chan error, 1)
-		go func() { served <- serveHTTP(ctx, ln, newServer(g), &mcp.StreamableHTTPOptions{Stateless: true}, quiet) }()
-		t.Cleanup(func() {
-			cancel()
-			if err := <-served; err != nil {
-				t.Errorf("serveHTTP: %v", err)
-			}
-		})
-		backends = append(backends, &url.URL{Scheme: "http", Host: ln.Addr().String()})
+		addr := serveExample(t, ts.URL, keys.host, &mcp.StreamableHTTPOptions{Stateless: true})
+		backends = append(backends, &url.URL{Scheme: "http", Host: addr})
 	}
 	var posts [2]atomic.Int64
 	var n atomic.Int64

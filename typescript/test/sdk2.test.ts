@@ -6,7 +6,7 @@
 // with the client's idempotency key is charged once.
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
-import { type IncomingMessage, type ServerResponse, createServer } from 'node:http';
+import { createServer } from 'node:http';
 import { after, before, describe, test } from 'node:test';
 
 import { Client, InMemoryTransport, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
@@ -16,6 +16,7 @@ import { Gate, type GateConfig, META, SUPPORTED_SDKS, cents, createStipendClient
 import { z } from 'zod';
 
 import { type Session, call, charged, refused } from './support/mcp.js';
+import { nodeListener } from './support/example-ts2.js';
 import { type Stipend, consumptions, credits as creditsOf, fund, startStipend } from './support/stipend.js';
 
 const PURCHASE_URL = 'https://example.com/buy';
@@ -144,10 +145,11 @@ describe('gate on SDK 2.x', () => {
         return createMcpHandler(() => newServer(gate));
       });
       let next = 0;
+      const listeners = instances.map((h) => nodeListener(h));
       const server = createServer((req, res) => {
         const i = next++ % 2;
         served[i] = (served[i] ?? 0) + 1;
-        void serve(instances[i] as { fetch: (r: Request) => Promise<Response> }, req, res);
+        listeners[i]?.(req, res);
       });
       server.listen(0, '127.0.0.1');
       await once(server, 'listening');
@@ -194,25 +196,3 @@ describe('gate on SDK 2.x', () => {
     }
   });
 });
-
-/** Serves one Node request with a web-standard handler (the body buffered; the answer read whole). */
-async function serve(handler: { fetch: (r: Request) => Promise<Response> }, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  try {
-    const chunks: Buffer[] = [];
-    for await (const chunk of req) {
-      chunks.push(chunk as Buffer);
-    }
-    const headers = new Headers();
-    for (const [k, v] of Object.entries(req.headers)) {
-      if (typeof v === 'string') {
-        headers.set(k, v);
-      }
-    }
-    const body = req.method === 'GET' || req.method === 'HEAD' ? undefined : Buffer.concat(chunks);
-    const answer = await handler.fetch(new Request(`http://${req.headers.host}${req.url}`, { method: req.method, headers, body }));
-    res.writeHead(answer.status, Object.fromEntries(answer.headers));
-    res.end(Buffer.from(await answer.arrayBuffer()));
-  } catch (err) {
-    res.writeHead(500).end(String(err));
-  }
-}

@@ -24,6 +24,8 @@ import { StdioServerTransport } from '@modelcontextprotocol/server/stdio';
 import { Gate, centsOrUnits, createStipendClient, creditsOrUnits, free, reportCost } from '@stipend-mcp/stipend';
 import { z } from 'zod';
 
+import { nodeListener } from './http.js';
+
 const MAX_HOURS = 24;
 
 /** Builds the server, behind gate. */
@@ -72,29 +74,7 @@ async function main(): Promise<void> {
     return;
   }
   const handler = createMcpHandler(() => newServer(gate));
-  const http = createServer((req, res) => {
-    void (async () => {
-      const chunks: Buffer[] = [];
-      for await (const chunk of req) {
-        chunks.push(chunk as Buffer);
-      }
-      const headers = new Headers();
-      for (const [k, v] of Object.entries(req.headers)) {
-        if (typeof v === 'string') {
-          headers.set(k, v);
-        }
-      }
-      const body = req.method === 'GET' || req.method === 'HEAD' ? undefined : Buffer.concat(chunks);
-      const answer = await handler.fetch(new Request(`http://${req.headers.host}${req.url}`, { method: req.method, headers, body }));
-      res.writeHead(answer.status, Object.fromEntries(answer.headers));
-      res.end(Buffer.from(await answer.arrayBuffer()));
-    })().catch((err: unknown) => {
-      process.stderr.write(`paidtools-ts2: ${String(err)}\n`);
-      if (!res.headersSent) {
-        res.writeHead(500).end();
-      }
-    });
-  });
+  const http = createServer(nodeListener(handler));
   const i = addr.lastIndexOf(':');
   http.listen(Number(addr.slice(i + 1)), addr.slice(0, i));
   await new Promise((resolve) => http.once('listening', resolve));
