@@ -10,7 +10,7 @@ import { createServer } from 'node:http';
 import { after, before, describe, test } from 'node:test';
 
 import { Client, InMemoryTransport, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { McpServer, createMcpHandler } from '@modelcontextprotocol/server';
+import { McpServer, createMcpHandler, inputRequired } from '@modelcontextprotocol/server';
 import { McpServer as McpServerV1 } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { Gate, type GateConfig, META, SUPPORTED_SDKS, cents, createStipendClient, credits, free, reportCost } from '@stipend-mcp/stipend';
 import { z } from 'zod';
@@ -32,6 +32,10 @@ function newServer(gate: Gate): McpServer {
     async ({ city }) => ({ content: [{ type: 'text', text: city }], structuredContent: { city, summary: 'sunny' } }),
   );
   server.registerTool('fails', {}, async () => ({ content: [{ type: 'text', text: 'no such city' }], isError: true }));
+  // Multi-round-trip (2026-07-28): the first round asks for more (requestState), the second finishes.
+  server.registerTool('confirm', {}, async (ctx) =>
+    ctx.mcpReq.requestState() === undefined ? inputRequired({ requestState: 'round-2' }) : { content: [{ type: 'text', text: 'confirmed' }] },
+  );
   server.registerTool('metered', { inputSchema: z.object({ cost: z.number() }) }, async ({ cost }, ctx) => {
     assert.equal(reportCost(ctx, cents(cost, 'USD')), true);
     return { content: [{ type: 'text', text: `cost ${cost}` }] };
@@ -39,7 +43,7 @@ function newServer(gate: Gate): McpServer {
   return server;
 }
 
-const PRICES = { echo: free(), plain: credits(5, 'USD'), forecast: credits(5, 'USD'), fails: credits(5, 'USD'), metered: credits(10, 'USD') };
+const PRICES = { echo: free(), confirm: credits(5, 'USD'), plain: credits(5, 'USD'), forecast: credits(5, 'USD'), fails: credits(5, 'USD'), metered: credits(10, 'USD') };
 
 /** A session of the 2.x Client, in the shape the shared helpers take. */
 async function session(client: Client, close: () => Promise<void>): Promise<Session> {
@@ -189,6 +193,14 @@ describe('gate on SDK 2.x', () => {
           charged(await call(s, 'plain', { city: 'Bergen' }, { agent }));
           assert.deepEqual(await creditsOf(stipend, ent), { balance: 85, held: 0 });
           assert.equal((await consumptions(stipend, agent)).length, 3);
+
+          if (mode === '2026-07-28') {
+            // A call that takes two rounds under one key: the round asking for input is not charged, the one
+            // that finishes is, once (its requestState makes it a charge of its own).
+            const confirmed = charged(await call(s, 'confirm', undefined, { agent, key: 'mrtr-1' }));
+            assert.equal(confirmed.result, 'consumed');
+            assert.deepEqual(await creditsOf(stipend, ent), { balance: 80, held: 0 });
+          }
         } finally {
           await s.close();
         }

@@ -36,12 +36,13 @@ def middleware(gate: Gate, server: Any) -> Any:
     """The gate as a fastmcp Middleware of server (what attach adds)."""
     from fastmcp.server.dependencies import get_access_token, get_http_request
     from fastmcp.server.middleware import Middleware
-    from fastmcp.tools.base import ToolResult
+    from fastmcp.tools.base import InputRequiredToolResult, ToolResult
     from mcp_types import TextContent
 
     class Results:
         def succeeded(self, result: ToolResult) -> bool:
-            return not result.is_error
+            # A result asking for input (multi-round-trip) has not finished the call: the request that does is charged.
+            return not result.is_error and not isinstance(result, InputRequiredToolResult)
 
         def with_meta(self, result: ToolResult, key: str, value: Any) -> ToolResult:
             return result.model_copy(update={"meta": {**(result.meta or {}), key: value}})

@@ -132,8 +132,9 @@ export class GatedCall {
     const clientKey = p._meta?.[META.idempotencyKey];
     const material: KeyMaterial =
       typeof clientKey === 'string' && clientKey !== '' ? { clientKey } : this.server.requestMaterial(this.context);
-    const state = (p as { requestState?: unknown }).requestState;
-    return idempotencyKey(this.s.service, this.tool, p.arguments, material, typeof state === 'string' ? state : undefined);
+    const raw = (p as { requestState?: unknown }).requestState;
+    const state = typeof raw === 'string' ? raw : this.context.requestState;
+    return idempotencyKey(this.s.service, this.tool, p.arguments, material, state);
   }
 
   /** PolicyBefore: consume, then run; the charge stands whatever the tool does. */
@@ -227,8 +228,9 @@ export class GatedCall {
       throw err;
     }
     // A task's handle (task-augmented calls, experimental in the SDK) is not
-    // the work done; such calls are not charged on success.
-    if (res.isError === true || this.context.signal.aborted || 'task' in res) {
+    // the work done, and neither is a result asking for input (SDK 2.x's
+    // multi-round-trip flow): the request that finishes the call is charged.
+    if (res.isError === true || this.context.signal.aborted || 'task' in res || needsInput(res)) {
       if (owner) {
         await this.release(hold);
       }
@@ -402,6 +404,11 @@ export class GatedCall {
   deadline(): AbortSignal {
     return AbortSignal.any([this.context.signal, AbortSignal.timeout(this.s.timeoutMs)]);
   }
+}
+
+/** Reports whether res asks the client for input (an InputRequiredResult of SDK 2.x) instead of finishing the call. */
+function needsInput(res: object): boolean {
+  return (res as { resultType?: unknown }).resultType === 'input_required' || 'inputRequests' in res;
 }
 
 /** The Charge of a captured hold, charged earlier. */

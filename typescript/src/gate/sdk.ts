@@ -18,7 +18,7 @@ export interface AuthInfoView {
 /** The context a 2.x handler gets (ServerContext of @modelcontextprotocol/server), as far as the gate reads it. */
 export interface ServerContextV2 {
   readonly sessionId?: string;
-  readonly mcpReq: { readonly id: string | number; readonly signal: AbortSignal };
+  readonly mcpReq: { readonly id: string | number; readonly signal: AbortSignal; readonly requestState?: () => unknown };
   readonly http?: { readonly authInfo?: AuthInfoView; readonly req?: unknown };
 }
 
@@ -37,6 +37,13 @@ export interface CallContext {
   readonly authInfo: AuthInfoView | undefined;
   /** True when the request came over HTTP. */
   readonly http: boolean;
+  /**
+   * The requestState of a request that continues a call after an
+   * input-required result. SDK 2.x lifts it off the params before handlers
+   * run and hands it over through ctx.mcpReq.requestState(); 1.x leaves it in
+   * the params (undefined here).
+   */
+  readonly requestState: string | undefined;
 }
 
 /** Reads ctx, whichever SDK made it. */
@@ -48,6 +55,7 @@ export function callContext(ctx: HandlerContext): CallContext {
       requestId: ctx.mcpReq.id,
       authInfo: ctx.http?.authInfo,
       http: ctx.http !== undefined,
+      requestState: liftedState(ctx),
     };
   }
   return {
@@ -56,5 +64,20 @@ export function callContext(ctx: HandlerContext): CallContext {
     requestId: ctx.requestId,
     authInfo: ctx.authInfo,
     http: ctx.requestInfo !== undefined,
+    requestState: undefined,
   };
+}
+
+/** The requestState SDK 2.x lifted off a request: as sent when it is a string, else its JSON. */
+function liftedState(ctx: ServerContextV2): string | undefined {
+  let v: unknown;
+  try {
+    v = ctx.mcpReq.requestState?.();
+  } catch {
+    return undefined; // state the server's codec rejects: the SDK refuses the request anyway
+  }
+  if (v === undefined || v === null) {
+    return undefined;
+  }
+  return typeof v === 'string' ? v : JSON.stringify(v);
 }
