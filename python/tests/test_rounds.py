@@ -34,3 +34,28 @@ async def test_the_round_that_finishes_is_charged_once(stipend: Stipend) -> None
     assert (res.meta or {})["io.stipend/consumption"]["result"] == "consumed"
     assert stipend.credits(ent) == (15, 0)
     assert len(stipend.consumptions("rounds")) == 1
+
+
+@pytest.mark.parametrize("sdk", ["mcp", "fastmcp"])
+async def test_a_tool_without_a_price_is_refused_as_a_result(stipend: Stipend, sdk: str) -> None:
+    import fastmcp
+
+    def secret() -> str:
+        return "the secret"
+
+    if sdk == "mcp":
+        server: object = MCPServer("unpriced")
+        server.tool()(secret)  # type: ignore[attr-defined]
+        client: object = mcp.Client(server)
+    else:
+        server = fastmcp.FastMCP("unpriced")
+        server.tool(secret)  # type: ignore[attr-defined]
+        client = fastmcp.Client(server)
+    async with StipendClient(stipend.url, stipend.keys["host"]) as stipend_client:
+        Gate(stipend=stipend_client, service="weather", prices={}, trust_client_agent_id=True).attach(server)
+        async with client as c:  # type: ignore[attr-defined]
+            res = await c.call_tool("secret", {}, meta={META_AGENT: "a"}, **({"raise_on_error": False} if sdk == "fastmcp" else {}))
+    assert res.is_error
+    refusal = (res.meta or {})["io.stipend/refusal"]
+    assert refusal["error"] == "tool_not_priced"
+    assert "the secret" not in res.content[0].text

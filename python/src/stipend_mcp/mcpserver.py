@@ -2,8 +2,8 @@
 
 The middleware sees every request before the SDK validates it: tools/call is
 charged by the gate, tools/list gets each tool's price in _meta, and every
-other method passes straight through. Results are handled in their wire form
-(dicts), which is what a ServerMiddleware may return.
+other method passes straight through. Results stay the SDK's models, which
+the SDK serialises for each connection's protocol era.
 """
 
 from __future__ import annotations
@@ -32,36 +32,37 @@ def attach(gate: Gate, server: Any) -> None:
     server.middleware.append(StipendMiddleware(gate, server))
 
 
-def _wire(result: Any) -> dict[str, Any]:
-    """A handler's result in its wire form."""
-    if result is None:
-        return {}
-    if isinstance(result, dict):
-        return result
-    return result.model_dump(by_alias=True, exclude_none=True, mode="json")
-
-
 class _Results:
-    """Tool results as wire dicts."""
+    """Tool results as the SDK's models (CallToolResult, InputRequiredResult), which the SDK serialises for the
+    connection's protocol era."""
 
-    def succeeded(self, result: dict[str, Any]) -> bool:
-        return not result.get("isError") and result.get("resultType") != "input_required" and "inputRequests" not in result
+    def __init__(self) -> None:
+        from mcp_types import CallToolResult, InputRequiredResult, TextContent
 
-    def with_meta(self, result: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
-        return {**result, "_meta": {**(result.get("_meta") or {}), key: value}}
+        self.call_tool_result = CallToolResult
+        self.input_required = InputRequiredResult
+        self.text = TextContent
 
-    def refusal(self, refusal: Refusal, structured: bool) -> dict[str, Any]:
-        res: dict[str, Any] = {
-            "content": [{"type": "text", "text": refusal_text(refusal)}],
-            "isError": True,
-            "_meta": {META["refusal"]: refusal},
-        }
-        if structured:
-            res["structuredContent"] = dict(refusal)
-        return res
+    def model(self, result: Any) -> Any:
+        """result as a model (a middleware further in may answer a dict)."""
+        if isinstance(result, dict):
+            kind = self.input_required if result.get("resultType") == "input_required" else self.call_tool_result
+            return kind.model_validate(result)
+        return result
 
+    def succeeded(self, result: Any) -> bool:
+        return not isinstance(result, self.input_required) and not getattr(result, "is_error", False)
 
-_RESULTS = _Results()
+    def with_meta(self, result: Any, key: str, value: Any) -> Any:
+        return result.model_copy(update={"meta": {**(result.meta or {}), key: value}})
+
+    def refusal(self, refusal: Refusal, structured: bool) -> Any:
+        return self.call_tool_result(
+            content=[self.text(type="text", text=refusal_text(refusal))],
+            is_error=True,
+            structured_content=dict(refusal) if structured else None,
+            _meta={META["refusal"]: refusal},  # type: ignore[call-arg]  # the alias of meta
+        )
 
 
 class StipendMiddleware:
@@ -70,18 +71,17 @@ class StipendMiddleware:
     def __init__(self, gate: Gate, server: Any) -> None:
         self.gate = gate
         self.server = server
+        self._results = _Results()
         # The nonce of each connection (stdio, in memory): requests on one
         # connection with the same JSON-RPC id are one request delivered twice.
         self._nonces: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
 
     async def __call__(self, ctx: Any, call_next: Any) -> Any:
         if ctx.method == "tools/list" and ctx.request_id is not None:
-            res = _wire(await call_next(ctx))
-            tools = [
-                {**t, "_meta": {**(t.get("_meta") or {}), META["price"]: terms}} if (terms := self.gate.terms(t.get("name", ""))) else t
-                for t in res.get("tools", [])
-            ]
-            return {**res, "tools": tools}
+            res = await call_next(ctx)
+            if isinstance(res, dict):
+                return {**res, "tools": [self._priced(t) for t in res.get("tools", [])]}
+            return res.model_copy(update={"tools": [self._priced(t) for t in res.tools]})
         params = ctx.params
         if ctx.method != "tools/call" or ctx.request_id is None or not isinstance(params, dict) or not isinstance(params.get("name"), str):
             return await call_next(ctx)
@@ -91,10 +91,12 @@ class StipendMiddleware:
         arguments = params.get("arguments")
         state = params.get("requestState")
 
-        async def run() -> dict[str, Any]:
-            return _wire(await call_next(ctx))
+        results = self._results
 
-        call: Call[dict[str, Any]] = Call(
+        async def run() -> Any:
+            return results.model(await call_next(ctx))
+
+        call: Call[Any] = Call(
             tool=params["name"],
             arguments=arguments if isinstance(arguments, dict) else None,
             meta=params.get("_meta") if isinstance(params.get("_meta"), dict) else None,
@@ -104,9 +106,17 @@ class StipendMiddleware:
             request=request,
             run=run,
             declares_output_schema=lambda: self._declares_output_schema(params["name"]),
-            results=_RESULTS,
+            results=results,
         )
         return await GatedCall(self.gate, call).handle()
+
+    def _priced(self, tool: Any) -> Any:
+        """tool (a Tool, or its dict) with the gate's terms in its _meta."""
+        if isinstance(tool, dict):
+            terms = self.gate.terms(tool.get("name", ""))
+            return tool if terms is None else {**tool, "_meta": {**(tool.get("_meta") or {}), META["price"]: terms}}
+        terms = self.gate.terms(tool.name)
+        return tool if terms is None else tool.model_copy(update={"meta": {**(tool.meta or {}), META["price"]: terms}})
 
     def _material(self, ctx: Any) -> tuple[str, str]:
         """The session and the request stamp of a call without a client key, as the Go and TypeScript gates make them."""
