@@ -140,3 +140,17 @@ def test_a_reported_cost_is_capped_at_the_price(caplog: pytest.LogCaptureFixture
     finally:
         current_meter.reset(token)
     assert report_cost(cents(1, "USD")) is False, "outside a call charged on success nothing is reported"
+
+
+def test_the_agent_comes_from_the_verified_token_first() -> None:
+    from mcp.server.auth.provider import AccessToken
+
+    from stipend_mcp import CallInfo, default_agent_id
+
+    claimed = {"io.stipend/agent-id": "claimed"}
+    token = AccessToken(token="t", client_id="c", scopes=[], subject="verified")
+    assert default_agent_id(CallInfo("t", {}, claimed, token), True) == "verified"
+    no_subject = AccessToken(token="t", client_id="c", scopes=[])
+    assert default_agent_id(CallInfo("t", {}, claimed, no_subject), True) is None, "a token without a subject names no agent"
+    assert default_agent_id(CallInfo("t", {}, claimed, None), True) == "claimed"
+    assert default_agent_id(CallInfo("t", {}, claimed, None), False) is None, "_meta is trusted only when the server says so"
