@@ -58,11 +58,20 @@ type Refusal struct {
 	Retryable bool `json:"retryable,omitempty"`
 }
 
-// text is the refusal as the model reads it, such as "payment required: no
-// entitlement of this agent covers tool forecast. Price per call: 5 cents
-// USD or 1 unit. Reasons: insufficient_balance (entitlement e1). Buy credits
-// at https://example.com/buy."
-func (r *Refusal) text() string {
+// noEntitlement explains a reason that names no entitlement: the agent has
+// none that could pay for the call.
+const noEntitlement = "this agent has no entitlement for it"
+
+// Text is the refusal as the model (and the person behind it) reads it: what
+// happened, the price, why each entitlement could not pay, and where to buy,
+// such as "payment required: no entitlement of this agent covers tool
+// forecast. Price per call: at most 5 cents USD or 1 unit, charged only if
+// the tool succeeds. Reasons: not_found (this agent has no entitlement for
+// it). Buy credits at https://example.com/buy." The purchase URL is in the
+// text as well as in PurchaseURL because hosts are known to drop the
+// structured content of error results. The TypeScript and Python gates
+// write the same text (testdata/vectors/refusals.json).
+func (r *Refusal) Text() string {
 	var text strings.Builder
 	text.WriteString(r.Message)
 	if r.Price != nil {
@@ -81,7 +90,12 @@ func (r *Refusal) text() string {
 		} else {
 			text.WriteString(";")
 		}
-		text.WriteString(" " + string(d.Reason) + " (entitlement " + d.EntitlementID + ")")
+		text.WriteString(" " + string(d.Reason))
+		if d.EntitlementID != "" {
+			text.WriteString(" (entitlement " + d.EntitlementID + ")")
+		} else {
+			text.WriteString(" (" + noEntitlement + ")")
+		}
 	}
 	if r.PurchaseURL != "" {
 		text.WriteString(". Buy credits at " + r.PurchaseURL)
@@ -96,7 +110,7 @@ func (r *Refusal) result(structured bool) *mcp.CallToolResult {
 	res := &mcp.CallToolResult{
 		Meta:    mcp.Meta{MetaRefusal: r},
 		IsError: true,
-		Content: []mcp.Content{&mcp.TextContent{Text: r.text()}},
+		Content: []mcp.Content{&mcp.TextContent{Text: r.Text()}},
 	}
 	if structured {
 		res.StructuredContent = r

@@ -11,8 +11,8 @@ import (
 )
 
 // The Node.js projects the suite needs, in install order: the package, then
-// the example that links to it (file:../../typescript).
-var nodeProjects = []string{".", filepath.Join("..", "examples", "paidtools-ts")}
+// the examples that link to it (file:../../typescript).
+var nodeProjects = []string{".", filepath.Join("..", "examples", "paidtools-ts"), filepath.Join("..", "examples", "paidtools-ts2")}
 
 // TestTypeScript runs the package's own suite (npm test): unit tests, the
 // gate in process and over streamable HTTP, examples/paidtools-ts end to end

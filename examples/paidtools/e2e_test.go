@@ -312,25 +312,7 @@ func TestPaidTools_StreamableHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	pay(t, billing, "pay-http", 10)
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	g, err := newGate(config{stipendURL: ts.URL, hostKey: keys.host, service: "weather"}, quiet)
-	if err != nil {
-		t.Fatalf("newGate: %v", err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	served := make(chan error, 1)
-	go func() { served <- serveHTTP(ctx, ln, newServer(g), quiet) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-served; err != nil {
-			t.Errorf("serveHTTP: %v", err)
-		}
-	})
-	transport := &mcp.StreamableClientTransport{Endpoint: "http://" + ln.Addr().String() + "/mcp"}
+	transport := &mcp.StreamableClientTransport{Endpoint: "http://" + serveExample(t, ts.URL, keys.host, nil) + "/mcp"}
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e-http", Version: "1"}, nil).Connect(t.Context(), transport, nil)
 	if err != nil {
 		t.Fatalf("client Connect: %v", err)
@@ -346,6 +328,32 @@ func TestPaidTools_StreamableHTTP(t *testing.T) {
 	if r := refused(t, call(t, cs, "forecast", "", oslo)); r.Error != mcpgate.RefusalPaymentRequired {
 		t.Errorf("third call with no credits: refusal %s, want %s", r.Error, mcpgate.RefusalPaymentRequired)
 	}
+}
+
+// serveExample serves the example as streamable HTTP with opts, gated and
+// charging the Stipend at stipendURL, until the test ends; it returns the
+// address it listens on.
+func serveExample(t *testing.T, stipendURL, hostKey string, opts *mcp.StreamableHTTPOptions) string {
+	t.Helper()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	g, err := newGate(config{stipendURL: stipendURL, hostKey: hostKey, service: "weather"}, quiet)
+	if err != nil {
+		t.Fatalf("newGate: %v", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	served := make(chan error, 1)
+	go func() { served <- serveHTTP(ctx, ln, newServer(g), opts, quiet) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("serveHTTP: %v", err)
+		}
+	})
+	return ln.Addr().String()
 }
 
 // TestPaidTools_ConcurrentCallsNeverOverspend runs 20 concurrent paid calls

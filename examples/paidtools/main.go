@@ -14,6 +14,10 @@
 //	                     initialize request's _meta "io.stipend/agent-id"
 //	PAIDTOOLS_ADDR       serve streamable HTTP on this address (such as
 //	                     127.0.0.1:8090, path /mcp); otherwise serve stdio
+//	PAIDTOOLS_STATELESS  "true" serves stateless streamable HTTP (MCP 2026-07-28:
+//	                     no sessions, so any instance behind one address can
+//	                     answer any request); a retry is recognised only by the
+//	                     client's _meta "io.stipend/idempotency-key"
 //	PAIDTOOLS_FAIL_OPEN  "true" runs calls uncharged while Stipend is down
 //	PAIDTOOLS_PURCHASE_URL  where agents' owners buy credits, shown on refusals
 //	PAIDTOOLS_PRICES     a JSON price table replacing the built-in one, such as
@@ -63,6 +67,7 @@ type config struct {
 	agentID     string
 	addr        string
 	failOpen    bool
+	stateless   bool
 	purchaseURL string
 	// prices replaces the built-in price table when not nil.
 	prices map[string]mcpgate.Price
@@ -92,6 +97,13 @@ func loadConfig(getenv func(string) string) (config, error) {
 			return c, fmt.Errorf("PAIDTOOLS_FAIL_OPEN: %q is not a boolean", v)
 		}
 		c.failOpen = b
+	}
+	if v := getenv("PAIDTOOLS_STATELESS"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return c, fmt.Errorf("PAIDTOOLS_STATELESS: %q is not a boolean", v)
+		}
+		c.stateless = b
 	}
 	if v := getenv("PAIDTOOLS_PRICES"); v != "" {
 		dec := json.NewDecoder(strings.NewReader(v))
@@ -146,13 +158,13 @@ func run(ctx context.Context, getenv func(string) string, log *slog.Logger) erro
 	if err != nil {
 		return err
 	}
-	return serveHTTP(ctx, ln, s, log)
+	return serveHTTP(ctx, ln, s, &mcp.StreamableHTTPOptions{Stateless: c.stateless}, log)
 }
 
-// serveHTTP serves s as streamable HTTP at /mcp on ln until ctx ends.
-func serveHTTP(ctx context.Context, ln net.Listener, s *mcp.Server, log *slog.Logger) error {
+// serveHTTP serves s as streamable HTTP at /mcp on ln, with opts, until ctx ends.
+func serveHTTP(ctx context.Context, ln net.Listener, s *mcp.Server, opts *mcp.StreamableHTTPOptions, log *slog.Logger) error {
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", mcpgate.Handler(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)))
+	mux.Handle("/mcp", mcpgate.Handler(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, opts)))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	log.Info("paidtools: serving MCP over streamable HTTP", "url", "http://"+ln.Addr().String()+"/mcp")
 	done := make(chan error, 1)

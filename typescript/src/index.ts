@@ -5,7 +5,7 @@
  *
  * @module
  */
-export { Gate } from './gate/gate.js';
+export { Gate, type GateableServer } from './gate/gate.js';
 export {
   type CallInfo,
   DEFAULT_HOLD_TTL_SECONDS,
@@ -17,6 +17,7 @@ export {
   stderrLogger,
 } from './gate/config.js';
 export { defaultAgentId } from './gate/agent.js';
+export { type AuthInfoView, type CallContext, type HandlerContext, SUPPORTED_SDKS, type ServerContextV2 } from './gate/sdk.js';
 export { type Amount, cents, centsOrUnits, reportCost, unitsUsed } from './gate/amount.js';
 export { META } from './gate/meta.js';
 export {

@@ -1,6 +1,7 @@
 import type { Money } from '../client/index.js';
-import type { GateLogger, ToolExtra } from './config.js';
+import type { GateLogger } from './config.js';
 import { type PaidPrice, describeTerms, termsOf } from './price.js';
+import type { HandlerContext } from './sdk.js';
 
 /**
  * What one call really cost, as its tool reports it with reportCost: cost
@@ -80,11 +81,11 @@ export class Meter {
 }
 
 /** The meters of the calls in flight, by the extra their tool handler gets. */
-export const meters = new WeakMap<ToolExtra, Meter>();
+export const meters = new WeakMap<HandlerContext, Meter>();
 
 /**
  * Reports, from inside a tool handler, what the call really cost; pass the
- * handler's extra. When the tool succeeds, the gate captures that amount
+ * handler's extra (SDK 1.x) or ctx (SDK 2.x). When the tool succeeds, the gate captures that amount
  * instead of the price. The price is the most a call may cost: a report
  * above it charges the price and is logged. Called more than once, the last
  * report counts; a field a report leaves out is charged the price, so a tool
@@ -98,7 +99,7 @@ export const meters = new WeakMap<ToolExtra, Meter>();
  * returns false; it returns true when the report was recorded. This is the
  * Go gate's mcpgate.Charge.
  */
-export function reportCost(extra: ToolExtra, amount: Amount): boolean {
+export function reportCost(extra: HandlerContext, amount: Amount): boolean {
   const meter = meters.get(extra);
   if (meter === undefined) {
     return false;

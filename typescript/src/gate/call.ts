@@ -10,11 +10,12 @@ import {
   problemKind,
 } from '../client/index.js';
 import { Meter, meters } from './amount.js';
-import type { CallInfo, GateLogger, ToolExtra } from './config.js';
+import type { CallInfo, GateLogger } from './config.js';
 import { type KeyMaterial, idempotencyKey } from './key.js';
 import { META } from './meta.js';
 import { type PaidPrice, type Policy, type Price, termsOf } from './price.js';
 import { type Charge, type Refusal, type RefusalKind, chargeOf, refusalResult } from './refusal.js';
+import { type CallContext, type HandlerContext, callContext } from './sdk.js';
 
 /** What a Gate decided at construction; every call reads it. */
 export interface Settings {
@@ -33,11 +34,11 @@ export interface Settings {
 /** The server's side of one call: run the tool, read its declaration, know the connection. */
 export interface Server {
   /** Runs the call's tool (the SDK's tools/call handler) with extra. */
-  run(extra: ToolExtra): Promise<CallToolResult>;
+  run(extra: HandlerContext): Promise<CallToolResult>;
   /** Whether the tool may declare an output schema (true when unknown). */
-  declaresOutputSchema(tool: string, extra: ToolExtra): Promise<boolean>;
+  declaresOutputSchema(tool: string, extra: HandlerContext): Promise<boolean>;
   /** The key material of a call without a client key. */
-  requestMaterial(extra: ToolExtra): KeyMaterial;
+  requestMaterial(context: CallContext): KeyMaterial;
 }
 
 type Hold = Schemas['Hold'];
@@ -74,16 +75,18 @@ function withMeta(res: CallToolResult, key: string, value: unknown): CallToolRes
  */
 export class GatedCall {
   readonly tool: string;
+  readonly context: CallContext;
   price: Price | undefined;
   agent = '';
 
   constructor(
     readonly s: Settings,
     readonly request: CallToolRequest,
-    readonly extra: ToolExtra,
+    readonly extra: HandlerContext,
     readonly server: Server,
   ) {
     this.tool = request.params.name;
+    this.context = callContext(extra);
   }
 
   /** Charges the call by its tool's policy and answers it. */
@@ -109,7 +112,7 @@ export class GatedCall {
       return undefined;
     }
     const p = this.request.params;
-    const info: CallInfo = { tool: this.tool, arguments: p.arguments, meta: p._meta, extra: this.extra };
+    const info: CallInfo = { tool: this.tool, arguments: p.arguments, meta: p._meta, extra: this.extra, context: this.context };
     let agent: string | undefined;
     try {
       agent = await this.s.agentId(info);
@@ -128,9 +131,10 @@ export class GatedCall {
     const p = this.request.params;
     const clientKey = p._meta?.[META.idempotencyKey];
     const material: KeyMaterial =
-      typeof clientKey === 'string' && clientKey !== '' ? { clientKey } : this.server.requestMaterial(this.extra);
-    const state = (p as { requestState?: unknown }).requestState;
-    return idempotencyKey(this.s.service, this.tool, p.arguments, material, typeof state === 'string' ? state : undefined);
+      typeof clientKey === 'string' && clientKey !== '' ? { clientKey } : this.server.requestMaterial(this.context);
+    const raw = (p as { requestState?: unknown }).requestState;
+    const state = typeof raw === 'string' ? raw : this.context.requestState;
+    return idempotencyKey(this.s.service, this.tool, p.arguments, material, state);
   }
 
   /** PolicyBefore: consume, then run; the charge stands whatever the tool does. */
@@ -207,7 +211,7 @@ export class GatedCall {
         return this.refuse(this.spent(hold));
       }
     }
-    if (this.extra.signal.aborted) {
+    if (this.context.signal.aborted) {
       // Cancelled while authorizing: do not start the work. The SDK sends no answer.
       if (owner) {
         await this.release(hold);
@@ -224,8 +228,9 @@ export class GatedCall {
       throw err;
     }
     // A task's handle (task-augmented calls, experimental in the SDK) is not
-    // the work done; such calls are not charged on success.
-    if (res.isError === true || this.extra.signal.aborted || 'task' in res) {
+    // the work done, and neither is a result asking for input (SDK 2.x's
+    // multi-round-trip flow): the request that finishes the call is charged.
+    if (res.isError === true || this.context.signal.aborted || 'task' in res || needsInput(res)) {
       if (owner) {
         await this.release(hold);
       }
@@ -346,7 +351,7 @@ export class GatedCall {
     if (isConflict(a.status)) {
       return this.plain('idempotency_key_conflict', 'the idempotency key of this call was already used for a different call; send a new key');
     }
-    if (this.extra.signal.aborted) {
+    if (this.context.signal.aborted) {
       // The caller gave up; it will not read a refusal, and it must not run the tool.
       return { ...this.plain('billing_unavailable', 'the call was cancelled before its charge was confirmed'), retryable: true };
     }
@@ -397,8 +402,13 @@ export class GatedCall {
 
   /** Bounds a consume or authorize: the gate's timeout, or the request's cancellation. */
   deadline(): AbortSignal {
-    return AbortSignal.any([this.extra.signal, AbortSignal.timeout(this.s.timeoutMs)]);
+    return AbortSignal.any([this.context.signal, AbortSignal.timeout(this.s.timeoutMs)]);
   }
+}
+
+/** Reports whether res asks the client for input (an InputRequiredResult of SDK 2.x) instead of finishing the call. */
+function needsInput(res: object): boolean {
+  return (res as { resultType?: unknown }).resultType === 'input_required' || 'inputRequests' in res;
 }
 
 /** The Charge of a captured hold, charged earlier. */

@@ -3,8 +3,9 @@ import type { ServerNotification, ServerRequest } from '@modelcontextprotocol/sd
 
 import type { StipendClient } from '../client/index.js';
 import type { Policy, Price } from './price.js';
+import type { CallContext, HandlerContext } from './sdk.js';
 
-/** The extra a tools/call handler gets from the SDK (and the gate gets with each call). */
+/** The extra a tools/call handler gets from SDK 1.x (2.x hands a ServerContext; see HandlerContext). */
 export type ToolExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 
 /** A tools/call as the gate sees it, for GateConfig.agentId. */
@@ -15,8 +16,10 @@ export interface CallInfo {
   readonly arguments: Readonly<Record<string, unknown>> | undefined;
   /** The request's _meta. */
   readonly meta: Readonly<Record<string, unknown>> | undefined;
-  /** The SDK's extra: authInfo, sessionId, requestId, signal, requestInfo. */
-  readonly extra: ToolExtra;
+  /** What the SDK hands the handler: 1.x's extra (authInfo, sessionId, requestId, signal, requestInfo) or 2.x's ctx. */
+  readonly extra: HandlerContext;
+  /** The parts of extra the gate reads, the same for both SDKs. */
+  readonly context: CallContext;
 }
 
 /** Receives what the gate cannot tell the caller: Stipend failures, fail-open calls. */

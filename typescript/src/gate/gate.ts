@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolRequest, CallToolResult, ListToolsResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 
 import { defaultAgentId } from './agent.js';
@@ -10,21 +9,34 @@ import {
   DEFAULT_TIMEOUT_MS,
   type GateConfig,
   MAX_HOLD_TTL_SECONDS,
-  type ToolExtra,
   stderrLogger,
 } from './config.js';
 import { type KeyMaterial, requestStamp } from './key.js';
 import { META } from './meta.js';
 import { DEFAULT_POLICY, type Price, type Terms, priceProblem, termsOf, validName } from './price.js';
+import { type CallContext, type HandlerContext, SUPPORTED_SDKS } from './sdk.js';
 
 /** A request handler as the SDK's Protocol stores it. */
-type Handler = (request: { method: string; params?: unknown }, extra: ToolExtra) => unknown;
+type Handler = (request: { method: string; params?: unknown }, extra: HandlerContext) => unknown;
 
-/** The parts of the SDK's Server (McpServer.server) the gate hooks into. */
+/**
+ * The parts of the SDK's Server (McpServer.server) the gate hooks into. The
+ * first argument of setRequestHandler is a zod schema of the request in SDK
+ * 1.x and the method's name in 2.x.
+ */
 interface Protocol {
-  setRequestHandler(schema: unknown, handler: Handler): void;
+  setRequestHandler(schemaOrMethod: unknown, handler: Handler): void;
   assertCanSetRequestHandler(method: string): void;
   readonly transport?: object;
+}
+
+/**
+ * An McpServer of either supported SDK (SUPPORTED_SDKS), as far as attach
+ * needs to know it: the low-level server it wraps, and registerTool.
+ */
+export interface GateableServer {
+  readonly server: object;
+  registerTool(name: string, ...rest: never[]): unknown;
 }
 
 /** The servers a gate is attached to. */
@@ -33,8 +45,10 @@ const attached = new WeakSet<object>();
 /**
  * Charges the tool calls of an McpServer to Stipend: the TypeScript twin of
  * the Go gate (package mcpgate), with the same prices, policies,
- * idempotency keys, refusals and _meta. Build it once, attach it to each
- * McpServer before registering tools:
+ * idempotency keys, refusals and _meta. It attaches to the McpServer of
+ * `@modelcontextprotocol/sdk` 1.x and of `@modelcontextprotocol/server` 2.x
+ * alike. Build it once, attach it to each McpServer before registering
+ * tools:
  *
  * ```ts
  * const gate = new Gate({ stipend, service: 'weather', prices: { echo: free(), forecast: credits(5, 'USD') } });
@@ -109,13 +123,21 @@ export class Gate {
    * under `_meta["io.stipend/price"]`, and registering a tool that has no
    * price throws. It throws if server already handles tools (a tool was
    * registered, or the McpServer options declare capabilities.tools) or
-   * already has a gate.
+   * already has a gate, and a TypeError naming the supported SDKs when
+   * server is not an McpServer of one of them.
    */
-  attach<S extends McpServer>(server: S): S {
+  attach<S extends GateableServer>(server: S): S {
+    const protocol = (server as { server?: unknown } | null | undefined)?.server as Partial<Protocol> | undefined;
+    if (
+      typeof protocol?.setRequestHandler !== 'function' ||
+      typeof protocol.assertCanSetRequestHandler !== 'function' ||
+      typeof (server as { registerTool?: unknown }).registerTool !== 'function'
+    ) {
+      throw new TypeError(`stipend gate: attach takes an McpServer of ${SUPPORTED_SDKS}; got ${describe(server)}`);
+    }
     if (attached.has(server)) {
       throw new Error('stipend gate: this McpServer already has a gate');
     }
-    const protocol = server.server as unknown as Protocol;
     for (const method of ['tools/call', 'tools/list']) {
       try {
         protocol.assertCanSetRequestHandler(method);
@@ -133,13 +155,13 @@ export class Gate {
     let listTools: Handler | undefined;
     const set = protocol.setRequestHandler.bind(protocol);
     protocol.setRequestHandler = (schema, handler) => {
-      if (accepts(schema, { method: 'tools/list' })) {
+      if (schema === 'tools/list' || accepts(schema, { method: 'tools/list' })) {
         listTools = handler;
       }
       set(schema, (request, extra) => {
         switch (request.method) {
           case 'tools/call':
-            return gate.#call(request as CallToolRequest, extra, handler, () => listTools, protocol);
+            return gate.#call(request as CallToolRequest, extra, handler, () => listTools, protocol as Protocol);
           case 'tools/list':
             return gate.#list(handler(request, extra) as Promise<ListToolsResult>);
         }
@@ -149,8 +171,8 @@ export class Gate {
     return server;
   }
 
-  /** Makes registerTool (and the older tool) of server throw for a tool without a price. */
-  #checkRegistrations(server: McpServer): void {
+  /** Makes registerTool (and 1.x's older tool) of server throw for a tool without a price. */
+  #checkRegistrations(server: GateableServer): void {
     const prices = this.#s.prices;
     const check = (name: unknown): void => {
       if (typeof name === 'string' && !prices.has(name)) {
@@ -160,9 +182,13 @@ export class Gate {
         );
       }
     };
-    const s = server as unknown as Record<'registerTool' | 'tool', (name: unknown, ...rest: unknown[]) => unknown>;
+    const s = server as unknown as Partial<Record<'registerTool' | 'tool', (name: unknown, ...rest: unknown[]) => unknown>>;
     for (const method of ['registerTool', 'tool'] as const) {
-      const original = s[method].bind(server);
+      const registered = s[method];
+      if (typeof registered !== 'function') {
+        continue; // 2.x has no tool()
+      }
+      const original = registered.bind(server);
       s[method] = (name, ...rest) => {
         check(name);
         return original(name, ...rest);
@@ -173,7 +199,7 @@ export class Gate {
   /** Charges one tools/call and answers it. */
   async #call(
     request: CallToolRequest,
-    extra: ToolExtra,
+    extra: HandlerContext,
     handler: Handler,
     listTools: () => Handler | undefined,
     protocol: Protocol,
@@ -181,7 +207,7 @@ export class Gate {
     const server: Server = {
       run: async (ex) => (await handler(request, ex)) as CallToolResult,
       declaresOutputSchema: (tool, ex) => declaresOutputSchema(listTools(), tool, ex),
-      requestMaterial: (ex) => requestMaterial(ex, protocol),
+      requestMaterial: (context) => requestMaterial(context, protocol),
     };
     return new GatedCall(this.#s, request, extra, server).handle();
   }
@@ -211,7 +237,7 @@ function accepts(schema: unknown, value: unknown): boolean {
  * answers true when it cannot tell, so that a refusal never goes where an
  * output schema could reject it.
  */
-async function declaresOutputSchema(listTools: Handler | undefined, tool: string, extra: ToolExtra): Promise<boolean> {
+async function declaresOutputSchema(listTools: Handler | undefined, tool: string, extra: HandlerContext): Promise<boolean> {
   if (listTools === undefined) {
     return true;
   }
@@ -234,21 +260,30 @@ const nonces = new WeakMap<object, string>();
  * per request, so each post is a new call; any other transport (stdio,
  * in-memory), no session and a nonce of the connection.
  */
-function requestMaterial(extra: ToolExtra, protocol: Protocol): KeyMaterial {
-  if (extra.sessionId) {
-    return { session: extra.sessionId, request: requestStamp('http:' + extra.sessionId, extra.requestId) };
+function requestMaterial(context: CallContext, protocol: Protocol): KeyMaterial {
+  if (context.sessionId) {
+    return { session: context.sessionId, request: requestStamp('http:' + context.sessionId, context.requestId) };
   }
-  if (extra.requestInfo !== undefined) {
-    return { session: '', request: requestStamp('http:' + randomUUID(), extra.requestId) };
+  if (context.http) {
+    return { session: '', request: requestStamp('http:' + randomUUID(), context.requestId) };
   }
   const transport = protocol.transport;
   if (transport === undefined) {
-    return { session: '', request: requestStamp(randomUUID(), extra.requestId) };
+    return { session: '', request: requestStamp(randomUUID(), context.requestId) };
   }
   let nonce = nonces.get(transport);
   if (nonce === undefined) {
     nonce = randomUUID();
     nonces.set(transport, nonce);
   }
-  return { session: '', request: requestStamp(nonce, extra.requestId) };
+  return { session: '', request: requestStamp(nonce, context.requestId) };
+}
+
+/** What a value handed to attach is, for its error message. */
+function describe(v: unknown): string {
+  if (v === null || typeof v !== 'object') {
+    return v === null ? 'null' : typeof v;
+  }
+  const name = (v as { constructor?: { name?: unknown } }).constructor?.name;
+  return typeof name === 'string' && name !== '' ? `an object of class ${name}` : 'an object';
 }

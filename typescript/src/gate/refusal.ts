@@ -55,12 +55,18 @@ export interface Refusal {
   readonly retryable?: true;
 }
 
+/** Explains a reason that names no entitlement (the Go gate's noEntitlement). */
+const NO_ENTITLEMENT = 'this agent has no entitlement for it';
+
 /**
- * The refusal as the model reads it, such as "payment required: no
- * entitlement of this agent covers tool forecast. Price per call: 5 cents
- * USD or 1 unit, charged before the tool runs. Reasons: insufficient_balance
- * (entitlement e1). Buy credits at https://example.com/buy." (the Go gate's
- * text, word for word).
+ * The refusal as the model (and the person behind it) reads it, such as
+ * "payment required: no entitlement of this agent covers tool forecast.
+ * Price per call: 5 cents USD or 1 unit, charged before the tool runs.
+ * Reasons: not_found (this agent has no entitlement for it). Buy credits at
+ * https://example.com/buy." (the Go gate's Refusal.Text, word for word; the
+ * shared vectors in mcpgate/testdata/vectors/refusals.json check it). The
+ * purchase URL is in the text because hosts drop the structuredContent of
+ * error results.
  */
 export function refusalText(r: Refusal): string {
   let text = r.message;
@@ -78,7 +84,7 @@ export function refusalText(r: Refusal): string {
     }
   }
   (r.reasons ?? []).forEach((d, i) => {
-    text += (i === 0 ? '. Reasons:' : ';') + ` ${d.reason} (entitlement ${d.entitlementId ?? ''})`;
+    text += (i === 0 ? '. Reasons:' : ';') + ` ${d.reason} (${d.entitlementId ? `entitlement ${d.entitlementId}` : NO_ENTITLEMENT})`;
   });
   if (r.purchaseUrl) {
     text += '. Buy credits at ' + r.purchaseUrl;

@@ -20,3 +20,15 @@ export interface KeyVector {
 export const VECTORS = (
   JSON.parse(readFileSync(new URL('../../../testdata/idempotency-keys.json', import.meta.url), 'utf8')) as { vectors: KeyVector[] }
 ).vectors;
+
+/** One refusal of the Go gate and the text it writes for it. */
+export interface RefusalVector {
+  readonly name: string;
+  readonly refusal: import('@stipend-mcp/stipend').Refusal;
+  readonly text: string;
+}
+
+/** The vectors of mcpgate/testdata/vectors/refusals.json (written by the Go test TestRefusalVectors). */
+export const REFUSAL_VECTORS = (
+  JSON.parse(readFileSync(new URL('../../../../mcpgate/testdata/vectors/refusals.json', import.meta.url), 'utf8')) as { vectors: RefusalVector[] }
+).vectors;

@@ -1,0 +1,320 @@
+"""An async client of Stipend's REST API, on httpx, with the Go client's retries.
+
+Calls that are safe to repeat (reads; consume, check and authorize, which
+carry their idempotency key in the body; capture and release of a hold; and
+writes sent with an Idempotency-Key header) are retried on network errors and
+on 503 and 429 answers, with full-jitter exponential backoff (4 attempts in
+all, windows from 50 ms doubling up to 2 s), never sooner than the answer's
+Retry-After and not at all when Retry-After is above 10 s; every attempt sends
+the same body, so the same key. Error answers raise StipendError, which holds
+the RFC 9457 problem document.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from urllib.parse import quote
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, NotRequired, TypedDict, cast
+
+import anyio
+import httpx
+
+__all__ = [
+    "DEFAULT_ATTEMPTS",
+    "DEFAULT_MAX_BACKOFF",
+    "DEFAULT_MIN_BACKOFF",
+    "MAX_RETRY_AFTER",
+    "PROBLEM_TYPE_BASE",
+    "Consumption",
+    "ConsumeResult",
+    "Denial",
+    "Hold",
+    "HoldResult",
+    "CaptureResult",
+    "Money",
+    "Problem",
+    "StipendClient",
+    "StipendError",
+]
+
+DEFAULT_ATTEMPTS = 4
+"""Attempts of a retryable request in all (the Go client's client.DefaultAttempts)."""
+DEFAULT_MIN_BACKOFF = 0.05
+"""The first backoff window, in seconds; each retry doubles it."""
+DEFAULT_MAX_BACKOFF = 2.0
+"""The largest backoff window, in seconds."""
+MAX_RETRY_AFTER = 10.0
+"""The longest Retry-After, in seconds, the client waits out itself."""
+PROBLEM_TYPE_BASE = "https://stipend-mcp.github.io/stipend/problems/"
+"""The prefix of every problem type Stipend answers; the rest is the problem's kind."""
+
+
+class Money(TypedDict):
+    """An amount in minor units: {"cents": 1500, "currency": "USD"}."""
+
+    cents: int
+    currency: str
+
+
+class Denial(TypedDict):
+    """Why one entitlement could not pay (a 402's reasons)."""
+
+    reason: str
+    entitlementId: NotRequired[str]
+
+
+class Problem(TypedDict, total=False):
+    """An RFC 9457 problem document as Stipend answers it."""
+
+    type: str
+    title: str
+    status: int
+    detail: str
+    reasons: list[Denial]
+
+
+class Consumption(TypedDict, total=False):
+    """One charge of one entitlement."""
+
+    id: str
+    agentId: str
+    entitlementId: str
+    service: str
+    tool: str
+    idempotencyKey: str
+    cost: Money
+    units: int
+    balanceAfter: Money
+    remainingAfter: int
+    holdId: str
+
+
+class ConsumeResult(TypedDict):
+    """The answer to POST /v1/consume."""
+
+    result: Literal["consumed", "replay"]
+    consumption: Consumption
+
+
+class Hold(TypedDict, total=False):
+    """A reservation of up to a maximum on an entitlement (POST /v1/authorize)."""
+
+    id: str
+    agentId: str
+    entitlementId: str
+    entitlementType: str
+    status: Literal["held", "captured", "released", "expired"]
+    expiresAt: str
+    consumptionId: str
+    captured: dict[str, Any]
+
+
+class HoldResult(TypedDict):
+    """The answer to POST /v1/authorize and POST /v1/holds/{id}/release."""
+
+    result: str
+    hold: Hold
+
+
+class CaptureResult(TypedDict):
+    """The answer to POST /v1/holds/{id}/capture."""
+
+    result: str
+    consumption: Consumption
+
+
+@dataclass
+class StipendError(Exception):
+    """An error answer of Stipend (status and problem), or no answer at all (status 0)."""
+
+    status: int
+    problem: Problem | None
+    message: str
+    retry_after: float = 0.0
+    """The answer's Retry-After, in seconds (0: none)."""
+
+    def __str__(self) -> str:
+        return self.message
+
+    @property
+    def kind(self) -> str | None:
+        """The problem's kind, such as "hold-expired", from its type URI."""
+        t = (self.problem or {}).get("type", "")
+        return t[len(PROBLEM_TYPE_BASE) :] if t.startswith(PROBLEM_TYPE_BASE) else None
+
+    @property
+    def payment_required(self) -> bool:
+        """No entitlement of the agent covers the charge (402)."""
+        return self.status == 402
+
+    @property
+    def key_reused(self) -> bool:
+        """The idempotency key was used for a different request (409 or 422)."""
+        return self.status in (409, 422) and self.kind not in ("hold-expired", "hold-conflict")
+
+    @property
+    def unavailable(self) -> bool:
+        """No answer, a 5xx or a 429: the same request may succeed later."""
+        return self.status == 0 or self.status >= 500 or self.status == 429
+
+    @property
+    def hold_expired(self) -> bool:
+        """The hold expired before it was captured."""
+        return self.status == 409 and self.kind == "hold-expired"
+
+    @property
+    def hold_conflict(self) -> bool:
+        """The hold was already ended otherwise (captured with another amount, or released)."""
+        return self.status == 409 and self.kind == "hold-conflict"
+
+
+_REPEATABLE_POSTS = [
+    re.compile(r"^/v1/(consume|check|authorize)$"),
+    re.compile(r"^/v1/holds/[^/]+/(capture|release)$"),
+    re.compile(r"^/v1/payments/[^/]+/(succeed|fail)$"),
+    re.compile(r"^/v1/entitlements/[^/]+/revoke$"),
+    re.compile(r"^/v1/webhook-endpoints/[^/]+/disable$"),
+]
+
+
+def _repeatable(method: str, path: str, idempotency_key: str | None) -> bool:
+    if method != "POST" or idempotency_key:
+        return True
+    return any(r.match(path) for r in _REPEATABLE_POSTS)
+
+
+def _retry_after(value: str | None) -> float:
+    if value is None or not value.strip().isdigit():
+        return 0.0
+    return float(value.strip())
+
+
+class StipendClient:
+    """Calls one Stipend server with one API key; safe for concurrent use within one event loop.
+
+    ``async with StipendClient(url, key) as stipend: ...`` closes its connections
+    at the end; so does ``await stipend.aclose()``.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str,
+        *,
+        timeout: float = 10.0,
+        attempts: int = DEFAULT_ATTEMPTS,
+        min_backoff: float = DEFAULT_MIN_BACKOFF,
+        max_backoff: float = DEFAULT_MAX_BACKOFF,
+        http_client: httpx.AsyncClient | None = None,
+        user_agent: str = "stipend-python-client",
+    ) -> None:
+        url = httpx.URL(base_url)
+        if url.scheme not in ("http", "https") or not url.host:
+            raise ValueError(f"stipend client: base URL {base_url!r} must be an absolute http(s) URL")
+        self._base = str(url).rstrip("/")
+        self._path = url.path.rstrip("/")
+        self._headers = {
+            "Authorization": f"Bearer {api_key}",
+            "Accept": "application/json, application/problem+json",
+            "User-Agent": user_agent,
+        }
+        self._http = http_client or httpx.AsyncClient(timeout=timeout, limits=httpx.Limits(max_keepalive_connections=64))
+        self._attempts = max(1, attempts)
+        self._min_backoff = min_backoff
+        self._max_backoff = max(max_backoff, min_backoff)
+
+    async def __aenter__(self) -> StipendClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Closes the client's connections."""
+        await self._http.aclose()
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        params: Mapping[str, str | int] | None = None,
+        idempotency_key: str | None = None,
+    ) -> Any:
+        """Sends one API call (path such as "/v1/consume") and returns the decoded JSON of its 2xx answer.
+
+        It raises StipendError for an error answer, and for no answer (status 0)
+        once the retries are spent.
+        """
+        headers = dict(self._headers)
+        if idempotency_key:
+            headers["Idempotency-Key"] = idempotency_key
+        attempts = self._attempts if _repeatable(method, path, idempotency_key) else 1
+        last: StipendError | None = None
+        for i in range(attempts):
+            if i > 0:
+                window = min(self._min_backoff * 2 ** (i - 1), self._max_backoff)
+                wait = random.uniform(0, window)
+                if last is not None:
+                    wait = max(wait, last.retry_after)
+                await anyio.sleep(wait)
+            try:
+                resp = await self._http.request(method, self._base + path, json=json, params=params, headers=headers)
+            except httpx.TransportError as e:
+                last = StipendError(0, None, f"stipend client: {method} {path}: {e!r}")
+                continue
+            if 200 <= resp.status_code < 300:
+                return resp.json() if resp.content else None
+            err = _error(method, path, resp)
+            if resp.status_code not in (429, 503) or err.retry_after > MAX_RETRY_AFTER:
+                raise err
+            last = err
+        assert last is not None
+        raise last
+
+    # The calls a gate makes.
+
+    async def consume(self, body: Mapping[str, Any]) -> ConsumeResult:
+        """Charges a call before it runs (POST /v1/consume)."""
+        return cast(ConsumeResult, await self.request("POST", "/v1/consume", json=body))
+
+    async def authorize(self, body: Mapping[str, Any]) -> HoldResult:
+        """Reserves the most a call may cost (POST /v1/authorize)."""
+        return cast(HoldResult, await self.request("POST", "/v1/authorize", json=body))
+
+    async def capture_hold(self, hold_id: str, body: Mapping[str, Any]) -> CaptureResult:
+        """Charges a held call what it cost (POST /v1/holds/{id}/capture)."""
+        return cast(CaptureResult, await self.request("POST", f"/v1/holds/{_seg(hold_id)}/capture", json=body))
+
+    async def release_hold(self, hold_id: str, agent_id: str) -> HoldResult:
+        """Gives a hold back whole (POST /v1/holds/{id}/release)."""
+        return cast(HoldResult, await self.request("POST", f"/v1/holds/{_seg(hold_id)}/release", json={"agentId": agent_id}))
+
+    async def get_hold(self, hold_id: str) -> Hold:
+        """Reads a hold (GET /v1/holds/{id})."""
+        return cast(Hold, await self.request("GET", f"/v1/holds/{_seg(hold_id)}"))
+
+
+def _seg(s: str) -> str:
+    return quote(s, safe="")
+
+
+def _error(method: str, path: str, resp: httpx.Response) -> StipendError:
+    problem: Problem | None = None
+    try:
+        body = resp.json()
+        if isinstance(body, dict):
+            problem = cast(Problem, body)
+    except ValueError:
+        pass
+    detail = (problem or {}).get("detail") or (problem or {}).get("title") or resp.reason_phrase
+    return StipendError(
+        resp.status_code,
+        problem,
+        f"stipend client: {method} {path}: {resp.status_code} {detail}",
+        _retry_after(resp.headers.get("Retry-After")),
+    )
