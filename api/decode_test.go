@@ -56,6 +56,21 @@ func TestDecodeJSON(t *testing.T) {
 			t.Errorf("escapes: got %q %v", got.Name, got.Meta)
 		}
 	})
+	t.Run("NUL", func(t *testing.T) {
+		// U+0000 is refused in any string, naming the field (a map key: the map);
+		// a literal backslash before "u0000" is no U+0000.
+		var got sample
+		if err := api.DecodeJSON([]byte(`{"name":"a\\u0000","meta":{"k":"\\u0000"}}`), &got); err != nil || got.Name != `a\u0000` {
+			t.Errorf("escaped backslash: %v, name %q; want accepted as written", err, got.Name)
+		}
+		for body, field := range map[string]string{`{"name":"a\u0000"}`: "name", `{"tags":["x","\u0000"]}`: "tags[1]",
+			`{"meta":{"k\u0000":"v"}}`: "meta", `{"inner":{"cost":{"cents":1,"currency":"US\u0000"}}}`: "inner.cost.currency"} {
+			var e *api.Error
+			if err := api.DecodeJSON([]byte(body), &sample{}); !errors.As(err, &e) || len(e.Errors) != 1 || e.Errors[0].Field != field {
+				t.Errorf("DecodeJSON(%s) = %v, want a 400 naming %q", body, err, field)
+			}
+		}
+	})
 	t.Run("EscapedNames", func(t *testing.T) {
 		var got sample
 		if err := api.DecodeJSON([]byte(`{"n\u0061me":"x","price":{"\u0063ents":2,"currency":"US\u0044"}}`), &got); err != nil {

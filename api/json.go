@@ -20,21 +20,34 @@ import (
 
 // strict is how request bodies are read: the library's own strictness
 // (duplicate names, invalid UTF-8, integers that are not integer literals
-// are errors), unknown members refused, and two rules it has no option for.
-var strict = json.JoinOptions(
-	jsontext.AllowDuplicateNames(false),
-	jsontext.AllowInvalidUTF8(false),
-	json.RejectUnknownMembers(true),
-	json.WithUnmarshalers(json.JoinUnmarshalers(
+// are errors), unknown members refused, and the rules it has no option for.
+// strictText adds decodeText, for a body that may hold U+0000 (DecodeJSON).
+var strict, strictText = strictOptions(false), strictOptions(true)
+
+func strictOptions(text bool) json.Options {
+	unmarshalers := []*json.Unmarshalers{
 		json.UnmarshalFromFunc(refuseNull[string]),
-		json.UnmarshalFromFunc(decodeText),
 		json.UnmarshalFromFunc(refuseNull[bool]),
 		json.UnmarshalFromFunc(refuseNull[int64]),
 		json.UnmarshalFromFunc(refuseNullPointer[int64]),
 		json.UnmarshalFromFunc(refuseNullPointer[money.Money]),
 		json.UnmarshalFromFunc(decodeInt),
-	)),
-)
+	}
+	if text {
+		unmarshalers = append(unmarshalers, json.UnmarshalFromFunc(decodeText))
+	}
+	return json.JoinOptions(
+		jsontext.AllowDuplicateNames(false),
+		jsontext.AllowInvalidUTF8(false),
+		json.RejectUnknownMembers(true),
+		json.WithUnmarshalers(json.JoinUnmarshalers(unmarshalers...)),
+	)
+}
+
+// escapedNUL is how U+0000 appears in JSON: only escaped (a raw control
+// character is invalid). A body without it holds no U+0000 and is read
+// without decodeText, whose per-string cost the hot path does not pay.
+var escapedNUL = []byte(`\u0000`)
 
 // refuseNull refuses null for a T, where Go could not tell it from an absent
 // member. (Pointers, slices and maps read null as absent; so do the named
@@ -58,16 +71,29 @@ func decodeText(dec *jsontext.Decoder, s *string) error {
 	if dec.PeekKind() != '"' {
 		return errors.ErrUnsupported // the library refuses it
 	}
-	at := dec.StackPointer() // before a key: the map's; before a value: its own
-	tok, err := dec.ReadToken()
+	kind, n := dec.StackIndex(dec.StackDepth())
+	isKey := kind == '{' && n%2 == 0
+	raw, err := dec.ReadValue() // a view of the quoted string, valid UTF-8, no raw control characters
 	if err != nil {
 		return err
 	}
-	v := tok.String()
-	if strings.IndexByte(v, 0) >= 0 {
+	body := raw[1 : len(raw)-1]
+	if bytes.IndexByte(body, '\\') < 0 { // no escapes, so no U+0000 either: the common case, one allocation
+		*s = string(body)
+		return nil
+	}
+	v, err := jsontext.AppendUnquote(nil, raw)
+	if err != nil {
+		return err
+	}
+	if bytes.IndexByte(v, 0) >= 0 {
+		at := dec.StackPointer() // a value's own; for a key, the map's
+		if isKey {
+			at = at.Parent()
+		}
 		return &json.SemanticError{JSONPointer: at, JSONKind: '"', Err: &field.Error{Reason: "must not contain U+0000 (NUL)"}}
 	}
-	*s = v
+	*s = string(v)
 	return nil
 }
 
@@ -123,7 +149,11 @@ func DecodeJSON(data []byte, dst any) error {
 		}
 	}()
 	d.r.Reset(data)
-	d.dec.Reset(&d.r, strict)
+	opts := strict
+	if bytes.Contains(data, escapedNUL) {
+		opts = strictText // may hold U+0000 (or a literal backslash before "u0000")
+	}
+	d.dec.Reset(&d.r, opts)
 	if d.dec.PeekKind() == 'n' { // the library would read it as an empty body
 		if _, err := d.dec.ReadToken(); err != nil {
 			return decodeError(&d.dec, err)

@@ -1132,7 +1132,7 @@ export type components = {
             idempotencyKey: string;
             /** @description What a credits entitlement pays; without it, credits cannot pay. */
             cost?: components["schemas"]["NonNegativeMoney"];
-            /** @description Quota units; 0 or absent means 1. */
+            /** @description Quota units; absent means 1. */
             units?: number;
             entitlementId?: components["schemas"]["Name"];
         };
@@ -1169,7 +1169,7 @@ export type components = {
             idempotencyKey: string;
             /** @description The most the call may cost, reserved on a credits entitlement. */
             maxCost?: components["schemas"]["NonNegativeMoney"];
-            /** @description The most units the call may use, reserved on a quota; 0 or absent means 1. */
+            /** @description The most units the call may use, reserved on a quota; absent means 1. */
             maxUnits?: number;
             entitlementId?: components["schemas"]["Name"];
             /** @description How long the hold lasts before it is released by itself; 0 or absent means 300. */
