@@ -1038,7 +1038,7 @@ export type components = {
          * @description What an event says happened (docs/webhooks.md lists the data of each).
          * @enum {string}
          */
-        EventType: "payment.succeeded" | "payment.failed" | "payment.refunded" | "entitlement.granted" | "entitlement.revoked" | "entitlement.depleted" | "consumption.refunded" | "payment.partially_refunded" | "payment.disputed" | "entitlement.balance_low" | "topup.failed";
+        EventType: "payment.succeeded" | "payment.failed" | "payment.refunded" | "entitlement.granted" | "entitlement.revoked" | "entitlement.depleted" | "consumption.refunded" | "payment.partially_refunded" | "payment.disputed" | "entitlement.balance_low" | "topup.failed" | "payment.dispute_won";
         Account: {
             agentId: string;
             displayName?: string;
@@ -1296,6 +1296,11 @@ export type components = {
              */
             disputedAt?: string;
             disputeReason?: string;
+            /**
+             * Format: date-time
+             * @description When the dispute was decided for the seller (Stripe's charge.dispute.closed, won); what it revoked was restored.
+             */
+            disputeWonAt?: string;
         };
         FailRequest: {
             reason?: string;
@@ -1533,6 +1538,11 @@ export type components = {
              */
             disputedAt?: string;
             disputeReason?: string;
+            /**
+             * Format: date-time
+             * @description When the dispute was decided for the seller (Stripe's charge.dispute.closed, won); what it revoked was restored.
+             */
+            disputeWonAt?: string;
         };
         PaymentList: {
             items: components["schemas"]["Payment"][];
