@@ -9,7 +9,7 @@ REST API (httpx, with the Go client's retries).
 """
 
 from .amount import Amount, cents, cents_or_units, report_cost, units_used
-from .client import Money, Problem, StipendClient, StipendError
+from .client import Money, PortalSession, Problem, StipendClient, StipendError
 from .gate import META, SUPPORTED_SDKS, CallInfo, Gate, default_agent_id
 from .key import arguments_json, idempotency_key, request_stamp
 from .price import Policy, Price, credits, credits_or_units, describe_terms, free, units
@@ -23,6 +23,7 @@ __all__ = [
     "Gate",
     "Money",
     "Policy",
+    "PortalSession",
     "Price",
     "Problem",
     "Refusal",

@@ -35,6 +35,7 @@ __all__ = [
     "HoldResult",
     "CaptureResult",
     "Money",
+    "PortalSession",
     "Problem",
     "StipendClient",
     "StipendError",
@@ -192,6 +193,23 @@ def _retry_after(value: str | None) -> float:
     return float(value.strip())
 
 
+class PortalSession(TypedDict):
+    """A portal session (docs/portal.md): the end user's short-lived, single-agent credential.
+
+    ``token`` and ``url`` are in the answer that minted it only: the token is
+    stored hashed and never shown again.
+    """
+
+    id: str
+    agentId: str
+    createdBy: str
+    createdAt: str
+    expiresAt: str
+    revokedAt: NotRequired[str]
+    token: NotRequired[str]
+    url: NotRequired[str]
+
+
 class StipendClient:
     """Calls one Stipend server with one API key; safe for concurrent use within one event loop.
 
@@ -297,6 +315,29 @@ class StipendClient:
     async def get_hold(self, hold_id: str) -> Hold:
         """Reads a hold (GET /v1/holds/{id})."""
         return cast(Hold, await self.request("GET", f"/v1/holds/{_seg(hold_id)}"))
+
+    # Portal sessions (role billing or admin): the end user's page, and the
+    # wallet MCP App, read one agent's wallet with them (docs/portal.md).
+
+    async def create_portal_session(self, agent_id: str, idempotency_key: str, *, ttl_seconds: int = 0) -> PortalSession:
+        """Mints a portal session for agent_id (POST /v1/portal-sessions).
+
+        ttl_seconds is how long it lasts: 0 for the server's default (an
+        hour), else 60 to 86400. The idempotency key makes a retry answer the
+        same session.
+        """
+        body: dict[str, Any] = {"agentId": agent_id}
+        if ttl_seconds:
+            body["ttlSeconds"] = ttl_seconds
+        return cast(PortalSession, await self.request("POST", "/v1/portal-sessions", json=body, idempotency_key=idempotency_key))
+
+    async def get_portal_session(self, session_id: str) -> PortalSession:
+        """Reads a portal session, never its token (GET /v1/portal-sessions/{id})."""
+        return cast(PortalSession, await self.request("GET", f"/v1/portal-sessions/{_seg(session_id)}"))
+
+    async def revoke_portal_session(self, session_id: str) -> PortalSession:
+        """Revokes a portal session: its token is refused from now on (POST /v1/portal-sessions/{id}/revoke)."""
+        return cast(PortalSession, await self.request("POST", f"/v1/portal-sessions/{_seg(session_id)}/revoke"))
 
 
 def _seg(s: str) -> str:
