@@ -108,16 +108,6 @@ func (t *tx) PaymentByIntent(intentID string) (payment.Payment, error) {
 	return paymentFrom(snaps[0])
 }
 
-func (t *tx) NormalizePayment(p payment.Payment) payment.Payment {
-	p = p.Clone()
-	p.CreatedAt, p.UpdatedAt = stamp(p.CreatedAt), stamp(p.UpdatedAt)
-	p.Grant.ValidUntil, p.Grant.ExpiresAt = stampPtr(p.Grant.ValidUntil), stampPtr(p.Grant.ExpiresAt)
-	if p.Checkout != nil {
-		p.Checkout.ExpiresAt = stamp(p.Checkout.ExpiresAt)
-	}
-	return p
-}
-
 func (t *tx) Account(agentID string) (entitlement.Account, error) {
 	return doc(t, t.s.col(colAccounts).Doc(docID(agentID)), accountFrom, store.Errorf(store.CodeNotFound, "account %q", agentID))
 }
@@ -225,7 +215,7 @@ func (t *tx) remember(e entitlement.Entitlement) {
 }
 
 func (t *tx) Normalize(e entitlement.Entitlement) entitlement.Entitlement {
-	return normalized(e, t.at())
+	return unit.Normalized(e, t.at(), stamp)
 }
 
 func (t *tx) Fence() error {

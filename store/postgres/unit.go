@@ -93,16 +93,6 @@ func (t *tx) PaymentByIntent(intentID string) (payment.Payment, error) {
 		`SELECT `+paymentColumns+` FROM payments WHERE provider_intent_id = $1`, intentID)
 }
 
-func (t *tx) NormalizePayment(p payment.Payment) payment.Payment {
-	p = p.Clone()
-	p.CreatedAt, p.UpdatedAt = stamp(p.CreatedAt), stamp(p.UpdatedAt)
-	p.Grant.ValidUntil, p.Grant.ExpiresAt = nullTimePtr(p.Grant.ValidUntil), nullTimePtr(p.Grant.ExpiresAt)
-	if p.Checkout != nil {
-		p.Checkout.ExpiresAt = stamp(p.Checkout.ExpiresAt)
-	}
-	return p
-}
-
 func (t *tx) Account(agentID string) (entitlement.Account, error) {
 	a, err := one(t, scanAccount, store.Errorf(store.CodeNotFound, "account %q", agentID),
 		`SELECT `+accountColumns+` FROM accounts WHERE agent_id = $1 FOR UPDATE`, agentID)
@@ -189,7 +179,7 @@ func entitlementsByID(ctx context.Context, tx pgx.Tx, ids []string, lock bool) (
 }
 
 func (t *tx) Normalize(e entitlement.Entitlement) entitlement.Entitlement {
-	return normalized(e, t.at())
+	return unit.Normalized(e, t.at(), stamp)
 }
 
 // Fence marks the fence at once: the UPDATE locks the ledger row until the
@@ -319,7 +309,7 @@ func (t *tx) CreateReceipt(r receipt.Signed) {
 func (t *tx) AddEvents(evs ...event.Event) {
 	t.write(func() error {
 		for _, e := range evs {
-			if _, err := t.tx.Exec(t.ctx, insertEventSQL, e.ID, string(e.Type), e.AgentID, e.OccurredAt, []byte(e.Data)); err != nil {
+			if _, err := t.tx.Exec(t.ctx, insertEventSQL, eventArgs(&e)...); err != nil {
 				return err
 			}
 		}

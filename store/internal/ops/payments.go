@@ -121,32 +121,16 @@ func changeError(err error) error {
 	return store.Errorf(store.CodeInvalid, "%s", ce.Message)
 }
 
-// events encodes the events of one change at now.
-func events(now time.Time, evs ...pendingEvent) ([]event.Event, error) {
-	out := make([]event.Event, len(evs))
-	for i, e := range evs {
-		var err error
-		if out[i], err = unit.NewEvent(e.t, e.agentID, e.data, now); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
-}
-
 // pendingEvent is an event of a change before it is encoded.
-type pendingEvent struct {
-	t       event.Type
-	agentID string
-	data    any
-}
+type pendingEvent = unit.Pending
 
 func ev(t event.Type, agentID string, data any) pendingEvent {
-	return pendingEvent{t: t, agentID: agentID, data: data}
+	return pendingEvent{Type: t, AgentID: agentID, Data: data}
 }
 
 // addEvents encodes and writes the events of one change at now.
 func addEvents(tx unit.Tx, now time.Time, evs ...pendingEvent) error {
-	out, err := events(now, evs...)
+	out, err := unit.Events(now, evs...)
 	if err != nil {
 		return err
 	}
