@@ -109,6 +109,27 @@ func revoke(tx unit.Tx, es []entitlement.Entitlement, now time.Time) []pendingEv
 	return evs
 }
 
+// takeBack is the start of a refund of amount of p: it locks p's
+// entitlements, lets take take back from them at now (its events are
+// returned), and signs the refund receipt of amount with what they hold
+// after it.
+func takeBack(tx unit.Tx, ch *store.PaymentChange, p *payment.Payment, amount money.Money,
+	take func(tx unit.Tx, es []entitlement.Entitlement, now time.Time) []pendingEvent,
+) (es []entitlement.Entitlement, signed receipt.Signed, evs []pendingEvent, now time.Time, err error) {
+	if es, err = tx.LockEntitlements(p.EntitlementIDs); err != nil {
+		return nil, receipt.Signed{}, nil, now, err
+	}
+	now = tx.Now()
+	evs = take(tx, es, now)
+	grants := make([]receipt.Grant, 0, len(es))
+	for i := range es {
+		es[i].Refresh(now)
+		grants = append(grants, receipt.GrantOf(&es[i]))
+	}
+	signed, err = sign(ch, newReceipt(receipt.KindRefund, ch.Issuer, p, amount, grants, now))
+	return es, signed, evs, now, err
+}
+
 // changeError is the store error of a change the payment refused.
 func changeError(err error) error {
 	var ce *payment.ChangeError
@@ -222,18 +243,7 @@ func (o Shared) RefundPayment(ctx context.Context, id string, ch store.PaymentCh
 			return err
 		},
 		func(tx unit.Tx, p payment.Payment) error {
-			es, err := tx.LockEntitlements(p.EntitlementIDs)
-			if err != nil {
-				return err
-			}
-			now := tx.Now()
-			revoked := revoke(tx, es, now)
-			grants := make([]receipt.Grant, 0, len(es))
-			for i := range es {
-				es[i].Refresh(now)
-				grants = append(grants, receipt.GrantOf(&es[i]))
-			}
-			signed, err := sign(&ch, newReceipt(receipt.KindRefund, ch.Issuer, &p, p.Remaining(), grants, now))
+			es, signed, revoked, now, err := takeBack(tx, &ch, &p, p.Remaining(), revoke)
 			if err != nil {
 				return err
 			}
@@ -262,21 +272,16 @@ func (o Shared) RefundPaymentPart(ctx context.Context, id string, total money.Mo
 			return err
 		},
 		func(tx unit.Tx, p payment.Payment) error {
-			es, err := tx.LockEntitlements(p.EntitlementIDs)
-			if err != nil {
-				return err
-			}
-			now := tx.Now()
-			grants := make([]receipt.Grant, 0, len(es))
-			for i := range es {
-				e := &es[i]
-				expired := e.ExpireHolds(now)
-				e.Refresh(now)
-				e.CutCredits(part)
-				tx.UpdateEntitlement(e.Clone(), expired, nil)
-				grants = append(grants, receipt.GrantOf(e))
-			}
-			signed, err := sign(&ch, newReceipt(receipt.KindRefund, ch.Issuer, &p, part, grants, now))
+			es, signed, _, now, err := takeBack(tx, &ch, &p, part, func(tx unit.Tx, es []entitlement.Entitlement, now time.Time) []pendingEvent {
+				for i := range es {
+					e := &es[i]
+					expired := e.ExpireHolds(now)
+					e.Refresh(now)
+					e.CutCredits(part)
+					tx.UpdateEntitlement(e.Clone(), expired, nil)
+				}
+				return nil
+			})
 			if err != nil {
 				return err
 			}
