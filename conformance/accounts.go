@@ -52,6 +52,28 @@ var accountTests = []subtest{
 			t.Errorf("GetAccount mismatch with the last upsert (-want +got):\n%s", d)
 		}
 	}},
+	{"AccountUpsertUnchangedKeepsUpdatedAt", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
+		// An upsert that changes nothing writes nothing, not even UpdatedAt
+		// (Firestore once bumped it; memory and PostgreSQL did not).
+		ctx := t.Context()
+		agent := newAgent()
+		a := entitlement.Account{AgentID: agent, DisplayName: "Ada", Metadata: map[string]string{"team": "a"}}
+		first, err := s.UpsertAccount(ctx, a)
+		if err != nil {
+			t.Fatalf("UpsertAccount (new): %v", err)
+		}
+		clock.Advance(time.Hour)
+		again, err := s.UpsertAccount(ctx, a)
+		if err != nil {
+			t.Fatalf("UpsertAccount (repeat): %v", err)
+		}
+		if d := cmpDiff(first, again); d != "" {
+			t.Errorf("UpsertAccount (repeat) mismatch with the first (-want +got):\n%s", d)
+		}
+		if stored, err := s.GetAccount(ctx, agent); err != nil || !stored.UpdatedAt.Equal(first.UpdatedAt) {
+			t.Errorf("GetAccount = %+v, %v; want UpdatedAt %v", stored, err, first.UpdatedAt)
+		}
+	}},
 	{"AccountNotFound", func(t *testing.T, s store.EntitlementStore, _ *Clock) {
 		_, err := s.GetAccount(t.Context(), newAgent())
 		wantCode(t, "GetAccount(unknown)", err, store.CodeNotFound)

@@ -95,16 +95,6 @@ func readControls(f *fields, e *entitlement.Entitlement) {
 	})
 }
 
-// stampControls stores the instants of e's controls as Firestore does.
-func stampControls(e *entitlement.Entitlement) {
-	if s := &e.Limits.Spend; s.Period != "" {
-		s.ResetAt, s.Anchor = stamp(s.ResetAt), stamp(s.Anchor)
-	}
-	for i := range e.Alerts {
-		e.Alerts[i].TriggeredAt = stampPtr(e.Alerts[i].TriggeredAt)
-	}
-}
-
 // putAccountLimits stores an account's limits ("limits"); an account
 // without them stores no such field.
 func putAccountLimits(d map[string]any, l *entitlement.AccountLimits) {

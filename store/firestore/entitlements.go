@@ -2,7 +2,6 @@ package firestore
 
 import (
 	"context"
-	"time"
 
 	"cloud.google.com/go/firestore"
 
@@ -13,36 +12,6 @@ import (
 
 func (s *Store) entitlementRef(id string) *firestore.DocumentRef {
 	return s.col(colEntitlements).Doc(docID(id))
-}
-
-// normalized returns e as the store keeps it: defaults filled, instants in
-// UTC at microsecond precision, no slices or maps shared with the caller.
-func normalized(e entitlement.Entitlement, now time.Time) entitlement.Entitlement {
-	e = e.Clone()
-	if e.Status == "" {
-		e.Status = entitlement.StatusActive
-	}
-	if e.CreatedAt.IsZero() {
-		e.CreatedAt = now
-	}
-	e.CreatedAt = stamp(e.CreatedAt)
-	stampControls(&e)
-	for _, t := range []*time.Time{e.ExpiresAt, e.RevokedAt} {
-		if t != nil {
-			*t = stamp(*t)
-		}
-	}
-	switch e.Type {
-	case entitlement.TypeCredits:
-		if e.Credits.Granted.IsZero() {
-			e.Credits.Granted = e.Credits.Balance
-		}
-	case entitlement.TypeQuota:
-		e.Quota.ResetAt, e.Quota.Anchor = stamp(e.Quota.ResetAt), stamp(e.Quota.Anchor)
-	case entitlement.TypeSubscription:
-		e.Subscription.ValidFrom, e.Subscription.ValidUntil = stamp(e.Subscription.ValidFrom), stampPtr(e.Subscription.ValidUntil)
-	}
-	return e
 }
 
 // GetEntitlement implements store.EntitlementStore.

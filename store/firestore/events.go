@@ -2,25 +2,22 @@ package firestore
 
 import (
 	"context"
-	"encoding/json"
 	"time"
 
 	"cloud.google.com/go/firestore"
-	"github.com/google/uuid"
 
 	"github.com/stipend-mcp/stipend/event"
 	"github.com/stipend-mcp/stipend/internal/fsfault"
-	"github.com/stipend-mcp/stipend/store"
+	"github.com/stipend-mcp/stipend/store/internal/unit"
 )
 
 // enqueue writes an outbox event inside tx; data is delivered as its JSON.
 func (s *Store) enqueue(tx *firestore.Transaction, typ event.Type, agentID string, now time.Time, data any) error {
-	raw, err := json.Marshal(data)
+	evs, err := unit.Events(now, unit.Pending{Type: typ, AgentID: agentID, Data: data})
 	if err != nil {
-		return store.Wrap(store.CodeInternal, err, "encode %s event", typ)
+		return err
 	}
-	e := event.Event{ID: uuid.NewString(), Type: typ, AgentID: agentID, OccurredAt: now, Data: raw}
-	return tx.Create(s.col(colEvents).Doc(e.ID), eventDoc(&e))
+	return tx.Create(s.col(colEvents).Doc(evs[0].ID), eventDoc(&evs[0]))
 }
 
 // PendingEvents implements store.EntitlementStore.

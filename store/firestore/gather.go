@@ -9,7 +9,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/stipend-mcp/stipend/entitlement"
-	"github.com/stipend-mcp/stipend/payment"
 	"github.com/stipend-mcp/stipend/store"
 	"github.com/stipend-mcp/stipend/store/firestore/internal/escrow"
 )
@@ -118,21 +117,6 @@ func amountOf(e *entitlement.Entitlement, r *entitlement.ConsumeRequest) int64 {
 		return max(r.Units, 1)
 	}
 	return 0
-}
-
-// grantsOf reads, in tx, the entitlements payment p granted and gathers the
-// leases of the active ones (gatherActive), then reads the instant of the
-// change after those reads (see instantAfterReads): the start of a refund,
-// a partial refund or a dispute. closeLeases is the write that closes the
-// gathered leases, for the caller's writes.
-func (s *Store) grantsOf(tx *firestore.Transaction, p *payment.Payment) (es []entitlement.Entitlement, closeLeases func() error, now time.Time, err error) {
-	if es, err = s.txEntitlements(tx, p.EntitlementIDs); err != nil {
-		return nil, nil, time.Time{}, err
-	}
-	if closeLeases, err = s.gatherActive(tx, es); err != nil {
-		return nil, nil, time.Time{}, err
-	}
-	return es, closeLeases, s.clock(), nil
 }
 
 // gatherActive is gatherAll of the active ones of es: what a refund, a

@@ -64,6 +64,15 @@ func (t *tx) at() time.Time {
 
 func (t *tx) write(w func() error) { t.writes = append(t.writes, w) }
 
+// create queues the creation of ref with data; set its replacement.
+func (t *tx) create(ref *firestore.DocumentRef, data map[string]any) {
+	t.write(func() error { return t.tx.Create(ref, data) })
+}
+
+func (t *tx) set(ref *firestore.DocumentRef, data map[string]any) {
+	t.write(func() error { return t.tx.Set(ref, data) })
+}
+
 // doc reads ref in the transaction and decodes it with from: absent if
 // there is no such document.
 func doc[T any](t *tx, ref *firestore.DocumentRef, from func(*firestore.DocumentSnapshot) (T, error), absent error) (T, error) {
@@ -106,16 +115,6 @@ func (t *tx) PaymentByIntent(intentID string) (payment.Payment, error) {
 		return payment.Payment{}, store.Errorf(store.CodeNotFound, "payment for provider intent %q", intentID)
 	}
 	return paymentFrom(snaps[0])
-}
-
-func (t *tx) NormalizePayment(p payment.Payment) payment.Payment {
-	p = p.Clone()
-	p.CreatedAt, p.UpdatedAt = stamp(p.CreatedAt), stamp(p.UpdatedAt)
-	p.Grant.ValidUntil, p.Grant.ExpiresAt = stampPtr(p.Grant.ValidUntil), stampPtr(p.Grant.ExpiresAt)
-	if p.Checkout != nil {
-		p.Checkout.ExpiresAt = stamp(p.Checkout.ExpiresAt)
-	}
-	return p
 }
 
 func (t *tx) Account(agentID string) (entitlement.Account, error) {
@@ -225,7 +224,7 @@ func (t *tx) remember(e entitlement.Entitlement) {
 }
 
 func (t *tx) Normalize(e entitlement.Entitlement) entitlement.Entitlement {
-	return normalized(e, t.at())
+	return unit.Normalized(e, t.at(), stamp)
 }
 
 func (t *tx) Fence() error {
@@ -247,7 +246,7 @@ func (t *tx) EnsureAccount(agentID string) error {
 }
 
 func (t *tx) CreateEntitlement(e entitlement.Entitlement) {
-	t.write(func() error { return t.tx.Create(t.s.entitlementRef(e.ID), entitlementDoc(&e)) })
+	t.create(t.s.entitlementRef(e.ID), entitlementDoc(&e))
 }
 
 func (t *tx) UpdateEntitlement(e entitlement.Entitlement, expired, released []string) {
@@ -268,17 +267,12 @@ func (t *tx) UpdateEntitlement(e entitlement.Entitlement, expired, released []st
 }
 
 func (t *tx) CreatePayment(p payment.Payment) {
-	now := t.at()
-	t.write(func() error {
-		if err := t.tx.Create(t.s.paymentRef(p.ID), paymentDoc(&p)); err != nil {
-			return err
-		}
-		return t.tx.Create(t.s.paymentKeyRef(p.IdempotencyKey), map[string]any{"paymentId": p.ID, "createdAt": now})
-	})
+	t.create(t.s.paymentRef(p.ID), paymentDoc(&p))
+	t.create(t.s.paymentKeyRef(p.IdempotencyKey), map[string]any{"paymentId": p.ID, "createdAt": t.at()})
 }
 
 func (t *tx) PutAccount(a entitlement.Account) {
-	t.write(func() error { return t.tx.Set(t.s.col(colAccounts).Doc(docID(a.AgentID)), accountDoc(&a)) })
+	t.set(t.s.col(colAccounts).Doc(docID(a.AgentID)), accountDoc(&a))
 }
 
 func (t *tx) PutTopUp(u topup.TopUp) {
@@ -289,51 +283,31 @@ func (t *tx) PutTopUp(u topup.TopUp) {
 	t.write(func() error { return t.s.writeTopUp(t.tx, &u, created) })
 }
 
-func (t *tx) PutPayment(p payment.Payment) {
-	t.write(func() error { return t.tx.Set(t.s.paymentRef(p.ID), paymentDoc(&p)) })
-}
+func (t *tx) PutPayment(p payment.Payment) { t.set(t.s.paymentRef(p.ID), paymentDoc(&p)) }
 
-func (t *tx) CreateEndpoint(e store.Endpoint) {
-	t.write(func() error { return t.tx.Create(t.s.endpointRef(e.ID), endpointDoc(&e)) })
-}
+func (t *tx) CreateEndpoint(e store.Endpoint) { t.create(t.s.endpointRef(e.ID), endpointDoc(&e)) }
 
-func (t *tx) PutEndpoint(e store.Endpoint) {
-	t.write(func() error { return t.tx.Set(t.s.endpointRef(e.ID), endpointDoc(&e)) })
-}
+func (t *tx) PutEndpoint(e store.Endpoint) { t.set(t.s.endpointRef(e.ID), endpointDoc(&e)) }
 
 func (t *tx) CreateDelivery(d store.Delivery) {
-	t.write(func() error {
-		if err := t.tx.Create(t.s.deliveryKeyRef(d.Key), map[string]any{"deliveryId": d.ID, "createdAt": d.CreatedAt}); err != nil {
-			return err
-		}
-		return t.tx.Create(t.s.deliveryRef(d.ID), deliveryDoc(&d))
-	})
+	t.create(t.s.deliveryKeyRef(d.Key), map[string]any{"deliveryId": d.ID, "createdAt": d.CreatedAt})
+	t.create(t.s.deliveryRef(d.ID), deliveryDoc(&d))
 }
 
-func (t *tx) PutDelivery(d store.Delivery) {
-	t.write(func() error { return t.tx.Set(t.s.deliveryRef(d.ID), deliveryDoc(&d)) })
-}
+func (t *tx) PutDelivery(d store.Delivery) { t.set(t.s.deliveryRef(d.ID), deliveryDoc(&d)) }
 
 func (t *tx) CreateReceipt(r receipt.Signed) {
-	t.write(func() error { return t.tx.Create(t.s.col(colReceipts).Doc(docID(r.ID)), receiptDoc(&r)) })
+	t.create(t.s.col(colReceipts).Doc(docID(r.ID)), receiptDoc(&r))
 }
 
 func (t *tx) AddEvents(evs ...event.Event) {
-	t.write(func() error {
-		for i := range evs {
-			if err := t.tx.Create(t.s.col(colEvents).Doc(evs[i].ID), eventDoc(&evs[i])); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	for i := range evs {
+		t.create(t.s.col(colEvents).Doc(evs[i].ID), eventDoc(&evs[i]))
+	}
 }
 
 func (t *tx) RecordInbound(in store.InboundEvent) {
-	now := t.at()
-	t.write(func() error {
-		return t.tx.Create(t.s.inboundRef(in), map[string]any{"source": in.Source, "eventId": in.EventID, "firstSeenAt": now})
-	})
+	t.create(t.s.inboundRef(in), map[string]any{"source": in.Source, "eventId": in.EventID, "firstSeenAt": t.at()})
 }
 
 // deliveryKeyRef is the pointer document of a delivery's key.

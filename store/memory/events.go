@@ -4,11 +4,10 @@ import (
 	"context"
 	"encoding/json"
 
-	"github.com/google/uuid"
-
 	"github.com/stipend-mcp/stipend/entitlement"
 	"github.com/stipend-mcp/stipend/event"
 	"github.com/stipend-mcp/stipend/store"
+	"github.com/stipend-mcp/stipend/store/internal/unit"
 )
 
 // outbox is the event outbox: events in the order they were written, and
@@ -28,30 +27,17 @@ type outboxRow struct {
 func newOutbox() outbox { return outbox{byID: make(map[string]*outboxRow)} }
 
 // pendingEvent is an event about to be written: its data is encoded by newEvents.
-type pendingEvent struct {
-	t       event.Type
-	agentID string
-	data    any
-}
+type pendingEvent = unit.Pending
 
 func pending(t event.Type, agentID string, data any) pendingEvent {
-	return pendingEvent{t: t, agentID: agentID, data: data}
+	return pendingEvent{Type: t, AgentID: agentID, Data: data}
 }
 
-// newEvents builds the events of one change, each with its data encoded as
-// a JSON object. Build them before changing anything, so an encoding
-// failure leaves the store untouched. Callers hold s.mu.
+// newEvents builds the events of one change (unit.Events). Build them
+// before changing anything, so an encoding failure leaves the store
+// untouched. Callers hold s.mu.
 func (s *Store) newEvents(ps ...pendingEvent) ([]event.Event, error) {
-	now := s.clock()
-	out := make([]event.Event, len(ps))
-	for i, p := range ps {
-		raw, err := json.Marshal(p.data)
-		if err != nil {
-			return nil, store.Wrap(store.CodeInternal, err, "event %s: encoding its data", p.t)
-		}
-		out[i] = event.Event{ID: uuid.NewString(), Type: p.t, AgentID: p.agentID, OccurredAt: now, Data: raw}
-	}
-	return out, nil
+	return unit.Events(s.clock(), ps...)
 }
 
 // add appends events to the outbox. Callers hold s.mu.

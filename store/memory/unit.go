@@ -93,16 +93,6 @@ func (t *tx) PaymentByIntent(intentID string) (payment.Payment, error) {
 	return copyPayment(t.s.payments[id]), nil
 }
 
-func (t *tx) NormalizePayment(p payment.Payment) payment.Payment {
-	p = p.Clone()
-	p.Grant.ValidUntil = utcPtr(p.Grant.ValidUntil)
-	p.Grant.ExpiresAt = utcPtr(p.Grant.ExpiresAt)
-	if p.Checkout != nil {
-		p.Checkout.ExpiresAt = p.Checkout.ExpiresAt.UTC()
-	}
-	return p
-}
-
 func (t *tx) Account(agentID string) (entitlement.Account, error) {
 	a := t.s.accounts[agentID]
 	if a == nil {

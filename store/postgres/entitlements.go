@@ -23,38 +23,6 @@ func insertEntitlement(ctx context.Context, tx pgx.Tx, e *entitlement.Entitlemen
 	return tag.RowsAffected() == 1, err
 }
 
-// normalized returns e as the store keeps it: defaults filled, instants in
-// UTC at microsecond precision, no slices or maps shared with the caller.
-func normalized(e entitlement.Entitlement, now time.Time) entitlement.Entitlement {
-	e = e.Clone()
-	if e.Status == "" {
-		e.Status = entitlement.StatusActive
-	}
-	if e.CreatedAt.IsZero() {
-		e.CreatedAt = now
-	}
-	e.CreatedAt = stamp(e.CreatedAt)
-	for _, t := range []*time.Time{e.ExpiresAt, e.RevokedAt} {
-		if t != nil {
-			*t = stamp(*t)
-		}
-	}
-	switch e.Type {
-	case entitlement.TypeCredits:
-		if e.Credits.Granted.IsZero() {
-			e.Credits.Granted = e.Credits.Balance
-		}
-	case entitlement.TypeQuota:
-		e.Quota.ResetAt, e.Quota.Anchor = stamp(e.Quota.ResetAt), stamp(e.Quota.Anchor)
-	case entitlement.TypeSubscription:
-		e.Subscription.ValidFrom, e.Subscription.ValidUntil = stampOrZero(e.Subscription.ValidFrom), nullTimePtr(e.Subscription.ValidUntil)
-	}
-	for i := range e.Holds {
-		e.Holds[i].ExpiresAt = stamp(e.Holds[i].ExpiresAt)
-	}
-	return e
-}
-
 func stampOrZero(t time.Time) time.Time {
 	if t.IsZero() {
 		return t

@@ -4,35 +4,36 @@ import (
 	"context"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stipend-mcp/stipend/event"
 	"github.com/stipend-mcp/stipend/internal/pgfault"
 	"github.com/stipend-mcp/stipend/store"
+	"github.com/stipend-mcp/stipend/store/internal/unit"
 )
 
 // pendingEvent is an outbox event about to be written in a transaction;
 // its data is encoded when it is queued.
-type pendingEvent struct {
-	t       event.Type
-	agentID string
-	data    any
-}
+type pendingEvent = unit.Pending
 
 func pending(t event.Type, agentID string, data any) pendingEvent {
-	return pendingEvent{t: t, agentID: agentID, data: data}
+	return pendingEvent{Type: t, AgentID: agentID, Data: data}
 }
 
 const insertEventSQL = `INSERT INTO events (id, type, agent_id, occurred_at, data) VALUES ($1, $2, $3, $4, $5)`
 
 // insertEvent returns the statement that writes p at now.
 func insertEvent(p pendingEvent, now time.Time) (string, []any, error) {
-	data, err := jsonArg(p.data)
+	evs, err := unit.Events(now, p)
 	if err != nil {
 		return "", nil, err
 	}
-	return insertEventSQL, []any{uuid.NewString(), string(p.t), p.agentID, now, data}, nil
+	return insertEventSQL, eventArgs(&evs[0]), nil
+}
+
+// eventArgs are the arguments of insertEventSQL for e.
+func eventArgs(e *event.Event) []any {
+	return []any{e.ID, string(e.Type), e.AgentID, e.OccurredAt, []byte(e.Data)}
 }
 
 // enqueue writes outbox events inside tx, in order.

@@ -69,6 +69,27 @@ func (t *tx) at() time.Time {
 
 func (t *tx) write(w func() error) { t.writes = append(t.writes, w) }
 
+// exec queues the statement q.
+func (t *tx) exec(q string, args ...any) {
+	t.write(func() error {
+		_, err := t.tx.Exec(t.ctx, q, args...)
+		return err
+	})
+}
+
+// insert queues the guarded insert q (ON CONFLICT DO NOTHING): if it
+// inserts nothing, a concurrent transaction took the row meanwhile and the
+// unit starts over, to read it.
+func (t *tx) insert(q string, args ...any) {
+	t.write(func() error {
+		tag, err := t.tx.Exec(t.ctx, q, args...)
+		if err == nil && tag.RowsAffected() != 1 {
+			return errRetry
+		}
+		return err
+	})
+}
+
 // one reads the row q selects with scan: absent if there is none.
 func one[T any](t *tx, scan func(pgx.Row) (T, error), absent error, q string, args ...any) (T, error) {
 	v, err := scan(t.tx.QueryRow(t.ctx, q, args...))
@@ -91,16 +112,6 @@ func (t *tx) PaymentByKey(key string) (payment.Payment, error) {
 func (t *tx) PaymentByIntent(intentID string) (payment.Payment, error) {
 	return one(t, scanPayment, store.Errorf(store.CodeNotFound, "payment for provider intent %q", intentID),
 		`SELECT `+paymentColumns+` FROM payments WHERE provider_intent_id = $1`, intentID)
-}
-
-func (t *tx) NormalizePayment(p payment.Payment) payment.Payment {
-	p = p.Clone()
-	p.CreatedAt, p.UpdatedAt = stamp(p.CreatedAt), stamp(p.UpdatedAt)
-	p.Grant.ValidUntil, p.Grant.ExpiresAt = nullTimePtr(p.Grant.ValidUntil), nullTimePtr(p.Grant.ExpiresAt)
-	if p.Checkout != nil {
-		p.Checkout.ExpiresAt = stamp(p.Checkout.ExpiresAt)
-	}
-	return p
 }
 
 func (t *tx) Account(agentID string) (entitlement.Account, error) {
@@ -189,7 +200,7 @@ func entitlementsByID(ctx context.Context, tx pgx.Tx, ids []string, lock bool) (
 }
 
 func (t *tx) Normalize(e entitlement.Entitlement) entitlement.Entitlement {
-	return normalized(e, t.at())
+	return unit.Normalized(e, t.at(), stamp)
 }
 
 // Fence marks the fence at once: the UPDATE locks the ledger row until the
@@ -268,48 +279,30 @@ func (t *tx) PutPayment(p payment.Payment) {
 // CreateEndpoint inserts e; if a concurrent transaction took its ID, the
 // unit starts over and reads that endpoint.
 func (t *tx) CreateEndpoint(e store.Endpoint) {
-	t.write(func() error {
-		tag, err := t.tx.Exec(t.ctx, `INSERT INTO webhook_endpoints (id, url, event_types, secret, created_at)
-			VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING`, e.ID, e.URL, eventTypeStrings(e.EventTypes), e.Secret, e.CreatedAt)
-		if err == nil && tag.RowsAffected() != 1 {
-			return errRetry
-		}
-		return err
-	})
+	t.insert(`INSERT INTO webhook_endpoints (id, url, event_types, secret, created_at)
+		VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING`, e.ID, e.URL, eventTypeStrings(e.EventTypes), e.Secret, e.CreatedAt)
 }
 
 func (t *tx) PutEndpoint(e store.Endpoint) {
-	t.write(func() error {
-		_, err := t.tx.Exec(t.ctx, `UPDATE webhook_endpoints SET url = $2, event_types = $3, secret = $4, previous_secret = $5,
-			previous_secret_expires_at = $6, disabled = $7, disabled_reason = $8, disabled_at = $9 WHERE id = $1`,
-			e.ID, e.URL, eventTypeStrings(e.EventTypes), e.Secret, e.PreviousSecret, nullTimePtr(e.PreviousSecretExpiresAt),
-			e.Disabled, e.DisabledReason, nullTimePtr(e.DisabledAt))
-		return err
-	})
+	t.exec(`UPDATE webhook_endpoints SET url = $2, event_types = $3, secret = $4, previous_secret = $5,
+		previous_secret_expires_at = $6, disabled = $7, disabled_reason = $8, disabled_at = $9 WHERE id = $1`,
+		e.ID, e.URL, eventTypeStrings(e.EventTypes), e.Secret, e.PreviousSecret, nullTimePtr(e.PreviousSecretExpiresAt),
+		e.Disabled, e.DisabledReason, nullTimePtr(e.DisabledAt))
 }
 
 // CreateDelivery inserts d; if a concurrent transaction took its key or
 // ID, the unit starts over and reads that delivery.
 func (t *tx) CreateDelivery(d store.Delivery) {
-	t.write(func() error {
-		tag, err := t.tx.Exec(t.ctx, `INSERT INTO deliveries (id, key, endpoint_id, event_id, event_type, payload, status,
-			scheduled_at, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT DO NOTHING`,
-			d.ID, d.Key, d.EndpointID, d.EventID, string(d.EventType), d.Payload, string(d.Status), d.ScheduledAt, d.CreatedAt, d.UpdatedAt)
-		if err == nil && tag.RowsAffected() != 1 {
-			return errRetry
-		}
-		return err
-	})
+	t.insert(`INSERT INTO deliveries (id, key, endpoint_id, event_id, event_type, payload, status,
+		scheduled_at, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT DO NOTHING`,
+		d.ID, d.Key, d.EndpointID, d.EventID, string(d.EventType), d.Payload, string(d.Status), d.ScheduledAt, d.CreatedAt, d.UpdatedAt)
 }
 
 func (t *tx) PutDelivery(d store.Delivery) {
-	t.write(func() error {
-		_, err := t.tx.Exec(t.ctx, `UPDATE deliveries SET status = $2, attempts = $3, scheduled_at = $4, claimed_by = $5,
-			claimed_at = $6, claim_token = $7, last_status_code = $8, last_error = $9, last_attempt_at = $10, updated_at = $11
-			WHERE id = $1`, d.ID, string(d.Status), d.Attempts, d.ScheduledAt, d.ClaimedBy, d.ClaimedAt, d.ClaimToken,
-			d.LastStatusCode, d.LastError, d.LastAttemptAt, d.UpdatedAt)
-		return err
-	})
+	t.exec(`UPDATE deliveries SET status = $2, attempts = $3, scheduled_at = $4, claimed_by = $5,
+		claimed_at = $6, claim_token = $7, last_status_code = $8, last_error = $9, last_attempt_at = $10, updated_at = $11
+		WHERE id = $1`, d.ID, string(d.Status), d.Attempts, d.ScheduledAt, d.ClaimedBy, d.ClaimedAt, d.ClaimToken,
+		d.LastStatusCode, d.LastError, d.LastAttemptAt, d.UpdatedAt)
 }
 
 func (t *tx) CreateReceipt(r receipt.Signed) {
@@ -317,26 +310,14 @@ func (t *tx) CreateReceipt(r receipt.Signed) {
 }
 
 func (t *tx) AddEvents(evs ...event.Event) {
-	t.write(func() error {
-		for _, e := range evs {
-			if _, err := t.tx.Exec(t.ctx, insertEventSQL, e.ID, string(e.Type), e.AgentID, e.OccurredAt, []byte(e.Data)); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	for i := range evs {
+		t.exec(insertEventSQL, eventArgs(&evs[i])...)
+	}
 }
 
 // RecordInbound inserts the record RecordInboundEvent writes. If another
 // transaction recorded it meanwhile, the whole unit starts over and then
 // answers as the replay it is.
 func (t *tx) RecordInbound(in store.InboundEvent) {
-	now := t.at()
-	t.write(func() error {
-		tag, err := t.tx.Exec(t.ctx, insertInboundSQL, in.Source, in.EventID, now)
-		if err == nil && tag.RowsAffected() != 1 {
-			return errRetry
-		}
-		return err
-	})
+	t.insert(insertInboundSQL, in.Source, in.EventID, t.at())
 }

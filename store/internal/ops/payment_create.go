@@ -3,6 +3,7 @@ package ops
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -74,7 +75,13 @@ func createPayment(tx unit.Tx, p payment.Payment) (out payment.Payment, fresh bo
 			return out, false, err
 		}
 	}
-	p = tx.NormalizePayment(p.Pending(tx.Now()))
+	p = p.Pending(tx.Now())
+	p = p.Clone()
+	p.CreatedAt, p.UpdatedAt = tx.Instant(p.CreatedAt), tx.Instant(p.UpdatedAt)
+	p.Grant.ValidUntil, p.Grant.ExpiresAt = instant(tx, p.Grant.ValidUntil), instant(tx, p.Grant.ExpiresAt)
+	if p.Checkout != nil {
+		p.Checkout.ExpiresAt = tx.Instant(p.Checkout.ExpiresAt)
+	}
 	tx.CreatePayment(p)
 	return p, true, nil
 }
@@ -140,4 +147,13 @@ func checkLink(p *payment.Payment, intentID string, takenElsewhere bool) error {
 		return store.Errorf(store.CodeConflict, "providerIntentId: already linked to another payment")
 	}
 	return nil
+}
+
+// instant is tx.Instant of an optional instant.
+func instant(tx unit.Tx, t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := tx.Instant(*t)
+	return &u
 }

@@ -109,6 +109,27 @@ func revoke(tx unit.Tx, es []entitlement.Entitlement, now time.Time) []pendingEv
 	return evs
 }
 
+// takeBack is the start of a refund of amount of p: it locks p's
+// entitlements, lets take take back from them at now (its events are
+// returned), and signs the refund receipt of amount with what they hold
+// after it.
+func takeBack(tx unit.Tx, ch *store.PaymentChange, p *payment.Payment, amount money.Money,
+	take func(tx unit.Tx, es []entitlement.Entitlement, now time.Time) []pendingEvent,
+) (es []entitlement.Entitlement, signed receipt.Signed, evs []pendingEvent, now time.Time, err error) {
+	if es, err = tx.LockEntitlements(p.EntitlementIDs); err != nil {
+		return nil, receipt.Signed{}, nil, now, err
+	}
+	now = tx.Now()
+	evs = take(tx, es, now)
+	grants := make([]receipt.Grant, 0, len(es))
+	for i := range es {
+		es[i].Refresh(now)
+		grants = append(grants, receipt.GrantOf(&es[i]))
+	}
+	signed, err = sign(ch, newReceipt(receipt.KindRefund, ch.Issuer, p, amount, grants, now))
+	return es, signed, evs, now, err
+}
+
 // changeError is the store error of a change the payment refused.
 func changeError(err error) error {
 	var ce *payment.ChangeError
@@ -121,32 +142,16 @@ func changeError(err error) error {
 	return store.Errorf(store.CodeInvalid, "%s", ce.Message)
 }
 
-// events encodes the events of one change at now.
-func events(now time.Time, evs ...pendingEvent) ([]event.Event, error) {
-	out := make([]event.Event, len(evs))
-	for i, e := range evs {
-		var err error
-		if out[i], err = unit.NewEvent(e.t, e.agentID, e.data, now); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
-}
-
 // pendingEvent is an event of a change before it is encoded.
-type pendingEvent struct {
-	t       event.Type
-	agentID string
-	data    any
-}
+type pendingEvent = unit.Pending
 
 func ev(t event.Type, agentID string, data any) pendingEvent {
-	return pendingEvent{t: t, agentID: agentID, data: data}
+	return pendingEvent{Type: t, AgentID: agentID, Data: data}
 }
 
 // addEvents encodes and writes the events of one change at now.
 func addEvents(tx unit.Tx, now time.Time, evs ...pendingEvent) error {
-	out, err := events(now, evs...)
+	out, err := unit.Events(now, evs...)
 	if err != nil {
 		return err
 	}
@@ -238,18 +243,7 @@ func (o Shared) RefundPayment(ctx context.Context, id string, ch store.PaymentCh
 			return err
 		},
 		func(tx unit.Tx, p payment.Payment) error {
-			es, err := tx.LockEntitlements(p.EntitlementIDs)
-			if err != nil {
-				return err
-			}
-			now := tx.Now()
-			revoked := revoke(tx, es, now)
-			grants := make([]receipt.Grant, 0, len(es))
-			for i := range es {
-				es[i].Refresh(now)
-				grants = append(grants, receipt.GrantOf(&es[i]))
-			}
-			signed, err := sign(&ch, newReceipt(receipt.KindRefund, ch.Issuer, &p, p.Remaining(), grants, now))
+			es, signed, revoked, now, err := takeBack(tx, &ch, &p, p.Remaining(), revoke)
 			if err != nil {
 				return err
 			}
@@ -278,26 +272,21 @@ func (o Shared) RefundPaymentPart(ctx context.Context, id string, total money.Mo
 			return err
 		},
 		func(tx unit.Tx, p payment.Payment) error {
-			es, err := tx.LockEntitlements(p.EntitlementIDs)
-			if err != nil {
-				return err
-			}
-			now := tx.Now()
-			grants := make([]receipt.Grant, 0, len(es))
-			var lows []pendingEvent
-			for i := range es {
-				e := &es[i]
-				expired := e.ExpireHolds(now)
-				e.Refresh(now)
-				e.CutCredits(part)
-				if e.CutAlerts(now) {
-					low := e.Clone()
-					lows = append(lows, ev(event.EntitlementBalanceLow, e.AgentID, &low))
+			es, signed, lows, now, err := takeBack(tx, &ch, &p, part, func(tx unit.Tx, es []entitlement.Entitlement, now time.Time) []pendingEvent {
+				var lows []pendingEvent
+				for i := range es {
+					e := &es[i]
+					expired := e.ExpireHolds(now)
+					e.Refresh(now)
+					e.CutCredits(part)
+					if e.CutAlerts(now) {
+						low := e.Clone()
+						lows = append(lows, ev(event.EntitlementBalanceLow, e.AgentID, &low))
+					}
+					tx.UpdateEntitlement(e.Clone(), expired, nil)
 				}
-				tx.UpdateEntitlement(e.Clone(), expired, nil)
-				grants = append(grants, receipt.GrantOf(e))
-			}
-			signed, err := sign(&ch, newReceipt(receipt.KindRefund, ch.Issuer, &p, part, grants, now))
+				return lows
+			})
 			if err != nil {
 				return err
 			}

@@ -38,33 +38,40 @@ func (o Shared) CreateEndpoint(ctx context.Context, e store.Endpoint) (store.End
 // changeEndpoint stores change of the endpoint id, in one unit of work
 // with the fence the context carries.
 func (o Shared) changeEndpoint(ctx context.Context, what, id string, change func(tx unit.Tx, e store.Endpoint, now time.Time) (store.Endpoint, error)) (store.Endpoint, error) {
-	var out store.Endpoint
-	err := o.run(ctx, what, func(tx unit.Tx) error {
-		e, err := tx.Endpoint(id)
+	return fenced(ctx, o, what, func(tx unit.Tx) (store.Endpoint, error) { return tx.Endpoint(id) }, change, unit.Tx.PutEndpoint)
+}
+
+// fenced reads a record with read, changes it with change at the unit's
+// now and stores it with write, in one unit of work with the fence the
+// context carries.
+func fenced[T any](ctx context.Context, o Shared, what string, read func(unit.Tx) (T, error),
+	change func(tx unit.Tx, v T, now time.Time) (T, error), write func(unit.Tx, T)) (out T, err error) {
+	err = o.run(ctx, what, func(tx unit.Tx) error {
+		v, err := read(tx)
 		if err != nil {
 			return err
 		}
-		if e, err = change(tx, e, tx.Now()); err != nil {
+		if v, err = change(tx, v, tx.Now()); err != nil {
 			return err
 		}
 		if err := tx.Fence(); err != nil {
 			return err
 		}
-		tx.PutEndpoint(e)
-		out = e
+		write(tx, v)
+		out = v
 		return nil
 	})
 	return out, err
 }
 
-// disableEndpoint is store.DeliveryStore.DisableEndpoint.
+// DisableEndpoint is store.DeliveryStore.DisableEndpoint.
 func (o Shared) DisableEndpoint(ctx context.Context, id, reason string) (store.Endpoint, error) {
 	return o.changeEndpoint(ctx, "disable webhook endpoint", id, func(_ unit.Tx, e store.Endpoint, now time.Time) (store.Endpoint, error) {
 		return disableEndpoint(e, reason, now), nil
 	})
 }
 
-// updateEndpoint is store.DeliveryStore.UpdateEndpoint.
+// UpdateEndpoint is store.DeliveryStore.UpdateEndpoint.
 func (o Shared) UpdateEndpoint(ctx context.Context, id string, u store.EndpointUpdate) (store.Endpoint, error) {
 	return o.changeEndpoint(ctx, "update webhook endpoint", id, func(_ unit.Tx, e store.Endpoint, _ time.Time) (store.Endpoint, error) {
 		return updateEndpoint(e, u)
@@ -125,23 +132,7 @@ func (o Shared) EnqueueDelivery(ctx context.Context, d store.Delivery) (store.De
 // changeDelivery stores change of the delivery id, in one unit of work
 // with the fence the context carries.
 func (o Shared) changeDelivery(ctx context.Context, what, id string, change func(tx unit.Tx, d store.Delivery, now time.Time) (store.Delivery, error)) (store.Delivery, error) {
-	var out store.Delivery
-	err := o.run(ctx, what, func(tx unit.Tx) error {
-		d, err := tx.Delivery(id)
-		if err != nil {
-			return err
-		}
-		if d, err = change(tx, d, tx.Now()); err != nil {
-			return err
-		}
-		if err := tx.Fence(); err != nil {
-			return err
-		}
-		tx.PutDelivery(d)
-		out = d
-		return nil
-	})
-	return out, err
+	return fenced(ctx, o, what, func(tx unit.Tx) (store.Delivery, error) { return tx.Delivery(id) }, change, unit.Tx.PutDelivery)
 }
 
 // FinishDelivery is store.DeliveryStore.FinishDelivery.

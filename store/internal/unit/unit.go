@@ -47,9 +47,6 @@ type Tx interface {
 	// PaymentByIntent reads the payment linked to the provider intent:
 	// ErrNotFound if none is.
 	PaymentByIntent(intentID string) (payment.Payment, error)
-	// NormalizePayment returns the new payment p as the backend stores it:
-	// instants at its precision, nothing shared with p.
-	NormalizePayment(p payment.Payment) payment.Payment
 	// Account reads the account agentID, locking it: ErrNotFound if absent.
 	Account(agentID string) (entitlement.Account, error)
 	// TopUp reads the top-up of agentID's account, locking the account:
@@ -124,12 +121,24 @@ type Tx interface {
 	RecordInbound(in store.InboundEvent)
 }
 
-// NewEvent is the outbox event of type t about agentID with data (encoded as
-// its JSON) at now.
-func NewEvent(t event.Type, agentID string, data any, now time.Time) (event.Event, error) {
-	raw, err := json.Marshal(data)
-	if err != nil {
-		return event.Event{}, store.Wrap(store.CodeInternal, err, "event %s: encoding its data", t)
+// Pending is an outbox event about to be written: Data is encoded as its
+// JSON when Events makes the event.
+type Pending struct {
+	Type    event.Type
+	AgentID string
+	Data    any
+}
+
+// Events makes the outbox events of one change at now, each with a new ID
+// and its data encoded as a JSON object.
+func Events(now time.Time, ps ...Pending) ([]event.Event, error) {
+	out := make([]event.Event, len(ps))
+	for i, p := range ps {
+		raw, err := json.Marshal(p.Data)
+		if err != nil {
+			return nil, store.Wrap(store.CodeInternal, err, "event %s: encoding its data", p.Type)
+		}
+		out[i] = event.Event{ID: uuid.NewString(), Type: p.Type, AgentID: p.AgentID, OccurredAt: now, Data: raw}
 	}
-	return event.Event{ID: uuid.NewString(), Type: t, AgentID: agentID, OccurredAt: now, Data: raw}, nil
+	return out, nil
 }
