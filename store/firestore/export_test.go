@@ -46,3 +46,20 @@ func TakeLease(ctx context.Context, s *Store, id string) (bool, error) {
 	s.refill(ll)
 	return ll.HasLease(), nil
 }
+
+// RefillAfterRelease releases the lease lane of entitlement id, then runs
+// on it a refill that was started before the release and waited for the
+// lane's transactions meanwhile. Only tests compile this file.
+func RefillAfterRelease(ctx context.Context, s *Store, id string) error {
+	e, _, err := s.storedEntitlement(ctx, id)
+	if err != nil {
+		return err
+	}
+	ll, _ := s.leasing.Ensure(&e)
+	ll.BeginRefill() // started before the release
+	if err := s.release(ctx, ll); err != nil {
+		return err
+	}
+	s.refill(ll)
+	return nil
+}

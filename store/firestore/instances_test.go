@@ -317,3 +317,29 @@ func TestStore_DeadInstanceLeaseFreed(t *testing.T) {
 		t.Errorf("after the owner's late charge: balance %d, want 980 (every charge once)", got)
 	}
 }
+
+// TestStore_NoLeaseForAReleasedLane: a refill that waited for the lane's
+// transactions while the lane was released takes no lease (issue 29, item
+// 12: it took one that no lane would spend or release).
+func TestStore_NoLeaseForAReleasedLane(t *testing.T) {
+	emulator.Host(t)
+	s := newLeasingStores(t, 1, time.Now)[0].(*fsstore.Store)
+	e, err := s.CreateEntitlement(t.Context(), entitlement.Entitlement{
+		ID: "released-lane", AgentID: "agent-released", Type: entitlement.TypeCredits, Status: entitlement.StatusActive,
+		Scope:   entitlement.Scope{Service: "search"},
+		Credits: entitlement.Credits{Balance: money.Money{Cents: 1000, Currency: "USD"}},
+	})
+	if err != nil {
+		t.Fatalf("CreateEntitlement: %v", err)
+	}
+	if err := fsstore.RefillAfterRelease(t.Context(), s, e.ID); err != nil {
+		t.Fatalf("RefillAfterRelease: %v", err)
+	}
+	stored, leases, err := fsstore.LeaseState(t.Context(), s, e.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(stored.Leases) != 0 || len(leases) != 0 {
+		t.Errorf("after a refill on a released lane: %d leases registered, %d lease documents; want none", len(stored.Leases), len(leases))
+	}
+}
