@@ -34,6 +34,7 @@ func RunTests(t *testing.T, newStore NewStore) {
 	runTable(t, newStore, usageTests) // usage.go: balance and usage (store.UsageReader)
 	runTable(t, newStore, topUpTests)
 	runTable(t, newStore, portalSessionTests) // portal.go
+	runTable(t, newStore, jobClaimTests)      // claims.go: store.Claimer
 }
 
 // RunConcurrencyTests runs the guarantees of store.EntitlementStore under

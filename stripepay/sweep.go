@@ -45,6 +45,13 @@ type Sweep struct {
 	// MaxGap is the longest a pending payment waits between two reads
 	// after the first (default DefaultSweepMaxGap); see readPointPassed.
 	MaxGap time.Duration
+	// Claims, if set, shares the sweep between instances: at each tick of
+	// Run, only the instance that claims the job SweepJob for the interval
+	// sweeps, so N instances read Stripe as often as one does, and another
+	// takes over the turn when that one stops (store.Claimer). Owner names
+	// this instance in the claims (required with Claims).
+	Claims store.Claimer
+	Owner  string
 
 	// last is when this sweep's previous Once listed the pending payments
 	// (zero: none did, so every pending payment is read); retry holds the
@@ -195,8 +202,12 @@ func (s *Sweep) intent(ctx context.Context, paymentID, id string) (Result, error
 	return Ignored, nil // still in progress, or waiting for the payer
 }
 
+// SweepJob is the name the sweep claims its turns under (Sweep.Claims).
+const SweepJob = "stripe-sweep"
+
 // Run sweeps every interval until ctx is done; a failed sweep is logged and
-// tried again at the next tick.
+// tried again at the next tick. With Claims, a tick sweeps only when this
+// instance claims the turn (Sweep.Claims).
 func (s *Sweep) Run(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
@@ -205,6 +216,9 @@ func (s *Sweep) Run(ctx context.Context, every time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		}
+		if !s.myTurn(ctx, every) {
+			continue
 		}
 		r, err := s.Once(ctx)
 		if err != nil && ctx.Err() == nil {
@@ -220,4 +234,27 @@ func (s *Sweep) log() *slog.Logger {
 		return s.Logger
 	}
 	return slog.Default()
+}
+
+// myTurn reports whether this instance sweeps at this tick: always without
+// Claims; with Claims, when it claims SweepJob until just before the next
+// tick (so the turn is free again then, for whichever instance asks first).
+// A failed claim is logged and sweeps anyway: reading Stripe twice is safe,
+// not reading it at all is not.
+func (s *Sweep) myTurn(ctx context.Context, every time.Duration) bool {
+	if s.Claims == nil {
+		return true
+	}
+	now := time.Now
+	if s.Now != nil {
+		now = s.Now
+	}
+	won, err := s.Claims.ClaimJob(ctx, SweepJob, s.Owner, now().Add(every*9/10))
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log().Warn("stripe sweep: claiming the turn failed; sweeping anyway", "error", err.Error())
+		}
+		return true
+	}
+	return won
 }

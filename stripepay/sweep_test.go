@@ -246,3 +246,33 @@ func TestSweep_BacksOffByAge(t *testing.T) {
 		t.Errorf("tick at 2×Age: %v, want the payment read", r)
 	}
 }
+
+// TestSweep_TakesTurns: with Claims, an instance sweeps only at the ticks
+// whose turn it claims: while another instance holds the turn, its Run
+// reads nothing; once the turn is free, it sweeps (issue 29: every
+// instance read every pending payment every minute).
+func TestSweep_TakesTurns(t *testing.T) {
+	e := newSweepEnv(t)
+	p := e.intentPayment(t, "turns")
+	e.clock.Advance(stripepay.DefaultSweepAge + time.Second)
+	succeeded := stripemock.Patched(t, e.mock, map[string]any{"status": "succeeded", "amount_received": 1500, "currency": "usd"})
+	if won, err := e.store.ClaimJob(t.Context(), stripepay.SweepJob, "instance-a", e.clock.Now().Add(time.Hour)); err != nil || !won {
+		t.Fatalf("instance a's claim: %t, %v", won, err)
+	}
+	b := &stripepay.Sweep{Store: e.store, Stripe: stripemock.Client(t, succeeded), Applier: e.applier(), Now: e.clock.Now,
+		Logger: slog.New(slog.DiscardHandler), Claims: e.store, Owner: "instance-b"}
+	run := func() {
+		ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+		defer cancel()
+		b.Run(ctx, 20*time.Millisecond)
+	}
+	run()
+	if got := e.get(t, p.ID); got.Status != payment.StatusPending {
+		t.Fatalf("while instance a holds the turn, instance b's sweep moved the payment to %s", got.Status)
+	}
+	e.clock.Advance(time.Hour) // instance a's turn ends (it stopped)
+	run()
+	if got := e.get(t, p.ID); got.Status != payment.StatusSucceeded {
+		t.Errorf("once the turn was free, instance b's sweep left the payment %s, want succeeded", got.Status)
+	}
+}

@@ -6,7 +6,9 @@ import (
 	"io"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stipend-mcp/stipend/receipt"
+	"github.com/stipend-mcp/stipend/store"
 	"github.com/stipend-mcp/stipend/stripepay"
 )
 
@@ -81,6 +83,10 @@ func (m *Main) startStripeSweep(st backend, client *stripepay.Client, signer *re
 		return
 	}
 	sweep := m.stripeSweep(st, client, signer)
+	// The instances take turns: one sweep per interval between them all.
+	if c, ok := st.(store.Claimer); ok {
+		sweep.Claims, sweep.Owner = c, uuid.NewString()
+	}
 	m.goLoop(func(ctx context.Context) { sweep.Run(ctx, m.Config.StripeSweepInterval) })
 }
 

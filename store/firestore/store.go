@@ -45,6 +45,7 @@ const (
 	colReceipts            = "receipts"
 	colEvents              = "events"
 	colInbound             = "delivery_inbound"
+	colClaims              = "job_claims"
 )
 
 var _ store.EntitlementStore = (*Store)(nil)

@@ -319,3 +319,20 @@ func (s *Store) deliveryKeyRef(key string) *firestore.DocumentRef {
 func (s *Store) inboundRef(in store.InboundEvent) *firestore.DocumentRef {
 	return s.col(colInbound).Doc(unit.InboundKey(in.Source, in.EventID))
 }
+
+func (t *tx) Claim(name string) (store.Claim, error) {
+	return doc(t, t.s.col(colClaims).Doc(docID(name)), func(snap *firestore.DocumentSnapshot) (store.Claim, error) {
+		f := read(snap)
+		c := store.Claim{Name: name, Owner: f.str("owner"), Until: f.instant("until")}
+		return c, f.err
+	}, store.Errorf(store.CodeNotFound, "claim %q", name))
+}
+
+func (t *tx) PutClaim(c store.Claim, exists bool) {
+	d := map[string]any{"name": c.Name, "owner": c.Owner, "until": stamp(c.Until)}
+	if exists {
+		t.set(t.s.col(colClaims).Doc(docID(c.Name)), d)
+		return
+	}
+	t.create(t.s.col(colClaims).Doc(docID(c.Name)), d)
+}

@@ -43,6 +43,8 @@ type Store struct {
 	delivery deliveryState
 
 	accounts map[string]*entitlement.Account
+	// claims are the background jobs' claims by name (store.Claimer).
+	claims map[string]store.Claim
 	// entitlements by ID; agents indexes them (and the rest) per agent.
 	entitlements map[string]*entitlement.Entitlement
 	agents       map[string]*agentIndex

@@ -281,3 +281,20 @@ func (t *tx) RecordInbound(in store.InboundEvent) {
 	key, now := unit.InboundKey(in.Source, in.EventID), t.at()
 	t.writes = append(t.writes, func() { t.s.inbound[key] = now })
 }
+
+func (t *tx) Claim(name string) (store.Claim, error) {
+	c, ok := t.s.claims[name]
+	if !ok {
+		return store.Claim{}, store.Errorf(store.CodeNotFound, "claim %q", name)
+	}
+	return c, nil
+}
+
+func (t *tx) PutClaim(c store.Claim, _ bool) {
+	t.writes = append(t.writes, func() {
+		if t.s.claims == nil {
+			t.s.claims = make(map[string]store.Claim)
+		}
+		t.s.claims[c.Name] = c
+	})
+}

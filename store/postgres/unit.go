@@ -321,3 +321,20 @@ func (t *tx) AddEvents(evs ...event.Event) {
 func (t *tx) RecordInbound(in store.InboundEvent) {
 	t.insert(insertInboundSQL, in.Source, in.EventID, t.at())
 }
+
+func (t *tx) Claim(name string) (store.Claim, error) {
+	c := store.Claim{Name: name}
+	err := t.tx.QueryRow(t.ctx, `SELECT owner, until FROM job_claims WHERE name = $1 FOR UPDATE`, name).Scan(&c.Owner, &c.Until)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.Claim{}, store.Errorf(store.CodeNotFound, "claim %q", name)
+	}
+	return c, err
+}
+
+func (t *tx) PutClaim(c store.Claim, exists bool) {
+	if exists {
+		t.exec(`UPDATE job_claims SET owner = $2, until = $3 WHERE name = $1`, c.Name, c.Owner, stamp(c.Until))
+		return
+	}
+	t.insert(`INSERT INTO job_claims (name, owner, until) VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING`, c.Name, c.Owner, stamp(c.Until))
+}

@@ -119,6 +119,13 @@ type Tx interface {
 	// RecordInbound records the provider event in, first seen at Now. If
 	// another unit recorded it meanwhile, this one starts over.
 	RecordInbound(in store.InboundEvent)
+
+	// Claim reads the claim of job name, locking it: ErrNotFound if the job
+	// was never claimed. PutClaim stores c, over the claim Claim read
+	// (exists) or as a new one: if another unit created it meanwhile, this
+	// one starts over.
+	Claim(name string) (store.Claim, error)
+	PutClaim(c store.Claim, exists bool)
 }
 
 // Pending is an outbox event about to be written: Data is encoded as its
