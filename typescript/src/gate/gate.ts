@@ -13,8 +13,9 @@ import {
 } from './config.js';
 import { type KeyMaterial, requestStamp } from './key.js';
 import { META } from './meta.js';
-import { DEFAULT_POLICY, type Price, type Terms, priceProblem, termsOf, validName } from './price.js';
+import { DEFAULT_POLICY, type Price, type Terms, free, priceProblem, termsOf, validName } from './price.js';
 import { type CallContext, type HandlerContext, SUPPORTED_SDKS } from './sdk.js';
+import { type WalletConfig, type WalletServer, registerWallet, walletOf } from './wallet.js';
 
 /** A request handler as the SDK's Protocol stores it. */
 type Handler = (request: { method: string; params?: unknown }, extra: HandlerContext) => unknown;
@@ -169,6 +170,30 @@ export class Gate {
       });
     };
     return server;
+  }
+
+  /**
+   * Adds the wallet as an MCP App (SEP-1865; docs/portal.md) to server, an
+   * McpServer this gate is attached to: a free tool (config.toolName,
+   * "wallet" by default, added to the price table) whose result carries a
+   * portal session of the calling agent, the resource `ui://stipend/wallet`
+   * that renders it, and a link to it (`_meta.ui.resourceUri`) in every
+   * payment_required refusal. Call it once, before serving. It throws when
+   * config is wrong or the price table already has a tool of that name.
+   * The Go gate's AddWallet.
+   */
+  addWallet(server: WalletServer, config: WalletConfig): void {
+    if (!attached.has(server)) {
+      throw new Error('stipend gate: addWallet takes an McpServer the gate is attached to (gate.attach(server) first)');
+    }
+    const w = walletOf(config);
+    const prices = this.#s.prices as Map<string, Price>;
+    if (prices.has(w.tool)) {
+      throw new Error(`stipend gate: the price table already has a tool ${JSON.stringify(w.tool)}`);
+    }
+    prices.set(w.tool, free());
+    this.#s.walletLinked = true;
+    registerWallet(server, w, this.#s);
   }
 
   /** Makes registerTool (and 1.x's older tool) of server throw for a tool without a price. */
