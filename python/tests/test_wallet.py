@@ -145,3 +145,6 @@ async def test_add_wallet_checks_its_arguments(stipend: Stipend) -> None:
         with pytest.raises(ValueError, match="already has a tool 'echo'"):
             gate.add_wallet(server, minter=billing, stipend_url=stipend.url, tool_name="echo")
         gate.add_wallet(server, minter=billing, stipend_url=stipend.url)
+        with pytest.raises(ValueError, match="already has the wallet"):
+            gate.add_wallet(server, minter=billing, stipend_url=stipend.url)
+        gate.add_wallet(gate.attach(MCPServer("check-2")), minter=billing, stipend_url=stipend.url)  # the same gate on a second server

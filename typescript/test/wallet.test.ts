@@ -152,5 +152,8 @@ describe('wallet', () => {
     assert.throws(() => g.addWallet(s, { ...walletConfig(), ttlSeconds: 1 }), /ttlSeconds/);
     assert.throws(() => g.addWallet(s, { ...walletConfig(), toolName: 'echo' }), /already has a tool "echo"/);
     g.addWallet(s, walletConfig());
+    assert.throws(() => g.addWallet(s, walletConfig()), /already has the wallet/);
+    // The same gate on a second server (one per HTTP session) adds it there too.
+    g.addWallet(g.attach(new McpServer({ name: 'wallet-check-2', version: '1.0.0' })), walletConfig());
   });
 });

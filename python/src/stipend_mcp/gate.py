@@ -144,6 +144,7 @@ class Gate:
         self.log = logger or logging.getLogger("stipend_mcp.gate")
         self.wallet: Wallet | None = None
         self._attached: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()  # server: its SDK adapter
+        self._with_wallet: weakref.WeakSet[Any] = weakref.WeakSet()
 
     def terms(self, tool: str) -> dict[str, Any] | None:
         """How tool is charged, as tools/list shows it; None for a tool not in the price table."""
@@ -178,18 +179,23 @@ class Gate:
         default); the resource ui://stipend/wallet, the app, allowed to connect
         to stipend_url's origin; and links every payment_required refusal of
         the gate to the app (_meta.ui.resourceUri). Call it once, before
-        serving. It raises when an argument is wrong or the price table already
-        has a tool of that name. The Go gate's AddWallet.
+        serving. It raises when an argument is wrong, the price table already
+        has another tool of that name, or server already has the wallet; a gate
+        attached to several servers may add it to each. The Go gate's AddWallet.
         """
         adapter = self._attached.get(server)
         if adapter is None:
             raise ValueError("stipend gate: add_wallet takes a server the gate is attached to (gate.attach(server) first)")
+        if server in self._with_wallet:
+            raise ValueError("stipend gate: this server already has the wallet")
         w = wallet_of(minter, stipend_url, ttl_seconds, tool_name)
-        if w.tool in self.prices:
+        # A gate attached to several servers adds the wallet to each under one name.
+        if w.tool in self.prices and (self.wallet is None or self.wallet.tool != w.tool):
             raise ValueError(f"stipend gate: the price table already has a tool {w.tool!r}")
         self.prices = {**self.prices, w.tool: free()}
         self.wallet = w
         adapter.add_wallet(self, server, w)
+        self._with_wallet.add(server)
 
     async def agent_of(self, call: CallInfo) -> str | None:
         """The agent to charge for call (None: unknown)."""

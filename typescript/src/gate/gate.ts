@@ -43,6 +43,9 @@ export interface GateableServer {
 /** The servers a gate is attached to. */
 const attached = new WeakSet<object>();
 
+/** The servers addWallet added the wallet to. */
+const withWallet = new WeakSet<object>();
+
 /**
  * Charges the tool calls of an McpServer to Stipend: the TypeScript twin of
  * the Go gate (package mcpgate), with the same prices, policies,
@@ -59,6 +62,8 @@ const attached = new WeakSet<object>();
  */
 export class Gate {
   readonly #s: Settings;
+  /** The wallet tool's name, once addWallet added it. */
+  #walletTool: string | undefined;
 
   /** Checks config (every price as Stipend would check its charge) and builds the gate; it throws saying what is wrong. */
   constructor(config: GateConfig) {
@@ -179,21 +184,29 @@ export class Gate {
    * portal session of the calling agent, the resource `ui://stipend/wallet`
    * that renders it, and a link to it (`_meta.ui.resourceUri`) in every
    * payment_required refusal. Call it once, before serving. It throws when
-   * config is wrong or the price table already has a tool of that name.
+   * config is wrong, the price table already has another tool of that
+   * name, or server already has the wallet. A gate attached to several
+   * servers (one per HTTP session) may add the wallet to each.
    * The Go gate's AddWallet.
    */
   addWallet(server: WalletServer, config: WalletConfig): void {
     if (!attached.has(server)) {
       throw new Error('stipend gate: addWallet takes an McpServer the gate is attached to (gate.attach(server) first)');
     }
+    if (withWallet.has(server)) {
+      throw new Error('stipend gate: this McpServer already has the wallet');
+    }
     const w = walletOf(config);
     const prices = this.#s.prices as Map<string, Price>;
-    if (prices.has(w.tool)) {
+    // A gate attached to several servers (one per HTTP session) adds the wallet to each under one name.
+    if (prices.has(w.tool) && this.#walletTool !== w.tool) {
       throw new Error(`stipend gate: the price table already has a tool ${JSON.stringify(w.tool)}`);
     }
     prices.set(w.tool, free());
+    this.#walletTool = w.tool;
     this.#s.walletLinked = true;
     registerWallet(server, w, this.#s);
+    withWallet.add(server);
   }
 
   /** Makes registerTool (and 1.x's older tool) of server throw for a tool without a price. */
