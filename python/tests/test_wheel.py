@@ -36,7 +36,7 @@ def fresh_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     wheels = list(dist.glob("stipend_mcp-*.whl"))
     assert len(wheels) == 1, wheels
     names = zipfile.ZipFile(wheels[0]).namelist()
-    for want in ("stipend_mcp/__init__.py", "stipend_mcp/py.typed", "stipend_mcp/gate.py"):
+    for want in ("stipend_mcp/__init__.py", "stipend_mcp/py.typed", "stipend_mcp/gate.py", "stipend_mcp/wallet.html"):
         assert want in names, f"the wheel lacks {want}: {names}"
     assert any(n.endswith("licenses/LICENSE") for n in names), f"the wheel carries no licence: {names}"
     venv = tmp / "venv"

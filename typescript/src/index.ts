@@ -17,9 +17,10 @@ export {
   stderrLogger,
 } from './gate/config.js';
 export { defaultAgentId } from './gate/agent.js';
-export { type AuthInfoView, type CallContext, type HandlerContext, SUPPORTED_SDKS, type ServerContextV2 } from './gate/sdk.js';
+export { type AuthInfoView, type CallContext, type HandlerContext, SUPPORTED_SDKS, type ServerContextV2, requestMeta } from './gate/sdk.js';
 export { type Amount, cents, centsOrUnits, reportCost, unitsUsed } from './gate/amount.js';
 export { META } from './gate/meta.js';
+export { WALLET, type WalletConfig, type WalletServer, type WalletSession } from './gate/wallet.js';
 export {
   DEFAULT_POLICY,
   type FreePrice,

@@ -14,10 +14,15 @@ from .gate import META, SUPPORTED_SDKS, CallInfo, Gate, default_agent_id
 from .key import arguments_json, idempotency_key, request_stamp
 from .price import Policy, Price, credits, credits_or_units, describe_terms, free, units
 from .refusal import Refusal, RefusalKind, refusal_text
+from .wallet import META_PORTAL_SESSION, WALLET_MIME_TYPE, WALLET_TOOL_NAME, WALLET_URI
 
 __all__ = [
     "META",
+    "META_PORTAL_SESSION",
     "SUPPORTED_SDKS",
+    "WALLET_MIME_TYPE",
+    "WALLET_TOOL_NAME",
+    "WALLET_URI",
     "Amount",
     "CallInfo",
     "Gate",

@@ -14,8 +14,9 @@ from typing import Any
 from .gate import META, Call, Gate, GatedCall, random_nonce
 from .key import request_stamp
 from .refusal import Refusal, refusal_text
+from .wallet import DESCRIPTION, TITLE, TOOL_META, WALLET_MIME_TYPE, WALLET_URI, Wallet, app_reader, show_wallet
 
-__all__ = ["accepts", "attach", "middleware"]
+__all__ = ["accepts", "add_wallet", "attach", "middleware"]
 
 
 def accepts(server: Any) -> bool:
@@ -30,6 +31,21 @@ def accepts(server: Any) -> bool:
 def attach(gate: Gate, server: Any) -> None:
     """Adds the gate's middleware to server."""
     server.add_middleware(middleware(gate, server))
+
+
+def add_wallet(gate: Gate, server: Any, w: Wallet) -> None:
+    """Registers the wallet tool and its app's resource on server (Gate.add_wallet)."""
+    from fastmcp.tools.base import ToolResult
+    from mcp_types import TextContent
+
+    async def wallet() -> ToolResult:
+        res = await show_wallet(w, gate.timeout, gate.log)
+        return ToolResult(content=[TextContent(type="text", text=c["text"]) for c in res["content"]],
+                          structured_content=res.get("structuredContent"), meta=res.get("_meta"), is_error=res.get("isError", False))
+
+    wallet.__annotations__ = {"return": ToolResult}  # FastMCP reads it; the module's annotations are strings
+    server.tool(wallet, name=w.tool, title=TITLE, description=DESCRIPTION, meta=TOOL_META)
+    server.resource(WALLET_URI, name="wallet", title=TITLE, mime_type=WALLET_MIME_TYPE, meta=w.resource_meta())(app_reader())
 
 
 def middleware(gate: Gate, server: Any) -> Any:

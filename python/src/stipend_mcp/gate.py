@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
@@ -27,8 +28,9 @@ import anyio
 from .amount import Meter, current_meter
 from .client import Consumption, Hold, StipendClient, StipendError
 from .key import idempotency_key
-from .price import Policy, Price, valid_name
+from .price import Policy, Price, free, valid_name
 from .refusal import Refusal, RefusalKind
+from .wallet import REFUSAL_LINK, DEFAULT_TTL_SECONDS, Wallet, calling_agent, wallet_of
 
 __all__ = ["META", "SUPPORTED_SDKS", "CallInfo", "Gate", "default_agent_id"]
 
@@ -140,6 +142,9 @@ class Gate:
         self.hold_ttl_seconds = hold_ttl_seconds
         self.purchase_url = purchase_url or None
         self.log = logger or logging.getLogger("stipend_mcp.gate")
+        self.wallet: Wallet | None = None
+        self._attached: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()  # server: its SDK adapter
+        self._with_wallet: weakref.WeakSet[Any] = weakref.WeakSet()
 
     def terms(self, tool: str) -> dict[str, Any] | None:
         """How tool is charged, as tools/list shows it; None for a tool not in the price table."""
@@ -159,8 +164,38 @@ class Gate:
         for adapter in (mcpserver, fastmcp):
             if adapter.accepts(server):
                 adapter.attach(self, server)
+                self._attached[server] = adapter
                 return server
         raise TypeError(f"stipend gate: attach takes an MCPServer or FastMCP server of {SUPPORTED_SDKS}; got {type(server).__name__}")
+
+    def add_wallet(self, server: Any, *, minter: StipendClient, stipend_url: str,
+                   ttl_seconds: int = DEFAULT_TTL_SECONDS, tool_name: str = "") -> None:
+        """Adds the wallet as an MCP App (SEP-1865; docs/portal.md) to server, which this gate is attached to.
+
+        It registers a free tool (tool_name, "wallet" by default, added to the
+        price table) whose result carries a portal session of the calling
+        agent, minted by minter (a StipendClient with a billing key; the app
+        gets only the session) for ttl_seconds (60 to 86400; 15 minutes by
+        default); the resource ui://stipend/wallet, the app, allowed to connect
+        to stipend_url's origin; and links every payment_required refusal of
+        the gate to the app (_meta.ui.resourceUri). Call it once, before
+        serving. It raises when an argument is wrong, the price table already
+        has another tool of that name, or server already has the wallet; a gate
+        attached to several servers may add it to each. The Go gate's AddWallet.
+        """
+        adapter = self._attached.get(server)
+        if adapter is None:
+            raise ValueError("stipend gate: add_wallet takes a server the gate is attached to (gate.attach(server) first)")
+        if server in self._with_wallet:
+            raise ValueError("stipend gate: this server already has the wallet")
+        w = wallet_of(minter, stipend_url, ttl_seconds, tool_name)
+        # A gate attached to several servers adds the wallet to each under one name.
+        if w.tool in self.prices and (self.wallet is None or self.wallet.tool != w.tool):
+            raise ValueError(f"stipend gate: the price table already has a tool {w.tool!r}")
+        self.prices = {**self.prices, w.tool: free()}
+        self.wallet = w
+        adapter.add_wallet(self, server, w)
+        self._with_wallet.add(server)
 
     async def agent_of(self, call: CallInfo) -> str | None:
         """The agent to charge for call (None: unknown)."""
@@ -225,7 +260,16 @@ class GatedCall(Generic[R]):
         price = self.price
         assert price is not None
         if price.free:
-            return await self.c.run()
+            w = self.g.wallet
+            if w is None or self.c.tool != w.tool:
+                return await self.c.run()
+            # The wallet tool shows the calling agent's wallet: it reads the agent the gate resolves.
+            c = self.c
+            token = calling_agent.set(await self.g.agent_of(CallInfo(c.tool, c.arguments, c.meta, c.access_token)))
+            try:
+                return await c.run()
+            finally:
+                calling_agent.reset(token)
         if (price.policy or self.g.policy) == "before":
             return await self.charge_before(price)
         return await self.charge_on_success(price)
@@ -442,7 +486,10 @@ class GatedCall(Generic[R]):
 
     async def refuse(self, r: Refusal) -> R:
         """Answers r instead of a result of the tool."""
-        return self.c.results.refusal(r, not await self.c.declares_output_schema())
+        res = self.c.results.refusal(r, not await self.c.declares_output_schema())
+        if self.g.wallet is not None and r["error"] == "payment_required":
+            res = self.c.results.with_meta(res, "ui", REFUSAL_LINK)  # a host that renders MCP Apps may show the wallet here
+        return res
 
 
 def charge_of(c: Consumption, result: str) -> dict[str, Any]:

@@ -14,8 +14,9 @@ from typing import Any
 from .gate import META, Call, Gate, GatedCall, random_nonce
 from .key import request_stamp
 from .refusal import Refusal, refusal_text
+from .wallet import DESCRIPTION, TITLE, TOOL_META, WALLET_MIME_TYPE, WALLET_URI, Wallet, app_reader, show_wallet
 
-__all__ = ["StipendMiddleware", "accepts", "attach"]
+__all__ = ["StipendMiddleware", "accepts", "add_wallet", "attach"]
 
 
 def accepts(server: Any) -> bool:
@@ -30,6 +31,18 @@ def accepts(server: Any) -> bool:
 def attach(gate: Gate, server: Any) -> None:
     """Appends the gate's middleware to server's chain."""
     server.middleware.append(StipendMiddleware(gate, server))
+
+
+def add_wallet(gate: Gate, server: Any, w: Wallet) -> None:
+    """Registers the wallet tool and its app's resource on server (Gate.add_wallet)."""
+    from mcp_types import CallToolResult
+
+    async def wallet() -> CallToolResult:
+        return CallToolResult.model_validate(await show_wallet(w, gate.timeout, gate.log))
+
+    wallet.__annotations__ = {"return": CallToolResult}  # the SDK reads it; the module's annotations are strings
+    server.add_tool(wallet, name=w.tool, title=TITLE, description=DESCRIPTION, meta=TOOL_META)
+    server.resource(WALLET_URI, name="wallet", title=TITLE, mime_type=WALLET_MIME_TYPE, meta=w.resource_meta())(app_reader())
 
 
 class _Results:

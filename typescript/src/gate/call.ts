@@ -16,6 +16,7 @@ import { META } from './meta.js';
 import { type PaidPrice, type Policy, type Price, termsOf } from './price.js';
 import { type Charge, type Refusal, type RefusalKind, chargeOf, refusalResult } from './refusal.js';
 import { type CallContext, type HandlerContext, callContext } from './sdk.js';
+import { linkWallet } from './wallet.js';
 
 /** What a Gate decided at construction; every call reads it. */
 export interface Settings {
@@ -29,6 +30,8 @@ export interface Settings {
   readonly holdTtlSeconds: number;
   readonly purchaseUrl: string | undefined;
   readonly log: GateLogger;
+  /** Set by Gate.addWallet: payment_required refusals link the wallet app. */
+  walletLinked?: boolean;
 }
 
 /** The server's side of one call: run the tool, read its declaration, know the connection. */
@@ -397,7 +400,8 @@ export class GatedCall {
 
   /** Answers r instead of a result of the tool. */
   async refuse(r: Refusal): Promise<CallToolResult> {
-    return refusalResult(r, !(await this.server.declaresOutputSchema(this.tool, this.extra)));
+    const res = refusalResult(r, !(await this.server.declaresOutputSchema(this.tool, this.extra)));
+    return this.s.walletLinked && r.error === 'payment_required' ? linkWallet(res) : res;
   }
 
   /** Bounds a consume or authorize: the gate's timeout, or the request's cancellation. */

@@ -13,8 +13,9 @@ import {
 } from './config.js';
 import { type KeyMaterial, requestStamp } from './key.js';
 import { META } from './meta.js';
-import { DEFAULT_POLICY, type Price, type Terms, priceProblem, termsOf, validName } from './price.js';
+import { DEFAULT_POLICY, type Price, type Terms, free, priceProblem, termsOf, validName } from './price.js';
 import { type CallContext, type HandlerContext, SUPPORTED_SDKS } from './sdk.js';
+import { type WalletConfig, type WalletServer, registerWallet, walletOf } from './wallet.js';
 
 /** A request handler as the SDK's Protocol stores it. */
 type Handler = (request: { method: string; params?: unknown }, extra: HandlerContext) => unknown;
@@ -42,6 +43,9 @@ export interface GateableServer {
 /** The servers a gate is attached to. */
 const attached = new WeakSet<object>();
 
+/** The servers addWallet added the wallet to. */
+const withWallet = new WeakSet<object>();
+
 /**
  * Charges the tool calls of an McpServer to Stipend: the TypeScript twin of
  * the Go gate (package mcpgate), with the same prices, policies,
@@ -58,6 +62,8 @@ const attached = new WeakSet<object>();
  */
 export class Gate {
   readonly #s: Settings;
+  /** The wallet tool's name, once addWallet added it. */
+  #walletTool: string | undefined;
 
   /** Checks config (every price as Stipend would check its charge) and builds the gate; it throws saying what is wrong. */
   constructor(config: GateConfig) {
@@ -169,6 +175,38 @@ export class Gate {
       });
     };
     return server;
+  }
+
+  /**
+   * Adds the wallet as an MCP App (SEP-1865; docs/portal.md) to server, an
+   * McpServer this gate is attached to: a free tool (config.toolName,
+   * "wallet" by default, added to the price table) whose result carries a
+   * portal session of the calling agent, the resource `ui://stipend/wallet`
+   * that renders it, and a link to it (`_meta.ui.resourceUri`) in every
+   * payment_required refusal. Call it once, before serving. It throws when
+   * config is wrong, the price table already has another tool of that
+   * name, or server already has the wallet. A gate attached to several
+   * servers (one per HTTP session) may add the wallet to each.
+   * The Go gate's AddWallet.
+   */
+  addWallet(server: WalletServer, config: WalletConfig): void {
+    if (!attached.has(server)) {
+      throw new Error('stipend gate: addWallet takes an McpServer the gate is attached to (gate.attach(server) first)');
+    }
+    if (withWallet.has(server)) {
+      throw new Error('stipend gate: this McpServer already has the wallet');
+    }
+    const w = walletOf(config);
+    const prices = this.#s.prices as Map<string, Price>;
+    // A gate attached to several servers (one per HTTP session) adds the wallet to each under one name.
+    if (prices.has(w.tool) && this.#walletTool !== w.tool) {
+      throw new Error(`stipend gate: the price table already has a tool ${JSON.stringify(w.tool)}`);
+    }
+    prices.set(w.tool, free());
+    this.#walletTool = w.tool;
+    this.#s.walletLinked = true;
+    registerWallet(server, w, this.#s);
+    withWallet.add(server);
   }
 
   /** Makes registerTool (and 1.x's older tool) of server throw for a tool without a price. */

@@ -18,7 +18,12 @@ export interface AuthInfoView {
 /** The context a 2.x handler gets (ServerContext of @modelcontextprotocol/server), as far as the gate reads it. */
 export interface ServerContextV2 {
   readonly sessionId?: string;
-  readonly mcpReq: { readonly id: string | number; readonly signal: AbortSignal; readonly requestState?: () => unknown };
+  readonly mcpReq: {
+    readonly id: string | number;
+    readonly signal: AbortSignal;
+    readonly requestState?: () => unknown;
+    readonly _meta?: Readonly<Record<string, unknown>>;
+  };
   readonly http?: { readonly authInfo?: AuthInfoView; readonly req?: unknown };
 }
 
@@ -80,4 +85,9 @@ function liftedState(ctx: ServerContextV2): string | undefined {
     return undefined;
   }
   return typeof v === 'string' ? v : JSON.stringify(v);
+}
+
+/** The _meta of the request ctx belongs to, whichever SDK made ctx (1.x: extra._meta; 2.x: ctx.mcpReq._meta). */
+export function requestMeta(ctx: HandlerContext): Readonly<Record<string, unknown>> | undefined {
+  return 'mcpReq' in ctx ? ctx.mcpReq._meta : ctx._meta;
 }
