@@ -17,6 +17,7 @@ import (
 
 	"github.com/stipend-mcp/stipend/api"
 	"github.com/stipend-mcp/stipend/holdsweep"
+	"github.com/stipend-mcp/stipend/problem"
 	fsstore "github.com/stipend-mcp/stipend/store/firestore"
 	"github.com/stipend-mcp/stipend/stripepay"
 	"github.com/stipend-mcp/stipend/webhook"
@@ -160,6 +161,9 @@ func (m *Main) Run(ctx context.Context) error {
 		ln.Close()
 		return err
 	}
+	// net/http's own refusals (a bad escape in the path, a malformed
+	// request line) go out as problem documents too.
+	ln = problem.Listener(ln)
 	m.ln = ln
 	m.Logger.Info("listening", "addr", m.Addr(), "env", c.Env, "store", c.Store, "version", version())
 	if c.Development() {
