@@ -300,40 +300,19 @@ func (o Shared) RefundPaymentPart(ctx context.Context, id string, total money.Mo
 }
 
 // DisputePayment is store.ProviderPayments.DisputePayment.
-func (o Shared) DisputePayment(ctx context.Context, id string, ch store.PaymentChange) (out payment.Payment, err error) {
-	err = o.change(ctx, "dispute payment", id, &ch, (*payment.Payment).CheckDispute,
-		func(_ unit.Tx, p payment.Payment) error {
-			out = p
-			return nil
-		},
-		func(tx unit.Tx, p payment.Payment) error {
-			es, err := tx.LockEntitlements(p.EntitlementIDs)
-			if err != nil {
-				return err
-			}
-			now := tx.Now()
-			out = p.Disputed(now, ch.Reason)
-			tx.PutPayment(out)
-			return addEvents(tx, now, append([]pendingEvent{ev(event.PaymentDisputed, out.AgentID, &out)}, revoke(tx, es, now)...)...)
+func (o Shared) DisputePayment(ctx context.Context, id string, ch store.PaymentChange) (payment.Payment, error) {
+	return o.dispute(ctx, "dispute payment", id, &ch, (*payment.Payment).CheckDispute,
+		func(tx unit.Tx, p payment.Payment, es []entitlement.Entitlement, now time.Time) (payment.Payment, []pendingEvent) {
+			out := p.Disputed(now, ch.Reason)
+			return out, append([]pendingEvent{ev(event.PaymentDisputed, out.AgentID, &out)}, revoke(tx, es, now)...)
 		})
-	return out, err
 }
 
 // WinDispute is store.ProviderPayments.WinDispute.
-func (o Shared) WinDispute(ctx context.Context, id string, ch store.PaymentChange) (out payment.Payment, err error) {
-	err = o.change(ctx, "win dispute", id, &ch, (*payment.Payment).CheckDisputeWon,
-		func(_ unit.Tx, p payment.Payment) error {
-			out = p
-			return nil
-		},
-		func(tx unit.Tx, p payment.Payment) error {
-			es, err := tx.LockEntitlements(p.EntitlementIDs)
-			if err != nil {
-				return err
-			}
-			now := tx.Now()
-			out = p.DisputeWon(now)
-			tx.PutPayment(out)
+func (o Shared) WinDispute(ctx context.Context, id string, ch store.PaymentChange) (payment.Payment, error) {
+	return o.dispute(ctx, "win dispute", id, &ch, (*payment.Payment).CheckDisputeWon,
+		func(tx unit.Tx, p payment.Payment, es []entitlement.Entitlement, now time.Time) (payment.Payment, []pendingEvent) {
+			out := p.DisputeWon(now)
 			evs := []pendingEvent{ev(event.PaymentDisputeWon, out.AgentID, &out)}
 			for i := range es {
 				if e := &es[i]; e.Reinstate(*p.DisputedAt) {
@@ -341,6 +320,30 @@ func (o Shared) WinDispute(ctx context.Context, id string, ch store.PaymentChang
 					evs = append(evs, ev(event.EntitlementGranted, e.AgentID, e.Clone()))
 				}
 			}
+			return out, evs
+		})
+}
+
+// dispute is a change of a dispute's state (opened, won): check decides
+// replay or refusal; otherwise apply gives the payment as changed and the
+// events, from the payment's entitlements as locked and the instant.
+func (o Shared) dispute(ctx context.Context, what, id string, ch *store.PaymentChange, check func(*payment.Payment) (bool, error),
+	apply func(tx unit.Tx, p payment.Payment, es []entitlement.Entitlement, now time.Time) (payment.Payment, []pendingEvent),
+) (out payment.Payment, err error) {
+	err = o.change(ctx, what, id, ch, check,
+		func(_ unit.Tx, p payment.Payment) error {
+			out = p
+			return nil
+		},
+		func(tx unit.Tx, p payment.Payment) error {
+			es, err := tx.LockEntitlements(p.EntitlementIDs)
+			if err != nil {
+				return err
+			}
+			now := tx.Now()
+			var evs []pendingEvent
+			out, evs = apply(tx, p, es, now)
+			tx.PutPayment(out)
 			return addEvents(tx, now, evs...)
 		})
 	return out, err
