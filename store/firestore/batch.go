@@ -8,7 +8,6 @@ import (
 	"cloud.google.com/go/firestore"
 
 	"github.com/stipend-mcp/stipend/entitlement"
-	"github.com/stipend-mcp/stipend/event"
 	"github.com/stipend-mcp/stipend/store"
 	"github.com/stipend-mcp/stipend/store/internal/charge"
 )
@@ -268,19 +267,6 @@ func (b *batch) fence(c *call) error {
 	b.marked[path] = true
 	b.writes++
 	return b.tx.Update(fd.f.Doc(), fd.f.Mark(b.Now), firestore.LastUpdateTime(fd.snap.UpdateTime))
-}
-
-// event writes an outbox event about the entitlement.
-func (b *batch) event(typ event.Type, data any) error {
-	b.writes++
-	return b.s.enqueue(b.tx, typ, b.E.AgentID, b.Now, data)
-}
-
-// after is the entitlement as a call's answer shows it.
-func (b *batch) after() entitlement.Entitlement {
-	e := b.E.Clone()
-	e.Refresh(b.Now)
-	return e
 }
 
 // apply applies one call with the charge engine, marks its document to

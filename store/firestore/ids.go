@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strings"
-	"time"
 )
 
 // docID returns s as a Firestore document ID. A plain value (1–200 of
@@ -31,13 +30,4 @@ func plainID(s string) bool {
 		}
 	}
 	return true
-}
-
-// stampPtr normalises an optional instant.
-func stampPtr(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	u := stamp(*t)
-	return &u
 }

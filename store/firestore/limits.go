@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/stipend-mcp/stipend/entitlement"
-	"github.com/stipend-mcp/stipend/event"
 	"github.com/stipend-mcp/stipend/internal/fsfault"
 )
 
@@ -22,19 +21,4 @@ func (s *Store) AccountLimits(ctx context.Context, agentID string) (entitlement.
 	}
 	a, err := accountFrom(snap)
 	return a.Limits, err
-}
-
-// chargeEvents writes the events of the charge cons, with the entitlement
-// after it as data: entitlement.balance_low when it crossed an alert,
-// entitlement.depleted when it emptied the entitlement.
-func (b *batch) chargeEvents(cons *entitlement.Consumption, after *entitlement.Entitlement) error {
-	if cons.LowBalance {
-		if err := b.event(event.EntitlementBalanceLow, after); err != nil {
-			return err
-		}
-	}
-	if cons.Depleted() {
-		return b.event(event.EntitlementDepleted, after)
-	}
-	return nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 
-	"github.com/stipend-mcp/stipend/entitlement"
 	"github.com/stipend-mcp/stipend/event"
 	"github.com/stipend-mcp/stipend/store"
 	"github.com/stipend-mcp/stipend/store/internal/unit"
@@ -86,18 +85,4 @@ func (s *Store) MarkEventsDispatched(_ context.Context, ids []string) error {
 		}
 	}
 	return nil
-}
-
-// chargeEvents are the events a charge c writes with it: the entitlement
-// after it (after) as entitlement.balance_low when c crossed an alert, and
-// as entitlement.depleted when c emptied it.
-func chargeEvents(c *entitlement.Consumption, after *entitlement.Entitlement) []pendingEvent {
-	var ps []pendingEvent
-	if c.LowBalance {
-		ps = append(ps, pending(event.EntitlementBalanceLow, after.AgentID, after))
-	}
-	if c.Depleted() {
-		ps = append(ps, pending(event.EntitlementDepleted, after.AgentID, after))
-	}
-	return ps
 }

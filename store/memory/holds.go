@@ -18,7 +18,7 @@ import (
 // resets applied and the holds past their expiry already ended (every
 // transaction on an entitlement ends them first), and commit writes it
 // back, marks those holds expired and adds the events. A call that fails
-// before commit leaves the store as it was.
+// before commitBatch leaves the store as it was.
 
 // start sets b, the charge engine, on a copy of the stored entitlement e
 // (nil: absent) at now, sharing nothing the rules change with e, and
@@ -57,23 +57,6 @@ func (s *Store) commitBatch(e *entitlement.Entitlement, b *charge.Batch, expired
 	s.endHolds(expired, entitlement.HoldExpired, b.Now)
 	s.events.add(evs...)
 	return nil
-}
-
-// edit and commit are start and commitBatch for the changes of an
-// entitlement that are not charges (revoke, update, disputes): edit
-// returns a copy of the stored entitlement e to change at now, sharing
-// nothing the rules change with e, with the holds past their expiry
-// ended, and their IDs; commit stores next as e and marks those holds
-// expired. Callers hold s.mu.
-func edit(e *entitlement.Entitlement, now time.Time) (entitlement.Entitlement, []string) {
-	next := *e
-	next.Holds = slices.Clone(e.Holds)
-	return next, next.ExpireHolds(now)
-}
-
-func (s *Store) commit(e, next *entitlement.Entitlement, expired []string, now time.Time) {
-	*e = *next
-	s.endHolds(expired, entitlement.HoldExpired, now)
 }
 
 // endHolds records that the holds ids ended in status at now. Callers hold s.mu.
