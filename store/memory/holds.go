@@ -16,7 +16,7 @@ import (
 // Every change of a stored entitlement goes through the charge engine
 // (store/internal/charge): start makes the copy to change, with the lazy
 // resets applied and the holds past their expiry already ended (every
-// transaction on an entitlement ends them first), and commit writes it
+// transaction on an entitlement ends them first), and commitBatch writes it
 // back, marks those holds expired and adds the events. A call that fails
 // before commitBatch leaves the store as it was.
 
