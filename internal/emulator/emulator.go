@@ -7,12 +7,13 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"os"
 	"strings"
 	"sync"
 	"testing"
 
 	"cloud.google.com/go/firestore"
+
+	"github.com/stipend-mcp/stipend/internal/testenv"
 )
 
 // ProjectID is the project the tests use on the emulator (any ID works there).
@@ -28,14 +29,7 @@ var (
 // when no emulator is configured.
 func Host(tb testing.TB) string {
 	tb.Helper()
-	host := os.Getenv("FIRESTORE_EMULATOR_HOST")
-	if host == "" {
-		if os.Getenv("CI") == "true" {
-			tb.Fatal("FIRESTORE_EMULATOR_HOST is not set and CI=true: the Firestore suites must run in CI; use scripts/test")
-		}
-		tb.Skip("FIRESTORE_EMULATOR_HOST is not set: skipping the Firestore suite (scripts/test starts an emulator)")
-	}
-	return host
+	return testenv.Service(tb, "FIRESTORE_EMULATOR_HOST", "the Firestore suites")
 }
 
 // Client returns a client for the emulator, shared by the whole test binary.

@@ -12,7 +12,6 @@ package fsfault
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -20,12 +19,16 @@ import (
 	"github.com/stipend-mcp/stipend/internal/fault"
 )
 
+// translator is Firestore's reading of its errors in the one translation
+// of internal/fault.
+var translator = fault.Translator{Code: codeOf, AnswerLost: answerLost}
+
 // Read translates the error of a call that wrote nothing: a get, a query,
 // or a transaction that failed before its commit was sent. The result is
 // never Uncertain. An error that already is a *fault.Error passes through
 // unchanged, so transaction bodies may return domain errors.
 func Read(err error, format string, args ...any) error {
-	return translate(err, false, format, args)
+	return translator.Read(err, format, args...)
 }
 
 // Write translates the error of a write or commit that was sent. When its
@@ -33,22 +36,7 @@ func Read(err error, format string, args ...any) error {
 // Uncertain: Firestore may have applied it. An error that already is a
 // *fault.Error passes through unchanged.
 func Write(err error, format string, args ...any) error {
-	return translate(err, true, format, args)
-}
-
-func translate(err error, sent bool, format string, args []any) error {
-	if err == nil {
-		return nil
-	}
-	if _, ok := errors.AsType[*fault.Error](err); ok {
-		return err
-	}
-	return &fault.Error{
-		Code:      codeOf(err, sent),
-		Message:   fmt.Sprintf(format, args...),
-		Err:       err,
-		Uncertain: sent && answerLost(err),
-	}
+	return translator.Write(err, format, args...)
 }
 
 // codeOf maps err to the code a caller should act on. The rule: Unavailable

@@ -15,7 +15,6 @@ package pgfault
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 
@@ -32,11 +31,15 @@ const (
 	DeadlockDetected     = "40P01"
 )
 
+// translator is PostgreSQL's reading of its errors in the one translation
+// of internal/fault.
+var translator = fault.Translator{Code: codeOf, AnswerLost: answerLost}
+
 // Read translates the error of a call that committed nothing. The result is
 // never Uncertain. An error that already is a *fault.Error passes through
 // unchanged, so transaction bodies may return domain errors.
 func Read(err error, format string, args ...any) error {
-	return translate(err, false, format, args)
+	return translator.Read(err, format, args...)
 }
 
 // Write translates the error of a write that may have committed: a COMMIT,
@@ -44,7 +47,7 @@ func Read(err error, format string, args ...any) error {
 // than refused (see answerLost), the error is Uncertain. An error that
 // already is a *fault.Error passes through unchanged.
 func Write(err error, format string, args ...any) error {
-	return translate(err, true, format, args)
+	return translator.Write(err, format, args...)
 }
 
 // State returns the SQLSTATE of err, or "" when err is not an error the
@@ -70,27 +73,14 @@ func Retryable(err error) bool {
 	return false
 }
 
-func translate(err error, sent bool, format string, args []any) error {
-	if err == nil {
-		return nil
-	}
-	if _, ok := errors.AsType[*fault.Error](err); ok {
-		return err
-	}
-	return &fault.Error{
-		Code:      codeOf(err),
-		Message:   fmt.Sprintf(format, args...),
-		Err:       err,
-		Uncertain: sent && answerLost(err),
-	}
-}
-
 // codeOf maps err to the code a caller should act on. The rule, as for
 // Firestore: Unavailable for anything a retry with the same idempotency key
 // may cure; Internal only for what no retry cures (a bug of ours, a schema
 // that is not migrated, corrupt data). Corrupt data the adapters detect
 // themselves is their own Internal error and never comes through here.
-func codeOf(err error) fault.Code {
+// Unlike Firestore's, the code does not depend on whether the call sent a
+// write.
+func codeOf(err error, _ bool) fault.Code {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return fault.CodeUnavailable
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/puddle/v2"
 
 	"github.com/stipend-mcp/stipend/internal/fault"
+	"github.com/stipend-mcp/stipend/internal/fault/faulttest"
 	"github.com/stipend-mcp/stipend/internal/pgfault"
 )
 
@@ -19,68 +20,40 @@ func pgErr(code string) error { return &pgconn.PgError{Severity: "ERROR", Code: 
 // TestTranslate covers the SQLSTATE classes and the other errors pgx
 // returns: the code a read and a sent write get, and which failed writes
 // are Uncertain (their answer was lost, never those the server refused). A
-// read is never Uncertain.
+// read is never Uncertain (the same code for both: the kind of call does
+// not matter to PostgreSQL's codes).
 func TestTranslate(t *testing.T) {
 	const (
 		conflict    = fault.CodeConflict
 		unavailable = fault.CodeUnavailable
 		internal    = fault.CodeInternal
 	)
-	for _, tt := range []struct {
-		name          string
-		err           error
-		want          fault.Code
-		wantUncertain bool // of the write
-	}{
-		{"UniqueViolation", pgErr("23505"), conflict, false},
-		{"CheckViolation", pgErr("23514"), internal, false},
-		{"SerializationFailure", pgErr("40001"), unavailable, false},
-		{"DeadlockDetected", pgErr("40P01"), unavailable, false},
-		{"LockTimeout", pgErr("55P03"), unavailable, false},
-		{"StatementTimeout", pgErr("57014"), unavailable, false},
-		{"IdleInTransactionTimeout", pgErr("25P03"), unavailable, false},
-		{"AdminShutdown", pgErr("57P01"), unavailable, false},
-		{"ReadOnlyStandby", pgErr("25006"), unavailable, false},
-		{"TooManyConnections", pgErr("53300"), unavailable, false},
-		{"ConnectionFailure", pgErr("08006"), unavailable, false},
-		{"AuthenticationFailed", pgErr("28P01"), unavailable, false},
-		{"InsufficientPrivilege", pgErr("42501"), unavailable, false},
-		{"UndefinedTable", pgErr("42P01"), internal, false},
-		{"NumericOutOfRange", pgErr("22003"), internal, false},
-		{"InternalError", pgErr("XX000"), internal, false},
-		{"wrapped server error", fmt.Errorf("commit: %w", pgErr("40001")), unavailable, false},
-		{"UnexpectedEOF", fmt.Errorf("read: %w", io.ErrUnexpectedEOF), unavailable, true},
-		{"ConnClosed", fmt.Errorf("query: %w", pgconn.ErrConnClosed), unavailable, true},
-		{"ClosedPool", puddle.ErrClosedPool, unavailable, true},
-		{"context.DeadlineExceeded", fmt.Errorf("commit: %w", context.DeadlineExceeded), unavailable, true},
-		{"context.Canceled", context.Canceled, unavailable, true},
-		{"not from the server", errors.New("unable to encode 1.5 into binary format for int8"), internal, true},
-		{"a store error", fault.Errorf(fault.CodeConflict, "payment is failed"), conflict, false},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			for _, c := range []struct {
-				call          string
-				err           error
-				wantUncertain bool
-			}{
-				{"Read", pgfault.Read(tt.err, "read %s", "row"), false},
-				{"Write", pgfault.Write(tt.err, "write %s", "row"), tt.wantUncertain},
-			} {
-				if got := fault.CodeOf(c.err); got != tt.want {
-					t.Errorf("%s(%v): code %q, want %q", c.call, tt.err, got, tt.want)
-				}
-				if got := fault.IsUncertain(c.err); got != c.wantUncertain {
-					t.Errorf("%s(%v): uncertain %v, want %v", c.call, tt.err, got, c.wantUncertain)
-				}
-				if !errors.Is(c.err, tt.err) {
-					t.Errorf("%s(%v) = %v: the cause is lost", c.call, tt.err, c.err)
-				}
-			}
-		})
-	}
-	if pgfault.Read(nil, "x") != nil || pgfault.Write(nil, "x") != nil {
-		t.Error("a nil error translated to non-nil")
-	}
+	faulttest.Run(t, faulttest.Translation{Read: pgfault.Read, Write: pgfault.Write}, []faulttest.Case{
+		{Name: "UniqueViolation", Err: pgErr("23505"), Read: conflict, Write: conflict},
+		{Name: "CheckViolation", Err: pgErr("23514"), Read: internal, Write: internal},
+		{Name: "SerializationFailure", Err: pgErr("40001"), Read: unavailable, Write: unavailable},
+		{Name: "DeadlockDetected", Err: pgErr("40P01"), Read: unavailable, Write: unavailable},
+		{Name: "LockTimeout", Err: pgErr("55P03"), Read: unavailable, Write: unavailable},
+		{Name: "StatementTimeout", Err: pgErr("57014"), Read: unavailable, Write: unavailable},
+		{Name: "IdleInTransactionTimeout", Err: pgErr("25P03"), Read: unavailable, Write: unavailable},
+		{Name: "AdminShutdown", Err: pgErr("57P01"), Read: unavailable, Write: unavailable},
+		{Name: "ReadOnlyStandby", Err: pgErr("25006"), Read: unavailable, Write: unavailable},
+		{Name: "TooManyConnections", Err: pgErr("53300"), Read: unavailable, Write: unavailable},
+		{Name: "ConnectionFailure", Err: pgErr("08006"), Read: unavailable, Write: unavailable},
+		{Name: "AuthenticationFailed", Err: pgErr("28P01"), Read: unavailable, Write: unavailable},
+		{Name: "InsufficientPrivilege", Err: pgErr("42501"), Read: unavailable, Write: unavailable},
+		{Name: "UndefinedTable", Err: pgErr("42P01"), Read: internal, Write: internal},
+		{Name: "NumericOutOfRange", Err: pgErr("22003"), Read: internal, Write: internal},
+		{Name: "InternalError", Err: pgErr("XX000"), Read: internal, Write: internal},
+		{Name: "wrapped server error", Err: fmt.Errorf("commit: %w", pgErr("40001")), Read: unavailable, Write: unavailable},
+		{Name: "UnexpectedEOF", Err: fmt.Errorf("read: %w", io.ErrUnexpectedEOF), Read: unavailable, Write: unavailable, Uncertain: true},
+		{Name: "ConnClosed", Err: fmt.Errorf("query: %w", pgconn.ErrConnClosed), Read: unavailable, Write: unavailable, Uncertain: true},
+		{Name: "ClosedPool", Err: puddle.ErrClosedPool, Read: unavailable, Write: unavailable, Uncertain: true},
+		{Name: "context.DeadlineExceeded", Err: fmt.Errorf("commit: %w", context.DeadlineExceeded), Read: unavailable, Write: unavailable, Uncertain: true},
+		{Name: "context.Canceled", Err: context.Canceled, Read: unavailable, Write: unavailable, Uncertain: true},
+		{Name: "not from the server", Err: errors.New("unable to encode 1.5 into binary format for int8"), Read: internal, Write: internal, Uncertain: true},
+		{Name: "a store error", Err: fault.Errorf(fault.CodeConflict, "payment is failed"), Read: conflict, Write: conflict},
+	})
 }
 
 func TestRetryable(t *testing.T) {

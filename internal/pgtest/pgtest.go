@@ -14,12 +14,13 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"net/url"
-	"os"
 	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/stipend-mcp/stipend/internal/testenv"
 )
 
 // EnvURL names the environment variable that holds the server's URL.
@@ -35,14 +36,7 @@ var (
 // tb when none is configured.
 func URL(tb testing.TB) string {
 	tb.Helper()
-	u := os.Getenv(EnvURL)
-	if u == "" {
-		if os.Getenv("CI") == "true" {
-			tb.Fatal(EnvURL + " is not set and CI=true: the PostgreSQL suites must run in CI; use scripts/test")
-		}
-		tb.Skip(EnvURL + " is not set: skipping the PostgreSQL suite (scripts/test starts a server)")
-	}
-	return u
+	return testenv.Service(tb, EnvURL, "the PostgreSQL suites")
 }
 
 // Schema creates an empty schema for tb, dropped when tb ends, and returns

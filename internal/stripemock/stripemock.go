@@ -10,11 +10,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"strconv"
 	"sync"
 	"testing"
 
+	"github.com/stipend-mcp/stipend/internal/testenv"
 	"github.com/stipend-mcp/stipend/stripepay"
 )
 
@@ -24,14 +24,7 @@ const Key = "sk_test_stipend"
 // URL returns stripe-mock's base URL, or skips (fails under CI=true) tb.
 func URL(tb testing.TB) string {
 	tb.Helper()
-	u := os.Getenv("STIPEND_TEST_STRIPE_URL")
-	if u == "" {
-		if os.Getenv("CI") == "true" {
-			tb.Fatal("STIPEND_TEST_STRIPE_URL is not set and CI=true: the Stripe API suites must run in CI; use scripts/test")
-		}
-		tb.Skip("STIPEND_TEST_STRIPE_URL is not set (no stripe-mock); run the tests with scripts/test")
-	}
-	return u
+	return testenv.Service(tb, "STIPEND_TEST_STRIPE_URL", "the Stripe API suites")
 }
 
 // Client returns a stripepay client of the stripe-mock at base, without
