@@ -53,14 +53,21 @@ func ledgerMustReserve(t *testing.T, l idempotency.Ledger, a idempotency.Attempt
 	return got
 }
 
+// CheckProbeUnreachable checks that Probe on l, a ledger whose backend
+// (named by what) does not answer, fails closed: Unavailable, so /readyz
+// reports the instance unready.
+func CheckProbeUnreachable(t *testing.T, l idempotency.Ledger, what string) {
+	t.Helper()
+	err := l.Probe(context.Background())
+	if got := store.CodeOf(err); got != store.CodeUnavailable {
+		t.Errorf("Probe on an unreachable %s: got %v (code %q), want code %q", what, err, got, store.CodeUnavailable)
+	}
+}
+
 // ledgerMustGet returns the row id or fails.
 func ledgerMustGet(t *testing.T, l idempotency.Ledger, id string) idempotency.Record {
 	t.Helper()
-	r, err := l.Get(context.Background(), id)
-	if err != nil {
-		t.Fatalf("Get(%s): %v", id, err)
-	}
-	return r
+	return must(l.Get(context.Background(), id))(t, "Get(%s)", id)
 }
 
 var ledgerReserveTests = []ledgerTest{

@@ -67,7 +67,13 @@ func newFixture(t *testing.T, ledger idempotency.Ledger, tweak func(*idempotency
 // do sends a request; key "" sends no Idempotency-Key.
 func (f *fixture) do(t *testing.T, path, key, body string, hdr ...string) *httptest.ResponseRecorder {
 	t.Helper()
-	req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))
+	return f.doContext(t, context.Background(), path, key, body, hdr...)
+}
+
+// doContext is do with the request's context ctx.
+func (f *fixture) doContext(t *testing.T, ctx context.Context, path, key, body string, hdr ...string) *httptest.ResponseRecorder {
+	t.Helper()
+	req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body)).WithContext(ctx)
 	req.Header.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
 	if key != "" {
 		req.Header.Set(idempotency.HeaderKey, key)
@@ -102,6 +108,27 @@ func wantProblem(t *testing.T, call string, rec *httptest.ResponseRecorder, stat
 		t.Errorf("%s: problem %+v, want type %q, status %d, a title and a detail", call, p, want, status)
 	}
 	return p
+}
+
+// wantReplayed fails unless rec is marked as a replay exactly when want
+// (the header "true", or absent).
+func wantReplayed(t *testing.T, call string, rec *httptest.ResponseRecorder, want bool) {
+	t.Helper()
+	wantHeader := map[bool]string{true: "true", false: ""}[want]
+	if got := rec.Header().Get(idempotency.HeaderReplayed); got != wantHeader {
+		t.Errorf("%s: %s = %q, want %q", call, idempotency.HeaderReplayed, got, wantHeader)
+	}
+}
+
+// failFirst is a handler that fails its first call with status and msg
+// and creates the thing on every later one.
+func failFirst(status int, msg string) func(echo.Context, int64) error {
+	return func(c echo.Context, n int64) error {
+		if n == 1 {
+			return echo.NewHTTPError(status, msg)
+		}
+		return created(c, n)
+	}
 }
 
 func (f *fixture) wantCalls(t *testing.T, want int64) {

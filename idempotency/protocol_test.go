@@ -3,7 +3,6 @@ package idempotency_test
 import (
 	"context"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -75,15 +74,11 @@ func TestMiddleware_FirstRequestRunsThenReplays(t *testing.T) {
 	f := newFixture(t, nil, nil)
 	first := f.do(t, "/things/a", "k1", `{"x":1,"y":2}`)
 	wantStatus(t, "first POST", first, http.StatusCreated)
-	if got := first.Header().Get(idempotency.HeaderReplayed); got != "" {
-		t.Errorf("first POST: %s = %q, want absent", idempotency.HeaderReplayed, got)
-	}
+	wantReplayed(t, "first POST", first, false)
 	// Same request, JSON with other key order and spacing, quoted key form.
 	second := f.do(t, "/things/a", `"k1"`, `{ "y": 2, "x": 1 }`)
 	wantStatus(t, "retry", second, http.StatusCreated)
-	if got := second.Header().Get(idempotency.HeaderReplayed); got != "true" {
-		t.Errorf("retry: %s = %q, want true", idempotency.HeaderReplayed, got)
-	}
+	wantReplayed(t, "retry", second, true)
 	if got, want := second.Body.String(), first.Body.String(); got != want {
 		t.Errorf("retry body = %s, want the first answer %s", got, want)
 	}
@@ -152,12 +147,7 @@ func TestMiddleware_ConcurrentRequestIs409WithSanitizedReference(t *testing.T) {
 
 func TestMiddleware_ClientErrorReleasesKey(t *testing.T) {
 	f := newFixture(t, nil, nil)
-	f.handler = func(c echo.Context, n int64) error {
-		if n == 1 {
-			return echo.NewHTTPError(http.StatusBadRequest, "amount.cents: required")
-		}
-		return created(c, n)
-	}
+	f.handler = failFirst(http.StatusBadRequest, "amount.cents: required")
 	wantStatus(t, "invalid POST", f.do(t, "/things/a", "k1", `{}`), http.StatusBadRequest)
 	if _, err := f.ledger.Get(context.Background(), ledgerID("k1")); err == nil {
 		t.Errorf("ledger row still present after a 4xx; want it released")
@@ -168,12 +158,7 @@ func TestMiddleware_ClientErrorReleasesKey(t *testing.T) {
 
 func TestMiddleware_ServerErrorStaysInProgressUntilResolved(t *testing.T) {
 	f := newFixture(t, nil, nil)
-	f.handler = func(c echo.Context, n int64) error {
-		if n == 1 {
-			return echo.NewHTTPError(http.StatusInternalServerError, "upstream timed out")
-		}
-		return created(c, n)
-	}
+	f.handler = failFirst(http.StatusInternalServerError, "upstream timed out")
 	wantStatus(t, "failing POST", f.do(t, "/things/a", "k1", `{}`), http.StatusInternalServerError)
 	p := wantProblem(t, "retry after a 5xx", f.do(t, "/things/a", "k1", `{}`), http.StatusConflict, problem.IdempotencyKeyInProgress)
 	// The operator proves the write never happened and deletes the row.
@@ -222,17 +207,10 @@ func TestMiddleware_ClientHangUpDoesNotCancelHandler(t *testing.T) {
 		}
 		return created(c, n)
 	}
-	req := httptest.NewRequest(http.MethodPost, "/things/a", strings.NewReader(`{}`)).WithContext(ctx)
-	req.Header.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
-	req.Header.Set(idempotency.HeaderKey, "k1")
-	rec := httptest.NewRecorder()
-	f.e.ServeHTTP(rec, req)
-	wantStatus(t, "POST whose client hung up", rec, http.StatusCreated)
+	wantStatus(t, "POST whose client hung up", f.doContext(t, ctx, "/things/a", "k1", `{}`), http.StatusCreated)
 	again := f.do(t, "/things/a", "k1", `{}`)
 	wantStatus(t, "the client's retry", again, http.StatusCreated)
-	if again.Header().Get(idempotency.HeaderReplayed) != "true" {
-		t.Errorf("the retry was not a replay of the finished request")
-	}
+	wantReplayed(t, "the client's retry", again, true)
 	f.wantCalls(t, 1)
 }
 
@@ -250,12 +228,7 @@ func TestMiddleware_HandlerKeepsRequestDeadline(t *testing.T) {
 		got, had = c.Request().Context().Deadline()
 		return created(c, n)
 	}
-	req := httptest.NewRequest(http.MethodPost, "/things/a", strings.NewReader(`{}`)).WithContext(ctx)
-	req.Header.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
-	req.Header.Set(idempotency.HeaderKey, "k1")
-	rec := httptest.NewRecorder()
-	f.e.ServeHTTP(rec, req)
-	wantStatus(t, "POST with a deadline", rec, http.StatusCreated)
+	wantStatus(t, "POST with a deadline", f.doContext(t, ctx, "/things/a", "k1", `{}`), http.StatusCreated)
 	if !had || !got.Equal(deadline) {
 		t.Errorf("handler's context: deadline %v (set %v), want the request's %v", got, had, deadline)
 	}
@@ -301,9 +274,7 @@ func TestMiddleware_ExpiredResultRunsAgain(t *testing.T) {
 	f.clock.Advance(time.Hour)
 	rec := f.do(t, "/things/a", "k1", `{}`)
 	wantStatus(t, "POST after the retention", rec, http.StatusCreated)
-	if rec.Header().Get(idempotency.HeaderReplayed) != "" {
-		t.Errorf("an expired result was replayed")
-	}
+	wantReplayed(t, "POST after the retention (an expired result)", rec, false)
 	f.wantCalls(t, 2)
 }
 

@@ -14,7 +14,7 @@ import (
 // Fence implements idempotency.Ledger. The Firestore store checks these
 // fences (store/firestore) when it runs on the ledger's database.
 func (l *Ledger) Fence(res idempotency.Reservation) fence.Fence {
-	return &Fence{doc: l.doc(res.ID), token: res.Token, reference: l.Reference(res.ID)}
+	return &Fence{FenceClaim: idempotency.FenceClaim{Reference: l.Reference(res.ID), Reservation: res}, doc: l.doc(res.ID)}
 }
 
 // Fence is the claim of one reservation of a Firestore ledger. A store's
@@ -23,13 +23,9 @@ func (l *Ledger) Fence(res idempotency.Reservation) fence.Fence {
 // change and the mark commit together, or neither does, and Reclaim's
 // conditional delete is ordered against both by Firestore.
 type Fence struct {
-	doc       *firestore.DocumentRef
-	token     string
-	reference string
+	idempotency.FenceClaim
+	doc *firestore.DocumentRef
 }
-
-// Claim implements store.Fence.
-func (f *Fence) Claim() string { return f.reference + "#" + f.token }
 
 // Doc is the reservation's document.
 func (f *Fence) Doc() *firestore.DocumentRef { return f.doc }
@@ -46,7 +42,7 @@ func (f *Fence) Check(snap *firestore.DocumentSnapshot) error {
 	switch {
 	case err != nil:
 		return err
-	case rec.Token != f.token:
+	case rec.Token != f.Reservation.Token:
 		return fence.Lost(f, "the row belongs to another reservation")
 	case rec.State != idempotency.StateInProgress:
 		return fence.Lost(f, "the row is "+string(rec.State))

@@ -33,7 +33,7 @@ const Backend = "firestore"
 
 // DefaultProbeTimeout bounds Probe when the caller's context has no earlier
 // deadline.
-const DefaultProbeTimeout = 2 * time.Second
+const DefaultProbeTimeout = idempotency.DefaultProbeTimeout
 
 // reserveAttempts bounds Reserve's loop: a row that vanishes between Create
 // and Get (released, resolved) or an expired row being replaced makes it try
@@ -47,38 +47,38 @@ var _ idempotency.Ledger = (*Ledger)(nil)
 
 // Ledger is the Firestore ledger.
 type Ledger struct {
-	client       *firestore.Client
-	collection   string
-	now          func() time.Time
-	probeTimeout time.Duration
+	idempotency.Names // Reference and Inspect
+	rows              idempotency.Rows
+	client            *firestore.Client
 }
 
 // Option configures a Ledger.
-type Option func(*Ledger)
+type Option = idempotency.RowsOption
 
 // WithClock makes the ledger read time from now instead of time.Now (for
 // createdAt, completedAt and expiry checks; update times are Firestore's).
-func WithClock(now func() time.Time) Option { return func(l *Ledger) { l.now = now } }
+func WithClock(now func() time.Time) Option { return idempotency.WithRowsClock(now) }
 
 // WithProbeTimeout sets Probe's bound (DefaultProbeTimeout otherwise).
-func WithProbeTimeout(d time.Duration) Option { return func(l *Ledger) { l.probeTimeout = d } }
+func WithProbeTimeout(d time.Duration) Option { return idempotency.WithRowsProbeTimeout(d) }
 
 // New returns a ledger on client's database using collection (use
 // idempotency.CollectionName of the deployment namespace). The caller owns
 // the client and chooses the project and (shared or dedicated) database.
 func New(client *firestore.Client, collection string, opts ...Option) *Ledger {
-	l := &Ledger{client: client, collection: collection, now: time.Now, probeTimeout: DefaultProbeTimeout}
-	for _, o := range opts {
-		o(l)
-	}
+	l := &Ledger{rows: idempotency.NewRows(Backend, collection, opts...), client: client}
+	l.Names = l.rows.Names(l.Get)
 	return l
 }
 
 // Collection returns the ledger's collection name, for the TTL policy.
-func (l *Ledger) Collection() string { return l.collection }
+func (l *Ledger) Collection() string { return l.rows.Collection() }
+
+// clock is the ledger's time as stored: UTC, microseconds.
+func (l *Ledger) clock() time.Time { return l.rows.Now().Truncate(time.Microsecond) }
 
 func (l *Ledger) doc(id string) *firestore.DocumentRef {
-	return l.client.Collection(l.collection).Doc(id)
+	return l.client.Collection(l.rows.Collection()).Doc(id)
 }
 
 // Reserve implements idempotency.Ledger.
@@ -98,7 +98,7 @@ func (l *Ledger) Reserve(ctx context.Context, a idempotency.Attempt) (idempotenc
 func (l *Ledger) reserve(ctx context.Context, a idempotency.Attempt, nonce string) (idempotency.Result, error) {
 	doc := l.doc(a.ID)
 	for range reserveAttempts {
-		now := l.now().UTC().Truncate(time.Microsecond)
+		now := l.clock()
 		r := newRow(a, now, nonce)
 		wr, err := doc.Create(ctx, r)
 		if err == nil {
@@ -130,14 +130,7 @@ func (l *Ledger) reserve(ctx context.Context, a idempotency.Attempt, nonce strin
 			}
 			continue
 		}
-		switch {
-		case existing.Fingerprint != a.Fingerprint:
-			return idempotency.Result{Outcome: idempotency.Mismatch, Record: existing}, nil
-		case existing.State == idempotency.StateCompleted:
-			return idempotency.Result{Outcome: idempotency.Replay, Record: existing}, nil
-		default:
-			return idempotency.Result{Outcome: idempotency.InProgress, Record: existing}, nil
-		}
+		return idempotency.Found(existing, a), nil
 	}
 	return idempotency.Result{}, fault.Errorf(fault.CodeUnavailable, "reserve %s: the row kept changing; try again", l.Reference(a.ID))
 }
@@ -191,7 +184,7 @@ func (l *Ledger) held(ctx context.Context, res idempotency.Reservation, op strin
 	if err != nil {
 		return idempotency.Record{}, err
 	}
-	if rec.Token != res.Token || rec.State != idempotency.StateInProgress {
+	if !rec.Holds(res) {
 		return idempotency.Record{}, fault.Errorf(fault.CodeConflict, "%s %s: the reservation changed", op, l.Reference(res.ID))
 	}
 	return rec, nil
@@ -202,7 +195,7 @@ func (l *Ledger) completion(resp idempotency.Response, expireAt time.Time) []fir
 	return []firestore.Update{
 		{Path: "state", Value: string(idempotency.StateCompleted)},
 		{Path: "response", Value: toStored(resp)},
-		{Path: "completedAt", Value: l.now().UTC().Truncate(time.Microsecond)},
+		{Path: "completedAt", Value: l.clock()},
 		{Path: "expireAt", Value: expireAt.UTC()},
 	}
 }
@@ -235,9 +228,51 @@ func (l *Ledger) Get(ctx context.Context, id string) (idempotency.Record, error)
 	return decode(snap)
 }
 
-// Reference implements idempotency.Ledger.
-func (l *Ledger) Reference(id string) string {
-	return idempotency.FormatReference(Backend, l.collection, id)
+// ResolveDelete implements idempotency.Ledger: a Delete with the expected
+// update time as its precondition.
+func (l *Ledger) ResolveDelete(ctx context.Context, ref string, expectUpdateTime time.Time) error {
+	id, err := l.rows.ID(ref)
+	if err != nil {
+		return err
+	}
+	_, err = l.doc(id).Delete(ctx, firestore.LastUpdateTime(expectUpdateTime))
+	return l.resolveError(ctx, err, id, "resolve-delete")
+}
+
+// ResolveComplete implements idempotency.Ledger. It reads the row first only
+// to refuse completing a row that is not in progress; the write itself is an
+// Update with the expected update time as its precondition, so a change
+// between the read and the write is refused as well.
+func (l *Ledger) ResolveComplete(ctx context.Context, ref string, expectUpdateTime time.Time, resp idempotency.Response, expireAt time.Time) error {
+	id, err := l.rows.CompletionID(ref, resp, expireAt)
+	if err != nil {
+		return err
+	}
+	r, err := l.Get(ctx, id)
+	if err != nil {
+		return err
+	}
+	if err := idempotency.Unresolvable("resolve-complete", l.Reference(id), r, expectUpdateTime, true); err != nil {
+		return err
+	}
+	_, err = l.doc(id).Update(ctx, l.completion(resp, expireAt), firestore.LastUpdateTime(expectUpdateTime))
+	return l.resolveError(ctx, err, id, "resolve-complete")
+}
+
+// resolveError translates a failed conditional write: NotFound when the row
+// is gone, Conflict when it changed. Firestore reports a failed update-time
+// precondition the same way in both cases, so a read tells them apart.
+func (l *Ledger) resolveError(ctx context.Context, err error, id, op string) error {
+	if err == nil {
+		return nil
+	}
+	if c := code(err); c != codeFailedPrecondition && c != codeNotFound {
+		return fsfault.Write(err, "%s %s", op, l.Reference(id))
+	}
+	if _, gerr := l.doc(id).Get(ctx); code(gerr) == codeNotFound {
+		return fault.Errorf(fault.CodeNotFound, "%s %s: no such row", op, l.Reference(id))
+	}
+	return fault.Wrap(fault.CodeConflict, err, "%s %s: the row changed since it was inspected", op, l.Reference(id))
 }
 
 // Durable implements idempotency.Ledger: Firestore coordinates every instance.
@@ -248,11 +283,8 @@ func (l *Ledger) Durable() bool { return true }
 // database answers and the service account may read the collection, without
 // writing and without reading any row's contents.
 func (l *Ledger) Probe(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, l.probeTimeout)
-	defer cancel()
-	_, err := l.client.Collection(l.collection).Select().Limit(1).Documents(ctx).GetAll()
-	if err != nil {
-		return fault.Wrap(fault.CodeUnavailable, err, "probe %s", idempotency.FormatReference(Backend, l.collection, ""))
-	}
-	return nil
+	return l.rows.Probe(ctx, func(ctx context.Context) error {
+		_, err := l.client.Collection(l.rows.Collection()).Select().Limit(1).Documents(ctx).GetAll()
+		return err
+	})
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/stipend-mcp/stipend/idempotency"
 	"github.com/stipend-mcp/stipend/idempotency/fsledger"
 	"github.com/stipend-mcp/stipend/internal/emulator"
-	"github.com/stipend-mcp/stipend/store"
 )
 
 // newLedger returns a ledger on the emulator in a collection of its own.
@@ -52,11 +51,7 @@ func TestLedger_ProbeUnreachable(t *testing.T) {
 		t.Fatalf("NewClient: %v", err)
 	}
 	defer client.Close()
-	l := fsledger.New(client, "idem_probe", fsledger.WithProbeTimeout(500*time.Millisecond))
-	err = l.Probe(context.Background())
-	if got := store.CodeOf(err); got != store.CodeUnavailable {
-		t.Errorf("Probe on an unreachable emulator: got %v (code %q), want code %q", err, got, store.CodeUnavailable)
-	}
+	conformance.CheckProbeUnreachable(t, fsledger.New(client, "idem_probe", fsledger.WithProbeTimeout(500*time.Millisecond)), "emulator")
 }
 
 // TestLedger_ExpireAtOnlyOnCompletedRows checks the field the TTL policy

@@ -22,27 +22,25 @@ var _ idempotency.Ledger = (*Ledger)(nil)
 
 // Ledger is the memory ledger. The zero value is not usable; call New.
 type Ledger struct {
-	collection string
-	now        func() time.Time
+	idempotency.Names // Reference and Inspect
+	rows              idempotency.Rows
 
-	mu   sync.Mutex
-	rows map[string]idempotency.Record
-	last time.Time // the last update time handed out
+	mu      sync.Mutex
+	records map[string]idempotency.Record
+	last    time.Time // the last update time handed out
 }
 
 // Option configures a Ledger.
-type Option func(*Ledger)
+type Option = idempotency.RowsOption
 
 // WithClock makes the ledger read time from now instead of time.Now.
-func WithClock(now func() time.Time) Option { return func(l *Ledger) { l.now = now } }
+func WithClock(now func() time.Time) Option { return idempotency.WithRowsClock(now) }
 
 // New returns an empty ledger whose references name collection (use
 // idempotency.CollectionName of the deployment namespace).
 func New(collection string, opts ...Option) *Ledger {
-	l := &Ledger{collection: collection, now: time.Now, rows: map[string]idempotency.Record{}}
-	for _, o := range opts {
-		o(l)
-	}
+	l := &Ledger{rows: idempotency.NewRows(Backend, collection, opts...), records: map[string]idempotency.Record{}}
+	l.Names = l.rows.Names(l.Get)
 	return l
 }
 
@@ -50,7 +48,7 @@ func New(collection string, opts ...Option) *Ledger {
 // handed out, so every write has a distinct time even under a frozen test clock
 // (Firestore's update times are distinct per write to a document as well).
 func (l *Ledger) tick() time.Time {
-	t := l.now().UTC().Truncate(time.Microsecond)
+	t := l.rows.Now().Truncate(time.Microsecond)
 	if !t.After(l.last) {
 		t = l.last.Add(time.Microsecond)
 	}
@@ -66,23 +64,16 @@ func (l *Ledger) Reserve(ctx context.Context, a idempotency.Attempt) (idempotenc
 	a = a.Bounded()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	now := l.now().UTC()
-	if r, ok := l.rows[a.ID]; ok && !r.Expired(now) {
-		switch {
-		case r.Fingerprint != a.Fingerprint:
-			return idempotency.Result{Outcome: idempotency.Mismatch, Record: clone(r)}, nil
-		case r.State == idempotency.StateCompleted:
-			return idempotency.Result{Outcome: idempotency.Replay, Record: clone(r)}, nil
-		default:
-			return idempotency.Result{Outcome: idempotency.InProgress, Record: clone(r)}, nil
-		}
+	now := l.rows.Now()
+	if r, ok := l.records[a.ID]; ok && !r.Expired(now) {
+		return idempotency.Found(clone(r), a), nil
 	}
 	r := idempotency.Record{
 		ID: a.ID, Route: a.Route, Fingerprint: a.Fingerprint, State: idempotency.StateInProgress,
 		OperationID: a.OperationID, TraceID: a.TraceID, Fenced: a.Fenced, CreatedAt: now, UpdateTime: l.tick(),
 		Token: uuid.NewString(),
 	}
-	l.rows[a.ID] = r
+	l.records[a.ID] = r
 	return idempotency.Result{Outcome: idempotency.Reserved, Record: clone(r)}, nil
 }
 
@@ -107,8 +98,8 @@ func (l *Ledger) Complete(ctx context.Context, res idempotency.Reservation, resp
 // held returns the row of reservation res while it is in progress under
 // res's token. The caller holds l.mu.
 func (l *Ledger) held(res idempotency.Reservation, op string) (idempotency.Record, error) {
-	r, ok := l.rows[res.ID]
-	if !ok || r.Token != res.Token || r.State != idempotency.StateInProgress {
+	r, ok := l.records[res.ID]
+	if !ok || !r.Holds(res) {
 		return idempotency.Record{}, fault.Errorf(fault.CodeConflict, "%s %s: the reservation changed or is gone", op, l.Reference(res.ID))
 	}
 	return r, nil
@@ -118,10 +109,10 @@ func (l *Ledger) complete(r *idempotency.Record, resp idempotency.Response, expi
 	c := resp.Clone()
 	r.State = idempotency.StateCompleted
 	r.Response = &c
-	r.CompletedAt = l.now().UTC()
+	r.CompletedAt = l.rows.Now()
 	r.ExpireAt = expireAt.UTC()
 	r.UpdateTime = l.tick()
-	l.rows[r.ID] = *r
+	l.records[r.ID] = *r
 }
 
 // Release implements idempotency.Ledger.
@@ -135,24 +126,21 @@ func (l *Ledger) Release(ctx context.Context, res idempotency.Reservation) error
 	if !r.WrittenAt.IsZero() {
 		return fault.Errorf(fault.CodeConflict, "release %s: a fenced change was written; complete the row instead", l.Reference(res.ID))
 	}
-	delete(l.rows, res.ID)
+	delete(l.records, res.ID)
 	return nil
 }
 
 // Fence implements idempotency.Ledger. The memory store checks these
 // fences (store/memory): it calls Mark under its own lock.
 func (l *Ledger) Fence(res idempotency.Reservation) fence.Fence {
-	return &Fence{l: l, res: res}
+	return &Fence{FenceClaim: idempotency.FenceClaim{Reference: l.Reference(res.ID), Reservation: res}, l: l}
 }
 
 // Fence is the claim of one reservation of this ledger.
 type Fence struct {
-	l   *Ledger
-	res idempotency.Reservation
+	idempotency.FenceClaim
+	l *Ledger
 }
-
-// Claim implements store.Fence.
-func (f *Fence) Claim() string { return f.l.Reference(f.res.ID) + "#" + f.res.Token }
 
 // Mark checks, under the ledger's lock, that the reservation still holds,
 // and marks its row written. A store calls it inside the atomic step of
@@ -163,20 +151,20 @@ func (f *Fence) Mark() error {
 	l := f.l
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	r, ok := l.rows[f.res.ID]
+	r, ok := l.records[f.Reservation.ID]
 	switch {
 	case !ok:
 		return fence.Lost(f, "the row is gone")
-	case r.Token != f.res.Token:
+	case r.Token != f.Reservation.Token:
 		return fence.Lost(f, "the row belongs to another reservation")
 	case r.State != idempotency.StateInProgress:
 		return fence.Lost(f, "the row is "+string(r.State))
 	}
 	if r.WrittenAt.IsZero() {
-		r.WrittenAt = l.now().UTC()
+		r.WrittenAt = l.rows.Now()
 	}
 	r.UpdateTime = l.tick()
-	l.rows[r.ID] = r
+	l.records[r.ID] = r
 	return nil
 }
 
@@ -191,7 +179,7 @@ func (l *Ledger) Reclaim(ctx context.Context, rec idempotency.Record) error {
 	if err := idempotency.CheckReclaim(r, l.Reference(r.ID)); err != nil {
 		return err
 	}
-	delete(l.rows, r.ID)
+	delete(l.records, r.ID)
 	return nil
 }
 
@@ -199,63 +187,48 @@ func (l *Ledger) Reclaim(ctx context.Context, rec idempotency.Record) error {
 func (l *Ledger) Get(ctx context.Context, id string) (idempotency.Record, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	r, ok := l.rows[id]
+	r, ok := l.records[id]
 	if !ok {
 		return idempotency.Record{}, fault.Errorf(fault.CodeNotFound, "%s: no such row", l.Reference(id))
 	}
 	return clone(r), nil
 }
 
-// Reference implements idempotency.Ledger.
-func (l *Ledger) Reference(id string) string {
-	return idempotency.FormatReference(Backend, l.collection, id)
-}
-
-// Inspect implements idempotency.Ledger.
-func (l *Ledger) Inspect(ctx context.Context, ref string) (idempotency.Record, error) {
-	id, err := idempotency.CheckReference(ref, Backend, l.collection)
-	if err != nil {
-		return idempotency.Record{}, err
-	}
-	return l.Get(ctx, id)
-}
-
 // ResolveDelete implements idempotency.Ledger.
 func (l *Ledger) ResolveDelete(ctx context.Context, ref string, expectUpdateTime time.Time) error {
-	id, err := idempotency.CheckReference(ref, Backend, l.collection)
+	id, err := l.rows.ID(ref)
 	if err != nil {
 		return err
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	r, err := l.expect("resolve-delete", id, expectUpdateTime, false)
-	if err != nil {
-		return err
-	}
-	delete(l.rows, r.ID)
-	return nil
+	return l.resolve("resolve-delete", id, expectUpdateTime, false, func(r idempotency.Record) { delete(l.records, r.ID) })
 }
 
 // ResolveComplete implements idempotency.Ledger.
 func (l *Ledger) ResolveComplete(ctx context.Context, ref string, expectUpdateTime time.Time, resp idempotency.Response, expireAt time.Time) error {
-	id, err := idempotency.CheckResolveComplete(ref, Backend, l.collection, resp, expireAt)
+	id, err := l.rows.CompletionID(ref, resp, expireAt)
 	if err != nil {
 		return err
 	}
+	return l.resolve("resolve-complete", id, expectUpdateTime, true, func(r idempotency.Record) { l.complete(&r, resp, expireAt) })
+}
+
+// resolve applies the change of op to row id, under l.mu, if the row is as
+// the caller read it (see idempotency.Unresolvable).
+func (l *Ledger) resolve(op, id string, want time.Time, inProgress bool, change func(idempotency.Record)) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	r, err := l.expect("resolve-complete", id, expectUpdateTime, true)
+	r, err := l.expect(op, id, want, inProgress)
 	if err != nil {
 		return err
 	}
-	l.complete(&r, resp, expireAt)
+	change(r)
 	return nil
 }
 
 // expect returns row id for op if it is as the caller read it (see
 // idempotency.Unresolvable). The caller holds l.mu.
 func (l *Ledger) expect(op, id string, want time.Time, inProgress bool) (idempotency.Record, error) {
-	r, ok := l.rows[id]
+	r, ok := l.records[id]
 	if !ok {
 		return idempotency.Record{}, fault.Errorf(fault.CodeNotFound, "%s %s: no such row", op, l.Reference(id))
 	}

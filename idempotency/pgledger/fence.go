@@ -16,7 +16,7 @@ import (
 // Fence implements idempotency.Ledger. The PostgreSQL store checks these
 // fences (store/postgres) when it runs on the ledger's pool.
 func (l *Ledger) Fence(res idempotency.Reservation) fence.Fence {
-	return &Fence{l: l, res: res}
+	return &Fence{FenceClaim: idempotency.FenceClaim{Reference: l.Reference(res.ID), Reservation: res}, l: l}
 }
 
 // Fence is the claim of one reservation of a PostgreSQL ledger. The
@@ -25,12 +25,9 @@ func (l *Ledger) Fence(res idempotency.Reservation) fence.Fence {
 // guarded DELETE waits for it and then finds the row changed (or, if the
 // transaction rolled back, unchanged and reclaimable).
 type Fence struct {
-	l   *Ledger
-	res idempotency.Reservation
+	idempotency.FenceClaim
+	l *Ledger
 }
-
-// Claim implements store.Fence.
-func (f *Fence) Claim() string { return f.l.Reference(f.res.ID) + "#" + f.res.Token }
 
 // Pool is the ledger's pool: the store checks the fence only in a
 // transaction on the same pool (the same database and schema).
@@ -42,7 +39,7 @@ func (f *Fence) Pool() *pgxpool.Pool { return f.l.pool }
 func (f *Fence) Mark(ctx context.Context, tx pgx.Tx, now time.Time) error {
 	tag, err := tx.Exec(ctx, `UPDATE idempotency_ledger SET written_at = coalesce(written_at, $4), updated_at = `+nextUpdate+`
 		WHERE collection = $1 AND id = $2 AND attempt = $3 AND state = 'in_progress'`,
-		f.l.collection, f.res.ID, f.res.Token, now.UTC())
+		f.l.rows.Collection(), f.Reservation.ID, f.Reservation.Token, now.UTC())
 	if err != nil {
 		return err
 	}
@@ -62,7 +59,7 @@ func (l *Ledger) Reclaim(ctx context.Context, rec idempotency.Record) error {
 		return err
 	}
 	tag, err := l.pool.Exec(ctx, `DELETE FROM idempotency_ledger WHERE collection = $1 AND id = $2 AND updated_at = $3
-		AND state = 'in_progress' AND fenced AND written_at IS NULL`, l.collection, rec.ID, rec.UpdateTime)
+		AND state = 'in_progress' AND fenced AND written_at IS NULL`, l.rows.Collection(), rec.ID, rec.UpdateTime)
 	if err != nil {
 		return pgfault.Write(err, "reclaim %s", l.Reference(rec.ID))
 	}

@@ -43,7 +43,7 @@ const Backend = "postgres"
 
 // DefaultProbeTimeout bounds Probe when the caller's context has no earlier
 // deadline.
-const DefaultProbeTimeout = 2 * time.Second
+const DefaultProbeTimeout = idempotency.DefaultProbeTimeout
 
 // reserveAttempts bounds Reserve's loop: a row that vanishes between the
 // insert and the read (released, resolved) makes it try again; under
@@ -73,35 +73,32 @@ var _ idempotency.Ledger = (*Ledger)(nil)
 
 // Ledger is the PostgreSQL ledger.
 type Ledger struct {
-	pool         *pgxpool.Pool
-	collection   string
-	now          func() time.Time
-	probeTimeout time.Duration
+	idempotency.Names // Reference and Inspect
+	rows              idempotency.Rows
+	pool              *pgxpool.Pool
 }
 
 // Option configures a Ledger.
-type Option func(*Ledger)
+type Option = idempotency.RowsOption
 
 // WithClock makes the ledger read time from now instead of time.Now (for
 // createdAt, completedAt and expiry checks; update times are the server's).
-func WithClock(now func() time.Time) Option { return func(l *Ledger) { l.now = now } }
+func WithClock(now func() time.Time) Option { return idempotency.WithRowsClock(now) }
 
 // WithProbeTimeout sets Probe's bound (DefaultProbeTimeout otherwise).
-func WithProbeTimeout(d time.Duration) Option { return func(l *Ledger) { l.probeTimeout = d } }
+func WithProbeTimeout(d time.Duration) Option { return idempotency.WithRowsProbeTimeout(d) }
 
 // New returns a ledger on pool whose rows belong to collection (use
 // idempotency.CollectionName of the deployment namespace). The caller owns
 // the pool.
 func New(pool *pgxpool.Pool, collection string, opts ...Option) *Ledger {
-	l := &Ledger{pool: pool, collection: collection, now: time.Now, probeTimeout: DefaultProbeTimeout}
-	for _, o := range opts {
-		o(l)
-	}
+	l := &Ledger{rows: idempotency.NewRows(Backend, collection, opts...), pool: pool}
+	l.Names = l.rows.Names(l.Get)
 	return l
 }
 
 // clock is the ledger's time as stored: UTC, microseconds.
-func (l *Ledger) clock() time.Time { return l.now().UTC().Truncate(time.Microsecond) }
+func (l *Ledger) clock() time.Time { return l.rows.Now().Truncate(time.Microsecond) }
 
 // newNonce returns 128 random bits in hex.
 func newNonce() string {
@@ -143,7 +140,7 @@ func (l *Ledger) reserve(ctx context.Context, a idempotency.Attempt, nonce strin
 				fenced = EXCLUDED.fenced, written_at = NULL,
 				updated_at = greatest(clock_timestamp(), l.updated_at + interval '1 microsecond')
 			WHERE l.state = 'completed' AND l.expire_at <= EXCLUDED.created_at
-			RETURNING `+columns, l.collection, a.ID, a.Route, a.Fingerprint, a.OperationID, a.TraceID, now, nonce, a.Fenced))
+			RETURNING `+columns, l.rows.Collection(), a.ID, a.Route, a.Fingerprint, a.OperationID, a.TraceID, now, nonce, a.Fenced))
 		if err == nil {
 			return idempotency.Result{Outcome: idempotency.Reserved, Record: rec}, nil
 		}
@@ -162,13 +159,8 @@ func (l *Ledger) reserve(ctx context.Context, a idempotency.Attempt, nonce strin
 			return idempotency.Result{Outcome: idempotency.Reserved, Record: existing}, nil
 		case existing.Expired(now):
 			continue // expired since our insert looked: replace it
-		case existing.Fingerprint != a.Fingerprint:
-			return idempotency.Result{Outcome: idempotency.Mismatch, Record: existing}, nil
-		case existing.State == idempotency.StateCompleted:
-			return idempotency.Result{Outcome: idempotency.Replay, Record: existing}, nil
-		default:
-			return idempotency.Result{Outcome: idempotency.InProgress, Record: existing}, nil
 		}
+		return idempotency.Found(existing, a), nil
 	}
 	return idempotency.Result{}, fault.Errorf(fault.CodeUnavailable, "reserve %s: the row kept changing; try again", l.Reference(a.ID))
 }
@@ -215,14 +207,14 @@ func (l *Ledger) complete(ctx context.Context, id, guard string, arg any, resp i
 	tag, err := l.pool.Exec(ctx, `UPDATE idempotency_ledger SET state = 'completed', response_status = $4,
 			response_header = $5, response_body = $6, completed_at = $7, expire_at = $8, updated_at = `+nextUpdate+`
 		WHERE collection = $1 AND id = $2 AND `+guard,
-		l.collection, id, arg, c.Status, header, c.Body, l.clock(), expireAt.UTC())
+		l.rows.Collection(), id, arg, c.Status, header, c.Body, l.clock(), expireAt.UTC())
 	return tag.RowsAffected() == 1, err
 }
 
 // Release implements idempotency.Ledger.
 func (l *Ledger) Release(ctx context.Context, res idempotency.Reservation) error {
 	tag, err := l.pool.Exec(ctx, `DELETE FROM idempotency_ledger WHERE collection = $1 AND id = $2 AND attempt = $3
-		AND state = 'in_progress' AND written_at IS NULL`, l.collection, res.ID, res.Token)
+		AND state = 'in_progress' AND written_at IS NULL`, l.rows.Collection(), res.ID, res.Token)
 	if err != nil {
 		return pgfault.Write(err, "release %s", l.Reference(res.ID))
 	}
@@ -250,12 +242,7 @@ func (l *Ledger) Get(ctx context.Context, id string) (idempotency.Record, error)
 // get reads row id and the nonce of the Reserve call that created it;
 // pgx.ErrNoRows when absent.
 func (l *Ledger) get(ctx context.Context, id string) (idempotency.Record, string, error) {
-	return scan(l.pool.QueryRow(ctx, `SELECT `+columns+` FROM idempotency_ledger WHERE collection = $1 AND id = $2`, l.collection, id))
-}
-
-// Reference implements idempotency.Ledger.
-func (l *Ledger) Reference(id string) string {
-	return idempotency.FormatReference(Backend, l.collection, id)
+	return scan(l.pool.QueryRow(ctx, `SELECT `+columns+` FROM idempotency_ledger WHERE collection = $1 AND id = $2`, l.rows.Collection(), id))
 }
 
 // Durable implements idempotency.Ledger: PostgreSQL coordinates every
@@ -266,14 +253,10 @@ func (l *Ledger) Durable() bool { return true }
 // row's existence: it proves the server answers, the table is there and
 // the role may read it, without reading any row's contents.
 func (l *Ledger) Probe(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, l.probeTimeout)
-	defer cancel()
-	var any bool
-	err := l.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM idempotency_ledger WHERE collection = $1 LIMIT 1)`, l.collection).Scan(&any)
-	if err != nil {
-		return fault.Wrap(fault.CodeUnavailable, err, "probe %s", idempotency.FormatReference(Backend, l.collection, ""))
-	}
-	return nil
+	return l.rows.Probe(ctx, func(ctx context.Context) error {
+		var any bool
+		return l.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM idempotency_ledger WHERE collection = $1 LIMIT 1)`, l.rows.Collection()).Scan(&any)
+	})
 }
 
 // Purge deletes up to limit completed rows of the ledger's collection whose
@@ -288,9 +271,9 @@ func (l *Ledger) Purge(ctx context.Context, before time.Time, limit int) (int, e
 	tag, err := l.pool.Exec(ctx, `DELETE FROM idempotency_ledger WHERE (collection, id) IN (
 			SELECT collection, id FROM idempotency_ledger
 			WHERE state = 'completed' AND expire_at < $2 AND collection = $1 LIMIT $3)`,
-		l.collection, before.UTC(), limit)
+		l.rows.Collection(), before.UTC(), limit)
 	if err != nil {
-		return 0, pgfault.Write(err, "purge %s", idempotency.FormatReference(Backend, l.collection, ""))
+		return 0, pgfault.Write(err, "purge %s", l.Reference(""))
 	}
 	return int(tag.RowsAffected()), nil
 }

@@ -87,11 +87,7 @@ func TestLedger_ProbeUnreachable(t *testing.T) {
 		t.Fatalf("pgxpool.New: %v", err)
 	}
 	defer pool.Close()
-	l := pgledger.New(pool, "idem_probe", pgledger.WithProbeTimeout(500*time.Millisecond))
-	err = l.Probe(context.Background())
-	if got := store.CodeOf(err); got != store.CodeUnavailable {
-		t.Errorf("Probe on an unreachable server: got %v (code %q), want code %q", err, got, store.CodeUnavailable)
-	}
+	conformance.CheckProbeUnreachable(t, pgledger.New(pool, "idem_probe", pgledger.WithProbeTimeout(500*time.Millisecond)), "server")
 }
 
 // TestLedger_ExpireAtOnlyOnCompletedRows checks the column Purge reads:

@@ -28,7 +28,7 @@ func TestReserve_OwnCommittedInsertIsOurs(t *testing.T) {
 	var updated time.Time
 	if err := pool.QueryRow(ctx, `INSERT INTO idempotency_ledger (collection, id, route, fingerprint, state,
 		operation_id, created_at, attempt, updated_at) VALUES ($1, $2, $3, $4, 'in_progress', $5, $6, $7, clock_timestamp())
-		RETURNING updated_at`, l.collection, a.ID, a.Route, a.Fingerprint, a.OperationID, time.Now(), nonce).Scan(&updated); err != nil {
+		RETURNING updated_at`, l.rows.Collection(), a.ID, a.Route, a.Fingerprint, a.OperationID, time.Now(), nonce).Scan(&updated); err != nil {
 		t.Fatalf("insert: %v", err)
 	}
 	got, err := l.reserve(ctx, a, nonce)

@@ -9,24 +9,15 @@ import (
 	"github.com/stipend-mcp/stipend/internal/pgfault"
 )
 
-// Inspect implements idempotency.Ledger.
-func (l *Ledger) Inspect(ctx context.Context, ref string) (idempotency.Record, error) {
-	id, err := idempotency.CheckReference(ref, Backend, l.collection)
-	if err != nil {
-		return idempotency.Record{}, err
-	}
-	return l.Get(ctx, id)
-}
-
 // ResolveDelete implements idempotency.Ledger: a DELETE guarded by the
 // expected update time.
 func (l *Ledger) ResolveDelete(ctx context.Context, ref string, expectUpdateTime time.Time) error {
-	id, err := idempotency.CheckReference(ref, Backend, l.collection)
+	id, err := l.rows.ID(ref)
 	if err != nil {
 		return err
 	}
 	tag, err := l.pool.Exec(ctx, `DELETE FROM idempotency_ledger WHERE collection = $1 AND id = $2 AND updated_at = $3`,
-		l.collection, id, expectUpdateTime)
+		l.rows.Collection(), id, expectUpdateTime)
 	if err != nil {
 		return pgfault.Write(err, "resolve-delete %s", l.Reference(id))
 	}
@@ -40,7 +31,7 @@ func (l *Ledger) ResolveDelete(ctx context.Context, ref string, expectUpdateTime
 // expected update time and the in-progress state, so a change between the
 // operator's inspection and the write is refused.
 func (l *Ledger) ResolveComplete(ctx context.Context, ref string, expectUpdateTime time.Time, resp idempotency.Response, expireAt time.Time) error {
-	id, err := idempotency.CheckResolveComplete(ref, Backend, l.collection, resp, expireAt)
+	id, err := l.rows.CompletionID(ref, resp, expireAt)
 	if err != nil {
 		return err
 	}
