@@ -26,11 +26,7 @@ func claimer(t *testing.T, s store.EntitlementStore) store.Claimer {
 
 func claimJob(t *testing.T, c store.Claimer, name, owner string, until time.Time) bool {
 	t.Helper()
-	won, err := c.ClaimJob(t.Context(), name, owner, until)
-	if err != nil {
-		t.Fatalf("ClaimJob(%s, %s): %v", name, owner, err)
-	}
-	return won
+	return must(c.ClaimJob(t.Context(), name, owner, until))(t, "ClaimJob(%s, %s)", name, owner)
 }
 
 // testClaimJobTurns: a free job goes to the first claimant; another owner

@@ -25,12 +25,7 @@ var consumeTests = []subtest{
 		}
 		wantE := e
 		wantE.Credits.Balance = usd(750)
-		if d := cmpDiff(wantE, res.Entitlement); d != "" {
-			t.Errorf("result entitlement mismatch (-want +got):\n%s", d)
-		}
-		if d := cmpDiff(wantE, getEntitlement(t, s, e.ID)); d != "" {
-			t.Errorf("stored entitlement mismatch (-want +got):\n%s", d)
-		}
+		wantEntitlement(t, s, "CheckAndConsume", wantE, res.Entitlement)
 	}},
 	{"ConsumeReplay", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
 		agent := newAgent()
@@ -217,12 +212,5 @@ var consumeTests = []subtest{
 // (in any order), with nothing charged.
 func wantDenied(t *testing.T, s store.EntitlementStore, req entitlement.ConsumeRequest, want ...entitlement.Denial) {
 	t.Helper()
-	res := checkAndConsume(t, s, req)
-	if res.Outcome != store.Denied || res.Consumption.ID != "" {
-		t.Errorf("CheckAndConsume(key %q) = %s, want %s %v", req.IdempotencyKey, res.Outcome, store.Denied, want)
-		return
-	}
-	if d := cmpDiff(want, res.Denials, sortDenials); d != "" {
-		t.Errorf("CheckAndConsume(key %q) denials mismatch (-want +got):\n%s", req.IdempotencyKey, d)
-	}
+	consumeAnswer(req, checkAndConsume(t, s, req)).wantDenied(t, want)
 }

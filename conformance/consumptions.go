@@ -61,22 +61,8 @@ func listAllConsumptions(t *testing.T, s store.EntitlementStore, agentID string,
 // listConsumptionPages reads every page (of limit) of an agent's consumptions since since.
 func listConsumptionPages(t *testing.T, s store.EntitlementStore, agentID string, since time.Time, limit int) []entitlement.Consumption {
 	t.Helper()
-	var out []entitlement.Consumption
-	cursor := ""
-	for range 10000 {
-		items, next, err := s.ListConsumptions(t.Context(), agentID, since, store.Page{Limit: limit, Cursor: cursor})
-		if err != nil {
-			t.Fatalf("ListConsumptions(cursor %q): %v", cursor, err)
-		}
-		if len(items) > limit {
-			t.Fatalf("ListConsumptions(limit %d) returned %d items", limit, len(items))
-		}
-		out = append(out, items...)
-		if next == "" {
-			return out
-		}
-		cursor = next
-	}
-	t.Fatalf("ListConsumptions: more than 10000 pages; is the cursor advancing?")
-	return nil
+	out, _ := allPages(t, "ListConsumptions", limit, 10000, func(p store.Page) ([]entitlement.Consumption, string, error) {
+		return s.ListConsumptions(t.Context(), agentID, since, p)
+	})
+	return out
 }

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -51,11 +52,7 @@ func enqueue(t *testing.T, s store.DeliveryStore, d store.Delivery) store.Delive
 // test on an error.
 func claim(t *testing.T, s store.DeliveryStore, now time.Time, limit int, ttl time.Duration, worker string) []store.Delivery {
 	t.Helper()
-	got, err := s.ClaimDueDeliveries(context.Background(), now, limit, ttl, worker)
-	if err != nil {
-		t.Fatalf("ClaimDueDeliveries(%s, %d): %v", now, limit, err)
-	}
-	return got
+	return must(s.ClaimDueDeliveries(context.Background(), now, limit, ttl, worker))(t, "ClaimDueDeliveries(%s, %d)", now, limit)
 }
 
 // ids returns the IDs of ds, in order.
@@ -73,20 +70,8 @@ var cmpEmpty = cmp.FilterValues(func(a, b []string) bool { return len(a) == 0 &&
 // listAllDeliveries lists every delivery that f matches, in pages of 2.
 func listAllDeliveries(t *testing.T, s store.DeliveryStore, f store.DeliveryFilter) []store.Delivery {
 	t.Helper()
-	var out []store.Delivery
-	cursor := ""
-	for pages := 0; ; pages++ {
-		items, next, err := s.ListDeliveries(context.Background(), f, store.Page{Limit: 2, Cursor: cursor})
-		if err != nil {
-			t.Fatalf("ListDeliveries(%+v) page %d: %v", f, pages, err)
-		}
-		out = append(out, items...)
-		if next == "" {
-			return out
-		}
-		if pages > 10 {
-			t.Fatalf("ListDeliveries(%+v): too many pages", f)
-		}
-		cursor = next
-	}
+	out, _ := allPages(t, fmt.Sprintf("ListDeliveries(%+v)", f), 2, 12, func(p store.Page) ([]store.Delivery, string, error) {
+		return s.ListDeliveries(context.Background(), f, p)
+	})
+	return out
 }

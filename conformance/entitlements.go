@@ -196,23 +196,9 @@ func testListEntitlementPages(t *testing.T, s store.EntitlementStore, clock *Clo
 		createEntitlement(t, s, want[i])
 	}
 	entitlement.SortCandidates(want) // same kind, no expiry: by CreatedAt, then ID
-	var got []entitlement.Entitlement
-	cursor, pages := "", 0
-	for {
-		items, next, err := s.ListEntitlements(t.Context(), agent, store.EntitlementFilter{}, store.Page{Limit: 2, Cursor: cursor})
-		if err != nil {
-			t.Fatalf("ListEntitlements(page %d): %v", pages, err)
-		}
-		if len(items) > 2 {
-			t.Fatalf("ListEntitlements(limit 2) returned %d items", len(items))
-		}
-		got = append(got, items...)
-		pages++
-		if next == "" || pages > 5 {
-			break
-		}
-		cursor = next
-	}
+	got, pages := allPages(t, "ListEntitlements", 2, 6, func(p store.Page) ([]entitlement.Entitlement, string, error) {
+		return s.ListEntitlements(t.Context(), agent, store.EntitlementFilter{}, p)
+	})
 	if pages != 3 {
 		t.Errorf("5 entitlements in pages of 2 took %d pages, want 3", pages)
 	}

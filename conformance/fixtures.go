@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -36,6 +37,49 @@ var equate = cmp.Options{
 	cmpopts.IgnoreFields(entitlement.Hold{}, "Fingerprint"),
 	cmpopts.IgnoreFields(entitlement.Entitlement{}, "Holds"),
 	cmpopts.IgnoreFields(payment.Payment{}, "IdempotencyKey", "Fingerprint"),
+}
+
+// must fails the test, naming the call (a format and its arguments), when
+// err is set, and otherwise returns v: the one shape of every fixture that
+// calls a backend and cannot go on without its answer, as in
+//
+//	return must(s.GetEntitlement(t.Context(), id))(t, "GetEntitlement(%s)", id)
+func must[T any](v T, err error) func(t testing.TB, call string, args ...any) T {
+	return func(t testing.TB, call string, args ...any) T {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", fmt.Sprintf(call, args...), err)
+		}
+		return v
+	}
+}
+
+// allPages reads a listing page by page from the first, in pages of limit
+// (0: the backend's default): list answers the page and the next cursor
+// ("" after the last page). It fails the test, naming call, on an error, on
+// a page larger than its limit, and when the listing takes more than
+// maxPages pages (the cursor is not advancing); it returns every item in
+// order and the number of pages read.
+func allPages[T any](t testing.TB, call string, limit, maxPages int, list func(store.Page) ([]T, string, error)) ([]T, int) {
+	t.Helper()
+	var out []T
+	page := store.Page{Limit: limit}
+	for pages := 1; pages <= maxPages; pages++ {
+		items, next, err := list(page)
+		if err != nil {
+			t.Fatalf("%s (page %d, cursor %q): %v", call, pages, page.Cursor, err)
+		}
+		if limit > 0 && len(items) > limit {
+			t.Fatalf("%s (limit %d) returned %d items", call, limit, len(items))
+		}
+		out = append(out, items...)
+		if next == "" {
+			return out, pages
+		}
+		page.Cursor = next
+	}
+	t.Fatalf("%s: more than %d pages; is the cursor advancing?", call, maxPages)
+	return nil, 0
 }
 
 func usd(cents int64) money.Money { return money.Money{Cents: cents, Currency: "USD"} }
@@ -84,30 +128,30 @@ func request(agentID, key string, cents int64) entitlement.ConsumeRequest {
 
 func createEntitlement(t *testing.T, s store.EntitlementStore, e entitlement.Entitlement) entitlement.Entitlement {
 	t.Helper()
-	got, err := s.CreateEntitlement(t.Context(), e)
-	if err != nil {
-		t.Fatalf("CreateEntitlement(%s %s): %v", e.Type, e.ID, err)
-	}
-	return got
+	return must(s.CreateEntitlement(t.Context(), e))(t, "CreateEntitlement(%s %s)", e.Type, e.ID)
 }
 
 func getEntitlement(t *testing.T, s store.EntitlementStore, id string) entitlement.Entitlement {
 	t.Helper()
-	got, err := s.GetEntitlement(t.Context(), id)
-	if err != nil {
-		t.Fatalf("GetEntitlement(%s): %v", id, err)
+	return must(s.GetEntitlement(t.Context(), id))(t, "GetEntitlement(%s)", id)
+}
+
+// wantEntitlement fails unless the entitlement a call answered (call names
+// it) and the stored one are both want.
+func wantEntitlement(t *testing.T, s store.EntitlementStore, call string, want, answered entitlement.Entitlement) {
+	t.Helper()
+	if d := cmpDiff(want, answered); d != "" {
+		t.Errorf("%s: answered entitlement mismatch (-want +got):\n%s", call, d)
 	}
-	return got
+	if d := cmpDiff(want, getEntitlement(t, s, want.ID)); d != "" {
+		t.Errorf("after %s: stored entitlement mismatch (-want +got):\n%s", call, d)
+	}
 }
 
 // revoke revokes entitlement id and fails the test on an error.
 func revoke(t *testing.T, s store.EntitlementStore, id string) entitlement.Entitlement {
 	t.Helper()
-	got, err := s.RevokeEntitlement(t.Context(), id)
-	if err != nil {
-		t.Fatalf("RevokeEntitlement(%s): %v", id, err)
-	}
-	return got
+	return must(s.RevokeEntitlement(t.Context(), id))(t, "RevokeEntitlement(%s)", id)
 }
 
 // oneOfEach creates a credits entitlement, a quota of one unit and a
@@ -123,21 +167,57 @@ func oneOfEach(t *testing.T, s store.EntitlementStore, agent string, now time.Ti
 
 func checkAndConsume(t *testing.T, s store.EntitlementStore, req entitlement.ConsumeRequest) store.ConsumeResult {
 	t.Helper()
-	res, err := s.CheckAndConsume(t.Context(), req)
-	if err != nil {
-		t.Fatalf("CheckAndConsume(key %q): %v", req.IdempotencyKey, err)
-	}
-	return res
+	return must(s.CheckAndConsume(t.Context(), req))(t, "CheckAndConsume(key %q)", req.IdempotencyKey)
 }
 
 // mustConsume consumes and fails the test unless the outcome is Consumed.
 func mustConsume(t *testing.T, s store.EntitlementStore, req entitlement.ConsumeRequest) store.ConsumeResult {
 	t.Helper()
 	res := checkAndConsume(t, s, req)
-	if res.Outcome != store.Consumed || res.Consumption.ID == "" || res.Entitlement.ID == "" {
-		t.Fatalf("CheckAndConsume(key %q) = %s %+v, want consumed with consumption and entitlement", req.IdempotencyKey, res.Outcome, res.Denials)
-	}
+	consumeAnswer(req, res).mustGrant(t, store.Consumed, "consumption")
 	return res
+}
+
+// answer is what CheckAndConsume and Authorize both answer, for the checks
+// the two share: the call (with its key), the outcome, the id of what a
+// granted call made (a consumption, a hold), the entitlement it charged
+// and the denials of a denied one.
+type answer struct {
+	call          string
+	outcome       store.Outcome
+	made          string
+	entitlementID string
+	denials       []entitlement.Denial
+}
+
+func consumeAnswer(req entitlement.ConsumeRequest, res store.ConsumeResult) answer {
+	return answer{fmt.Sprintf("CheckAndConsume(key %q)", req.IdempotencyKey), res.Outcome, res.Consumption.ID, res.Entitlement.ID, res.Denials}
+}
+
+func holdAnswer(req entitlement.HoldRequest, res store.HoldResult) answer {
+	return answer{fmt.Sprintf("Authorize(key %q)", req.IdempotencyKey), res.Outcome, res.Hold.ID, res.Entitlement.ID, res.Denials}
+}
+
+// mustGrant fails the test unless the answer is want with what it made
+// (named by what) and the entitlement it charged.
+func (a answer) mustGrant(t *testing.T, want store.Outcome, what string) {
+	t.Helper()
+	if a.outcome != want || a.made == "" || a.entitlementID == "" {
+		t.Fatalf("%s = %s %+v, want %s with %s and entitlement", a.call, a.outcome, a.denials, want, what)
+	}
+}
+
+// wantDenied fails unless the answer is a denial with exactly want (in
+// any order) and made nothing.
+func (a answer) wantDenied(t *testing.T, want []entitlement.Denial) {
+	t.Helper()
+	if a.outcome != store.Denied || a.made != "" {
+		t.Errorf("%s = %s, want %s %v", a.call, a.outcome, store.Denied, want)
+		return
+	}
+	if d := cmpDiff(want, a.denials, sortDenials); d != "" {
+		t.Errorf("%s denials mismatch (-want +got):\n%s", a.call, d)
+	}
 }
 
 // wantCode reports a failure unless err is a *store.Error with code want;
@@ -160,11 +240,7 @@ func wantCode(t testing.TB, call string, err error, want store.Code) {
 // store.MaxPageSize).
 func pendingEvents(t *testing.T, s store.EntitlementStore) []event.Event {
 	t.Helper()
-	evs, err := s.PendingEvents(t.Context(), store.MaxPageSize)
-	if err != nil {
-		t.Fatalf("PendingEvents: %v", err)
-	}
-	return evs
+	return must(s.PendingEvents(t.Context(), store.MaxPageSize))(t, "PendingEvents")
 }
 
 // depletedEvents counts the pending entitlement.depleted events of the

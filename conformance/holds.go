@@ -27,12 +27,7 @@ var authorizeTests = []subtest{
 		}
 		wantE := e
 		wantE.Credits.Held = usd(300)
-		if d := cmpDiff(wantE, res.Entitlement); d != "" {
-			t.Errorf("Authorize entitlement mismatch (-want +got):\n%s", d)
-		}
-		if d := cmpDiff(wantE, getEntitlement(t, s, e.ID)); d != "" {
-			t.Errorf("GetEntitlement mismatch (-want +got):\n%s", d)
-		}
+		wantEntitlement(t, s, "Authorize", wantE, res.Entitlement)
 		// 700 is available, to consumes and to other holds alike.
 		wantDenied(t, s, request(agent, "c1", 701), entitlement.Denial{EntitlementID: e.ID, Reason: entitlement.ReasonInsufficientBalance})
 		wantHoldDenied(t, s, holdRequest(agent, "h2", 701), entitlement.Denial{EntitlementID: e.ID, Reason: entitlement.ReasonInsufficientBalance})

@@ -11,14 +11,7 @@ import (
 // want (in any order), with no hold.
 func wantHoldDenied(t *testing.T, s store.EntitlementStore, req entitlement.HoldRequest, want ...entitlement.Denial) {
 	t.Helper()
-	res := authorize(t, s, req)
-	if res.Outcome != store.Denied || res.Hold.ID != "" {
-		t.Errorf("Authorize(key %q) = %s, want %s %v", req.IdempotencyKey, res.Outcome, store.Denied, want)
-		return
-	}
-	if d := cmpDiff(want, res.Denials, sortDenials); d != "" {
-		t.Errorf("Authorize(key %q) denials mismatch (-want +got):\n%s", req.IdempotencyKey, d)
-	}
+	holdAnswer(req, authorize(t, s, req)).wantDenied(t, want)
 }
 
 // holdDenialTests run every denial case of consume through Authorize: the

@@ -18,20 +18,14 @@ func holdRequest(agentID, key string, cents int64) entitlement.HoldRequest {
 
 func authorize(t *testing.T, s store.EntitlementStore, req entitlement.HoldRequest) store.HoldResult {
 	t.Helper()
-	res, err := s.Authorize(t.Context(), req)
-	if err != nil {
-		t.Fatalf("Authorize(key %q): %v", req.IdempotencyKey, err)
-	}
-	return res
+	return must(s.Authorize(t.Context(), req))(t, "Authorize(key %q)", req.IdempotencyKey)
 }
 
 // mustAuthorize authorizes and fails the test unless the outcome is Held.
 func mustAuthorize(t *testing.T, s store.EntitlementStore, req entitlement.HoldRequest) store.HoldResult {
 	t.Helper()
 	res := authorize(t, s, req)
-	if res.Outcome != store.Held || res.Hold.ID == "" || res.Entitlement.ID == "" {
-		t.Fatalf("Authorize(key %q) = %s %+v, want held with hold and entitlement", req.IdempotencyKey, res.Outcome, res.Denials)
-	}
+	holdAnswer(req, res).mustGrant(t, store.Held, "hold")
 	return res
 }
 
@@ -57,11 +51,7 @@ func mustRelease(t *testing.T, s store.EntitlementStore, h entitlement.Hold, wan
 
 func getHold(t *testing.T, s store.EntitlementStore, id string) entitlement.Hold {
 	t.Helper()
-	h, err := s.GetHold(t.Context(), id)
-	if err != nil {
-		t.Fatalf("GetHold(%s): %v", id, err)
-	}
-	return h
+	return must(s.GetHold(t.Context(), id))(t, "GetHold(%s)", id)
 }
 
 // wantHoldStatus fails unless the stored hold id has status, ended at

@@ -105,27 +105,17 @@ func consumeOn(t *testing.T, ss []store.EntitlementStore, agent string, callers,
 func storedCharges(t *testing.T, s store.EntitlementStore, agent string) (total int64, n int) {
 	t.Helper()
 	seen := map[string]bool{}
-	cursor := ""
-	for {
-		page, next, err := s.ListConsumptions(t.Context(), agent, time.Time{}, store.Page{Limit: store.MaxPageSize, Cursor: cursor})
-		if err != nil {
-			t.Fatalf("ListConsumptions: %v", err)
+	for _, c := range listConsumptionPages(t, s, agent, time.Time{}, store.MaxPageSize) {
+		if seen[c.IdempotencyKey] {
+			t.Errorf("key %q has two consumptions", c.IdempotencyKey)
 		}
-		for _, c := range page {
-			if seen[c.IdempotencyKey] {
-				t.Errorf("key %q has two consumptions", c.IdempotencyKey)
-			}
-			seen[c.IdempotencyKey] = true
-			total += c.Cost.Cents
-			if c.EntitlementType == entitlement.TypeQuota {
-				total += c.Units
-			}
+		seen[c.IdempotencyKey] = true
+		total += c.Cost.Cents
+		if c.EntitlementType == entitlement.TypeQuota {
+			total += c.Units
 		}
-		if next == "" {
-			return total, len(seen)
-		}
-		cursor = next
 	}
+	return total, len(seen)
 }
 
 // left is what e has left: cents, or units for a quota.

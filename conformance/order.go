@@ -186,15 +186,6 @@ func raceEnd(t *testing.T, s store.EntitlementStore, agent string, callers int, 
 	if err != nil {
 		t.Fatalf("ending the entitlement among consumes: %v", err)
 	}
-	for cursor := ""; ; {
-		items, next, err := s.ListConsumptions(t.Context(), agent, time.Time{}, store.Page{Limit: 100, Cursor: cursor})
-		if err != nil {
-			t.Fatalf("ListConsumptions: %v", err)
-		}
-		out.consumptions = append(out.consumptions, items...)
-		if next == "" {
-			return out
-		}
-		cursor = next
-	}
+	out.consumptions = listConsumptionPages(t, s, agent, time.Time{}, 100)
+	return out
 }

@@ -44,20 +44,12 @@ func createPayment(t *testing.T, s store.EntitlementStore, p payment.Payment) pa
 
 func completePayment(t *testing.T, s store.EntitlementStore, id string) store.Completion {
 	t.Helper()
-	c, err := s.CompletePayment(t.Context(), id, signing)
-	if err != nil {
-		t.Fatalf("CompletePayment(%s): %v", id, err)
-	}
-	return c
+	return must(s.CompletePayment(t.Context(), id, signing))(t, "CompletePayment(%s)", id)
 }
 
 func refundPayment(t *testing.T, s store.EntitlementStore, id string) store.Completion {
 	t.Helper()
-	c, err := s.RefundPayment(t.Context(), id, signing)
-	if err != nil {
-		t.Fatalf("RefundPayment(%s): %v", id, err)
-	}
-	return c
+	return must(s.RefundPayment(t.Context(), id, signing))(t, "RefundPayment(%s)", id)
 }
 
 // signed returns r with the JWS fakeSign gives it.

@@ -33,11 +33,7 @@ func newPortalSession(t *testing.T, now time.Time) (portal.Session, string) {
 
 func createPortalSession(t *testing.T, s store.EntitlementStore, ps portal.Session) portal.Session {
 	t.Helper()
-	got, err := s.CreatePortalSession(t.Context(), ps)
-	if err != nil {
-		t.Fatalf("CreatePortalSession: %v", err)
-	}
-	return got
+	return must(s.CreatePortalSession(t.Context(), ps))(t, "CreatePortalSession")
 }
 
 func testPortalSessionCreateGet(t *testing.T, s store.EntitlementStore, clock *Clock) {

@@ -33,11 +33,7 @@ func succeeded(t *testing.T, s store.EntitlementStore, agent, key string, cents 
 
 func refundPart(t *testing.T, s store.EntitlementStore, id string, total int64, ch store.PaymentChange) store.Completion {
 	t.Helper()
-	c, err := s.RefundPaymentPart(t.Context(), id, usd(total), ch)
-	if err != nil {
-		t.Fatalf("RefundPaymentPart(%s, %d): %v", id, total, err)
-	}
-	return c
+	return must(s.RefundPaymentPart(t.Context(), id, usd(total), ch))(t, "RefundPaymentPart(%s, %d)", id, total)
 }
 
 func countEvents(t *testing.T, s store.EntitlementStore, typ event.Type) int {

@@ -20,18 +20,9 @@ func testReceiptsList(t *testing.T, s store.EntitlementStore, clock *Clock) {
 	}
 	other := createPayment(t, s, newPayment(newAgent(), "other", 100))
 	completePayment(t, s, other.ID)
-	var got []receipt.Signed
-	cursor := ""
-	for range 10 {
-		items, next, err := s.ListReceipts(ctx, agent, store.Page{Limit: 2, Cursor: cursor})
-		if err != nil {
-			t.Fatalf("ListReceipts: %v", err)
-		}
-		got = append(got, items...)
-		if cursor = next; cursor == "" {
-			break
-		}
-	}
+	got, _ := allPages(t, "ListReceipts", 2, 10, func(p store.Page) ([]receipt.Signed, string, error) {
+		return s.ListReceipts(ctx, agent, p)
+	})
 	if d := cmpDiff(want, got); d != "" {
 		t.Errorf("ListReceipts over pages of 2 (-want +got):\n%s", d)
 	}

@@ -51,20 +51,12 @@ func enabledTopUp(t *testing.T, s store.EntitlementStore) string {
 
 func getTopUp(t *testing.T, s store.EntitlementStore, agent string) topup.TopUp {
 	t.Helper()
-	got, err := s.GetTopUp(t.Context(), agent)
-	if err != nil {
-		t.Fatalf("GetTopUp(%s): %v", agent, err)
-	}
-	return got
+	return must(s.GetTopUp(t.Context(), agent))(t, "GetTopUp(%s)", agent)
 }
 
 func beginTopUp(t *testing.T, s store.EntitlementStore, agent string, seq int64) payment.Payment {
 	t.Helper()
-	p, err := s.BeginTopUp(t.Context(), agent, seq)
-	if err != nil {
-		t.Fatalf("BeginTopUp(%s, %d): %v", agent, seq, err)
-	}
-	return p
+	return must(s.BeginTopUp(t.Context(), agent, seq))(t, "BeginTopUp(%s, %d)", agent, seq)
 }
 
 // wantRefused checks that err is a Conflict wrapping why.
@@ -295,23 +287,15 @@ func testTopUpList(t *testing.T, s store.EntitlementStore, _ *Clock) {
 	if _, err := s.UpsertAccount(ctx, entitlement.Account{AgentID: never}); err != nil {
 		t.Fatalf("UpsertAccount: %v", err)
 	}
+	items, _ := allPages(t, "ListTopUps", 1, 1000, func(p store.Page) ([]topup.TopUp, string, error) {
+		return s.ListTopUps(ctx, p)
+	})
 	seen := map[string]bool{}
-	cursor := ""
-	for {
-		items, next, err := s.ListTopUps(ctx, store.Page{Limit: 1, Cursor: cursor})
-		if err != nil {
-			t.Fatalf("ListTopUps: %v", err)
+	for _, it := range items {
+		if seen[it.AgentID] {
+			t.Errorf("ListTopUps listed %s twice", it.AgentID)
 		}
-		for _, it := range items {
-			if seen[it.AgentID] {
-				t.Errorf("ListTopUps listed %s twice", it.AgentID)
-			}
-			seen[it.AgentID] = true
-		}
-		if next == "" {
-			break
-		}
-		cursor = next
+		seen[it.AgentID] = true
 	}
 	want := map[string]bool{on: true, pending: true}
 	if diff := cmpDiff(want, seen); diff != "" {

@@ -291,22 +291,13 @@ func seedUsage(t *testing.T, s store.EntitlementStore, clock *Clock) usageFixtur
 // usagePages reads every page (of limit) of q's buckets.
 func usagePages(t *testing.T, s store.EntitlementStore, q usage.Query, limit int) []usage.Bucket {
 	t.Helper()
-	var out []usage.Bucket
-	cursor := ""
-	for range 1000 {
-		items, next, err := s.Usage(t.Context(), q, store.Page{Limit: limit, Cursor: cursor})
-		if err != nil {
-			t.Fatalf("Usage(%s, cursor %q): %v", q.GroupBy, cursor, err)
+	call := fmt.Sprintf("Usage(%s)", q.GroupBy)
+	out, _ := allPages(t, call, limit, 1000, func(p store.Page) ([]usage.Bucket, string, error) {
+		items, next, err := s.Usage(t.Context(), q, p)
+		if err == nil && next != "" && len(items) == 0 {
+			t.Fatalf("%s (limit %d) returned an empty page with next %q", call, limit, next)
 		}
-		if len(items) > limit || (next != "" && len(items) == 0) {
-			t.Fatalf("Usage(%s, limit %d) returned %d items and next %q", q.GroupBy, limit, len(items), next)
-		}
-		out = append(out, items...)
-		if next == "" {
-			return out
-		}
-		cursor = next
-	}
-	t.Fatalf("Usage(%s): more than 1000 pages; is the cursor advancing?", q.GroupBy)
-	return nil
+		return items, next, err
+	})
+	return out
 }
