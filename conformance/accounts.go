@@ -79,8 +79,7 @@ var accountTests = []subtest{
 		wantCode(t, "GetAccount(unknown)", err, store.CodeNotFound)
 	}},
 	{"AccountCreatedWithEntitlement", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
-		agent := newAgent()
-		createEntitlement(t, s, credits(agent, 100, clock.Now()))
+		agent, _ := agentWithCredits(t, s, 100, clock.Now())
 		a, err := s.GetAccount(t.Context(), agent)
 		if err != nil {
 			t.Fatalf("GetAccount after CreateEntitlement: %v", err)

@@ -35,8 +35,7 @@ var checkTests = []subtest{
 		}
 	}},
 	{"CheckNeverWrites", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
-		agent := newAgent()
-		e := createEntitlement(t, s, credits(agent, 100, clock.Now()))
+		agent, e := agentWithCredits(t, s, 100, clock.Now())
 		req := request(agent, "k", 60)
 		for range 2 {
 			res, err := s.Check(t.Context(), req)

@@ -24,8 +24,7 @@ var closeTests = []subtest{
 // (lanes, readers, lease refills) is left running.
 func closeAmongConsumes(t *testing.T, s store.EntitlementStore, clock *Clock) {
 	const initial = 1_000_000
-	agent := newAgent()
-	e := createEntitlement(t, s, credits(agent, initial, clock.Now()))
+	agent, e := agentWithCredits(t, s, initial, clock.Now())
 	const callers = 16
 	var (
 		closed   atomic.Bool

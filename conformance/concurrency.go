@@ -14,14 +14,30 @@ import (
 // callsPerCaller is how many consumes each concurrent caller makes.
 const callsPerCaller = 4
 
-// hotTests are the cases of RunConcurrencyTests that share one entitlement
-// among many callers, with the seed and bounds of opts.
-func hotTests(opts ConcurrencyOptions) []subtest {
-	return []subtest{
-		{"HotCredits", func(t *testing.T, s store.EntitlementStore, clock *Clock) { hotCredits(t, s, clock, opts) }},
-		{"HotQuota", func(t *testing.T, s store.EntitlementStore, clock *Clock) { hotQuota(t, s, clock, opts) }},
-		{"RevokeDuringConsumes", func(t *testing.T, s store.EntitlementStore, clock *Clock) { revokeDuringConsumes(t, s, clock, opts) }},
+// optionCase is a case of RunConcurrencyTests that takes the seed and
+// bounds of its options.
+type optionCase struct {
+	name string
+	run  func(t *testing.T, s store.EntitlementStore, clock *Clock, opts ConcurrencyOptions)
+}
+
+// withOptions returns the cases of tables as subtests run with opts.
+func withOptions(opts ConcurrencyOptions, tables ...[]optionCase) []subtest {
+	var out []subtest
+	for _, table := range tables {
+		for _, c := range table {
+			out = append(out, subtest{c.name, func(t *testing.T, s store.EntitlementStore, clock *Clock) { c.run(t, s, clock, opts) }})
+		}
 	}
+	return out
+}
+
+// hotTests are the cases of RunConcurrencyTests that share one entitlement
+// among many callers.
+var hotTests = []optionCase{
+	{"HotCredits", hotCredits},
+	{"HotQuota", hotQuota},
+	{"RevokeDuringConsumes", revokeDuringConsumes},
 }
 
 // revokeDuringConsumes revokes an entitlement while callers charge it: the
@@ -168,6 +184,33 @@ func failures(errs []error) int {
 // with an Unavailable error: the contract allows one under contention (the
 // emulator's lock timeouts are one) and makes retrying safe, so each retry
 // must succeed and agree with the others. Any other error fails the test.
+// countTrue fails the test if any of errs (of the calls call names) is
+// set, and otherwise returns how many of flags are true.
+func countTrue(t *testing.T, call string, errs []error, flags []bool) int {
+	t.Helper()
+	count := 0
+	for i, ok := range flags {
+		if errs[i] != nil {
+			t.Fatalf("%s #%d: %v", call, i, errs[i])
+		}
+		if ok {
+			count++
+		}
+	}
+	return count
+}
+
+// countOutcome returns how many of results are want.
+func countOutcome(results []store.ConsumeResult, want store.Outcome) int {
+	n := 0
+	for _, r := range results {
+		if r.Outcome == want {
+			n++
+		}
+	}
+	return n
+}
+
 func retryUnavailable(t *testing.T, name string, errs []error, call func(i int)) {
 	t.Helper()
 	for i, err := range errs {

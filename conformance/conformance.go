@@ -51,7 +51,7 @@ func RunConcurrencyTests(t *testing.T, newStore NewStore, opts ConcurrencyOption
 	t.Helper()
 	opts = opts.withDefaults()
 	t.Logf("conformance: concurrency seed %d (reproduce with ConcurrencyOptions{Seed: %d})", opts.Seed, opts.Seed)
-	runTable(t, newStore, paymentConcurrencyTests, hotTests(opts), holdConcurrencyTests(opts), closeTests)
+	runTable(t, newStore, paymentConcurrencyTests, withOptions(opts, hotTests, holdConcurrencyTests), closeTests)
 	runTable(t, newStore, topUpConcurrencyTests)
 }
 

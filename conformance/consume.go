@@ -11,8 +11,7 @@ import (
 
 var consumeTests = []subtest{
 	{"ConsumeCredits", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
-		agent := newAgent()
-		e := createEntitlement(t, s, credits(agent, 1000, clock.Now()))
+		agent, e := agentWithCredits(t, s, 1000, clock.Now())
 		req := request(agent, "call-1", 250)
 		res := mustConsume(t, s, req)
 		want := entitlement.Consumption{
@@ -28,8 +27,7 @@ var consumeTests = []subtest{
 		wantEntitlement(t, s, "CheckAndConsume", wantE, res.Entitlement)
 	}},
 	{"ConsumeReplay", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
-		agent := newAgent()
-		e := createEntitlement(t, s, credits(agent, 1000, clock.Now()))
+		agent, e := agentWithCredits(t, s, 1000, clock.Now())
 		req := request(agent, "call-1", 250)
 		first := mustConsume(t, s, req)
 		clock.Advance(1e9)
@@ -45,8 +43,7 @@ var consumeTests = []subtest{
 		}
 	}},
 	{"ConsumeConflict", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
-		agent := newAgent()
-		e := createEntitlement(t, s, credits(agent, 1000, clock.Now()))
+		agent, e := agentWithCredits(t, s, 1000, clock.Now())
 		mustConsume(t, s, request(agent, "call-1", 250))
 		variants := map[string]entitlement.ConsumeRequest{
 			"cost":  request(agent, "call-1", 300),
@@ -163,8 +160,7 @@ var consumeTests = []subtest{
 		}
 	}},
 	{"ConsumeKeyShapes", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
-		agent := newAgent()
-		createEntitlement(t, s, credits(agent, 1000, clock.Now()))
+		agent, _ := agentWithCredits(t, s, 1000, clock.Now())
 		keys := []string{"a/b/c", "with spaces ", "..", "__x__", "%2F?#[]*~", strings.Repeat("k", entitlement.MaxKeyLength), "/"}
 		for i, key := range keys {
 			req := request(agent, key, int64(i+1))
@@ -178,8 +174,7 @@ var consumeTests = []subtest{
 		}
 	}},
 	{"ConsumeInvalidRequest", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
-		agent := newAgent()
-		e := createEntitlement(t, s, credits(agent, 1000, clock.Now()))
+		agent, e := agentWithCredits(t, s, 1000, clock.Now())
 		bad := map[string]entitlement.ConsumeRequest{
 			"empty key":    request(agent, "", 1),
 			"long key":     request(agent, strings.Repeat("k", entitlement.MaxKeyLength+1), 1),

@@ -11,8 +11,7 @@ import (
 
 var consumptionTests = []subtest{
 	{"ListConsumptions", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
-		agent := newAgent()
-		createEntitlement(t, s, credits(agent, 1000, clock.Now()))
+		agent, _ := agentWithCredits(t, s, 1000, clock.Now())
 		other := newAgent()
 		createEntitlement(t, s, credits(other, 1000, clock.Now()))
 		mustConsume(t, s, request(other, "x", 1))

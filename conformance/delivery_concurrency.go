@@ -30,14 +30,8 @@ var deliveryConcurrencyTests = []deliveryTest{
 		}
 		together(n, enqueue)
 		retryUnavailable(t, "EnqueueDelivery", errs, enqueue)
-		count := 0
+		count := countTrue(t, "EnqueueDelivery", errs, created)
 		for i := range n {
-			if errs[i] != nil {
-				t.Fatalf("EnqueueDelivery #%d: %v", i, errs[i])
-			}
-			if created[i] {
-				count++
-			}
 			if got[i] != got[0] {
 				t.Errorf("EnqueueDelivery #%d returned delivery %s, #0 returned %s; want one delivery", i, got[i], got[0])
 			}
@@ -64,16 +58,7 @@ var deliveryConcurrencyTests = []deliveryTest{
 		}
 		together(n, record)
 		retryUnavailable(t, "RecordInboundEvent", errs, record)
-		count := 0
-		for i := range n {
-			if errs[i] != nil {
-				t.Fatalf("RecordInboundEvent #%d: %v", i, errs[i])
-			}
-			if news[i] {
-				count++
-			}
-		}
-		if count != 1 {
+		if count := countTrue(t, "RecordInboundEvent", errs, news); count != 1 {
 			t.Errorf("%d concurrent records of one event: %d new, want 1", n, count)
 		}
 	}},

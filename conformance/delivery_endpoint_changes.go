@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -26,30 +27,18 @@ var endpointChangeTests = []deliveryTest{
 		e := newEndpoint(t, s, event.PaymentSucceeded)
 		clock.Advance(time.Minute)
 		url := "https://other.example:8443/hooks?v=2"
-		got, err := s.UpdateEndpoint(ctx, e.ID, store.EndpointUpdate{URL: &url})
-		if err != nil {
-			t.Fatalf("UpdateEndpoint(url): %v", err)
-		}
 		want := e
 		want.URL = url
-		if diff := cmp.Diff(want, got); diff != "" {
-			t.Errorf("UpdateEndpoint(url) (-want +got):\n%s", diff)
-		}
+		wantUpdated(t, s, e.ID, "url", store.EndpointUpdate{URL: &url}, want)
 		types := []event.Type{event.EntitlementGranted, event.PaymentFailed}
-		got, err = s.UpdateEndpoint(ctx, e.ID, store.EndpointUpdate{EventTypes: &types})
-		if err != nil {
-			t.Fatalf("UpdateEndpoint(eventTypes): %v", err)
-		}
-		want.EventTypes = types
-		if diff := cmp.Diff(want, got); diff != "" {
-			t.Errorf("UpdateEndpoint(eventTypes) (-want +got):\n%s", diff)
-		}
+		want.EventTypes = slices.Clone(types)
+		wantUpdated(t, s, e.ID, "eventTypes", store.EndpointUpdate{EventTypes: &types}, want)
 		types[0] = event.PaymentRefunded // the store kept its own copy
 		all := []event.Type{}
 		if _, err := s.UpdateEndpoint(ctx, e.ID, store.EndpointUpdate{EventTypes: &all}); err != nil {
 			t.Fatalf("UpdateEndpoint(eventTypes []): %v", err)
 		}
-		got, err = s.GetEndpoint(ctx, e.ID)
+		got, err := s.GetEndpoint(ctx, e.ID)
 		want.EventTypes = []event.Type{}
 		if err != nil {
 			t.Fatalf("GetEndpoint: %v", err)
@@ -74,15 +63,9 @@ var endpointChangeTests = []deliveryTest{
 			t.Fatalf("DisableEndpoint: %v", err)
 		}
 		url := "https://new.example/hooks"
-		got, err := s.UpdateEndpoint(ctx, e.ID, store.EndpointUpdate{URL: &url, Enable: true})
-		if err != nil {
-			t.Fatalf("UpdateEndpoint(enable): %v", err)
-		}
 		want := e
 		want.URL = url
-		if diff := cmp.Diff(want, got); diff != "" {
-			t.Errorf("UpdateEndpoint(enable) (-want +got):\n%s", diff)
-		}
+		got := wantUpdated(t, s, e.ID, "enable", store.EndpointUpdate{URL: &url, Enable: true}, want)
 		if !got.Subscribes(event.PaymentSucceeded) {
 			t.Errorf("enabled endpoint: Subscribes(payment.succeeded) = false, want true")
 		}
@@ -217,4 +200,18 @@ var endpointChangeTests = []deliveryTest{
 			t.Errorf("delivery to the deleted endpoint = %s to %s, %v; want it kept, pending", got.Status, got.EndpointID, err)
 		}
 	}},
+}
+
+// wantUpdated applies u (what names it) to endpoint id and fails unless
+// the endpoint answered is want.
+func wantUpdated(t *testing.T, s store.DeliveryStore, id, what string, u store.EndpointUpdate, want store.Endpoint) store.Endpoint {
+	t.Helper()
+	got, err := s.UpdateEndpoint(context.Background(), id, u)
+	if err != nil {
+		t.Fatalf("UpdateEndpoint(%s): %v", what, err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("UpdateEndpoint(%s) (-want +got):\n%s", what, diff)
+	}
+	return got
 }

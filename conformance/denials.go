@@ -143,8 +143,7 @@ var denialTests = func() []subtest {
 			wantDenied(t, s, request(newAgent(), "k", 1), entitlement.Denial{Reason: entitlement.ReasonNotFound})
 		}},
 		subtest{"ConsumeDeniedUnknownID", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
-			agent := newAgent()
-			createEntitlement(t, s, credits(agent, 1000, clock.Now()))
+			agent, _ := agentWithCredits(t, s, 1000, clock.Now())
 			req := request(agent, "k", 1)
 			req.EntitlementID = "no-such-entitlement"
 			wantDenied(t, s, req, entitlement.Denial{EntitlementID: "no-such-entitlement", Reason: entitlement.ReasonNotFound})

@@ -134,8 +134,7 @@ var entitlementTests = []subtest{
 }
 
 func testListEntitlementFilters(t *testing.T, s store.EntitlementStore, clock *Clock) {
-	agent := newAgent()
-	c := createEntitlement(t, s, credits(agent, 100, clock.Now()))
+	agent, c := agentWithCredits(t, s, 100, clock.Now())
 	clock.Advance(time.Second)
 	q := quota(agent, 10, clock.Now())
 	q.Scope.Service = entitlement.AnyService

@@ -56,8 +56,7 @@ var eventTests = []subtest{
 		}
 	}},
 	{"EventsDepleted", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
-		agent := newAgent()
-		c := createEntitlement(t, s, credits(agent, 100, clock.Now()))
+		agent, c := agentWithCredits(t, s, 100, clock.Now())
 		q := quota(agent, 1, clock.Now())
 		q.Scope.Service = "other"
 		q = createEntitlement(t, s, q)

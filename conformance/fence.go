@@ -46,65 +46,41 @@ var fencedChanges = []fencedChange{
 	portalSessionFence, // portal.go
 	{"CreateEntitlement", func(t *testing.T, f Fenced, clock *Clock) (func(context.Context) error, func(*testing.T) bool) {
 		e := credits(newAgent(), 500, clock.Now())
-		return func(ctx context.Context) error {
-				_, err := f.Store.CreateEntitlement(ctx, e)
-				return err
-			}, func(t *testing.T) bool {
-				_, err := f.Store.GetEntitlement(context.Background(), e.ID)
-				return err == nil
-			}
+		return func(ctx context.Context) error { return errOf(f.Store.CreateEntitlement(ctx, e)) },
+			func(t *testing.T) bool { return errOf(f.Store.GetEntitlement(context.Background(), e.ID)) == nil }
 	}},
 	{"RefundConsumption", func(t *testing.T, f Fenced, clock *Clock) (func(context.Context) error, func(*testing.T) bool) {
 		agent := newAgent()
 		createEntitlement(t, f.Store, credits(agent, 500, clock.Now()))
 		c := mustConsume(t, f.Store, request(agent, "k-"+uuid.NewString(), 70)).Consumption
 		return func(ctx context.Context) error {
-				_, err := f.Store.RefundConsumption(ctx, c.ID, entitlement.Amount{})
-				return err
-			}, func(t *testing.T) bool {
-				got, err := f.Store.GetConsumption(context.Background(), c.ID)
-				if err != nil {
-					t.Fatalf("GetConsumption: %v", err)
-				}
-				return got.Refund != nil
+				return errOf(f.Store.RefundConsumption(ctx, c.ID, entitlement.Amount{}))
+			},
+			func(t *testing.T) bool {
+				return must(f.Store.GetConsumption(context.Background(), c.ID))(t, "GetConsumption").Refund != nil
 			}
 	}},
 	{"RefundPayment", func(t *testing.T, f Fenced, clock *Clock) (func(context.Context) error, func(*testing.T) bool) {
 		p := createPayment(t, f.Store, newPayment(newAgent(), "pay-"+uuid.NewString(), 700))
 		completePayment(t, f.Store, p.ID)
-		return func(ctx context.Context) error {
-				_, err := f.Store.RefundPayment(ctx, p.ID, signing)
-				return err
-			}, func(t *testing.T) bool {
-				got, err := f.Store.GetPayment(context.Background(), p.ID)
-				if err != nil {
-					t.Fatalf("GetPayment: %v", err)
-				}
-				return got.Status == payment.StatusRefunded
+		return func(ctx context.Context) error { return errOf(f.Store.RefundPayment(ctx, p.ID, signing)) },
+			func(t *testing.T) bool {
+				return must(f.Store.GetPayment(context.Background(), p.ID))(t, "GetPayment").Status == payment.StatusRefunded
 			}
 	}},
 	{"CreateEndpoint", func(t *testing.T, f Fenced, clock *Clock) (func(context.Context) error, func(*testing.T) bool) {
 		e := store.Endpoint{ID: uuid.NewString(), URL: "https://example.com/hooks", Secret: TestSecret}
-		return func(ctx context.Context) error {
-				_, err := f.Store.CreateEndpoint(ctx, e)
-				return err
-			}, func(t *testing.T) bool {
-				_, err := f.Store.GetEndpoint(context.Background(), e.ID)
-				return err == nil
-			}
+		return func(ctx context.Context) error { return errOf(f.Store.CreateEndpoint(ctx, e)) },
+			func(t *testing.T) bool { return errOf(f.Store.GetEndpoint(context.Background(), e.ID)) == nil }
 	}},
 	{"RotateEndpointSecret", func(t *testing.T, f Fenced, clock *Clock) (func(context.Context) error, func(*testing.T) bool) {
 		e := newEndpoint(t, f.Store)
 		const next = "whsec_Nf0Q9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 		return func(ctx context.Context) error {
-				_, err := f.Store.RotateEndpointSecret(ctx, e.ID, next, time.Time{})
-				return err
-			}, func(t *testing.T) bool {
-				got, err := f.Store.GetEndpoint(context.Background(), e.ID)
-				if err != nil {
-					t.Fatalf("GetEndpoint: %v", err)
-				}
-				return got.Secret == next
+				return errOf(f.Store.RotateEndpointSecret(ctx, e.ID, next, time.Time{}))
+			},
+			func(t *testing.T) bool {
+				return must(f.Store.GetEndpoint(context.Background(), e.ID))(t, "GetEndpoint").Secret == next
 			}
 	}},
 	{"RetryDelivery", func(t *testing.T, f Fenced, clock *Clock) (func(context.Context) error, func(*testing.T) bool) {
@@ -122,15 +98,9 @@ var fencedChanges = []fencedChange{
 		if _, err := f.Store.FinishDelivery(context.Background(), d.ID, token, store.AttemptResult{Status: store.DeliveryDead, Error: "gone"}); err != nil {
 			t.Fatalf("FinishDelivery(dead): %v", err)
 		}
-		return func(ctx context.Context) error {
-				_, err := f.Store.RetryDelivery(ctx, d.ID)
-				return err
-			}, func(t *testing.T) bool {
-				got, err := f.Store.GetDelivery(context.Background(), d.ID)
-				if err != nil {
-					t.Fatalf("GetDelivery: %v", err)
-				}
-				return got.Status == store.DeliveryPending
+		return func(ctx context.Context) error { return errOf(f.Store.RetryDelivery(ctx, d.ID)) },
+			func(t *testing.T) bool {
+				return must(f.Store.GetDelivery(context.Background(), d.ID))(t, "GetDelivery").Status == store.DeliveryPending
 			}
 	}},
 }

@@ -82,6 +82,9 @@ func allPages[T any](t testing.TB, call string, limit, maxPages int, list func(s
 	return nil, 0
 }
 
+// errOf returns the error of a call whose answer does not matter.
+func errOf[T any](_ T, err error) error { return err }
+
 func usd(cents int64) money.Money { return money.Money{Cents: cents, Currency: "USD"} }
 
 func ptr[T any](v T) *T { return &v }
@@ -124,6 +127,14 @@ func request(agentID, key string, cents int64) entitlement.ConsumeRequest {
 	return entitlement.ConsumeRequest{
 		AgentID: agentID, Service: testService, Tool: testTool, IdempotencyKey: key, Cost: ptr(usd(cents)),
 	}
+}
+
+// agentWithCredits creates, for a new agent, a credits entitlement of
+// cents USD created at now: how most consume and hold cases begin.
+func agentWithCredits(t *testing.T, s store.EntitlementStore, cents int64, now time.Time) (string, entitlement.Entitlement) {
+	t.Helper()
+	agent := newAgent()
+	return agent, createEntitlement(t, s, credits(agent, cents, now))
 }
 
 func createEntitlement(t *testing.T, s store.EntitlementStore, e entitlement.Entitlement) entitlement.Entitlement {

@@ -11,8 +11,7 @@ import (
 
 var authorizeTests = []subtest{
 	{"HoldCredits", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
-		agent := newAgent()
-		e := createEntitlement(t, s, credits(agent, 1000, clock.Now()))
+		agent, e := agentWithCredits(t, s, 1000, clock.Now())
 		res := mustAuthorize(t, s, holdRequest(agent, "h1", 300))
 		want := entitlement.Hold{
 			ID: res.Hold.ID, AgentID: agent, EntitlementID: e.ID, EntitlementType: entitlement.TypeCredits,
@@ -104,8 +103,7 @@ var authorizeTests = []subtest{
 		}
 	}},
 	{"HoldReplay", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
-		agent := newAgent()
-		e := createEntitlement(t, s, credits(agent, 1000, clock.Now()))
+		agent, e := agentWithCredits(t, s, 1000, clock.Now())
 		req := holdRequest(agent, "h1", 300)
 		first := mustAuthorize(t, s, req).Hold
 		clock.Advance(time.Second)
@@ -131,8 +129,7 @@ var authorizeTests = []subtest{
 		wantHeld(t, s, e.ID, 0, 880)
 	}},
 	{"HoldReplayAfterReleaseAndExpiry", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
-		agent := newAgent()
-		createEntitlement(t, s, credits(agent, 1000, clock.Now()))
+		agent, _ := agentWithCredits(t, s, 1000, clock.Now())
 		released := holdRequest(agent, "released", 100)
 		h := mustAuthorize(t, s, released).Hold
 		mustRelease(t, s, h, store.Released)
@@ -149,8 +146,7 @@ var authorizeTests = []subtest{
 		}
 	}},
 	{"HoldConflict", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
-		agent := newAgent()
-		e := createEntitlement(t, s, credits(agent, 1000, clock.Now()))
+		agent, e := agentWithCredits(t, s, 1000, clock.Now())
 		mustAuthorize(t, s, holdRequest(agent, "h1", 300))
 		variant := func(f func(r *entitlement.HoldRequest)) entitlement.HoldRequest {
 			r := holdRequest(agent, "h1", 300)
@@ -174,8 +170,7 @@ var authorizeTests = []subtest{
 	{"HoldKeyNamesOneCall", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
 		// A key used by a consume cannot name a hold, nor the other way
 		// round, even with the same parameters.
-		agent := newAgent()
-		e := createEntitlement(t, s, credits(agent, 1000, clock.Now()))
+		agent, e := agentWithCredits(t, s, 1000, clock.Now())
 		mustConsume(t, s, request(agent, "consumed", 100))
 		if res := authorize(t, s, holdRequest(agent, "consumed", 100)); res.Outcome != store.Conflict || res.Hold.ID != "" {
 			t.Errorf("Authorize(a consume's key) = %s (hold %q), want %s", res.Outcome, res.Hold.ID, store.Conflict)
@@ -195,8 +190,7 @@ var authorizeTests = []subtest{
 		wantHeld(t, s, e.ID, 0, 800)
 	}},
 	{"HoldInvalid", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
-		agent := newAgent()
-		e := createEntitlement(t, s, credits(agent, 1000, clock.Now()))
+		agent, e := agentWithCredits(t, s, 1000, clock.Now())
 		withTTL := func(key string, ttl time.Duration) entitlement.HoldRequest {
 			r := holdRequest(agent, key, 1)
 			r.TTL = ttl

@@ -12,8 +12,7 @@ import (
 
 var captureTests = []subtest{
 	{"CaptureDefault", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
-		agent := newAgent()
-		e := createEntitlement(t, s, credits(agent, 1000, clock.Now()))
+		agent, e := agentWithCredits(t, s, 1000, clock.Now())
 		h := mustAuthorize(t, s, holdRequest(agent, "h1", 300)).Hold
 		now := clock.Advance(time.Second)
 		res := mustCapture(t, s, h, entitlement.Amount{})
@@ -52,8 +51,7 @@ var captureTests = []subtest{
 		}
 	}},
 	{"CapturePartial", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
-		agent := newAgent()
-		e := createEntitlement(t, s, credits(agent, 1000, clock.Now()))
+		agent, e := agentWithCredits(t, s, 1000, clock.Now())
 		a := mustAuthorize(t, s, holdRequest(agent, "a", 300)).Hold
 		mustAuthorize(t, s, holdRequest(agent, "b", 200))
 		res := mustCapture(t, s, a, entitlement.Amount{Cost: ptr(usd(120))})
@@ -80,8 +78,7 @@ var captureTests = []subtest{
 		wantHeld(t, s, q.ID, 0, 3)
 	}},
 	{"CaptureReplay", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
-		agent := newAgent()
-		e := createEntitlement(t, s, credits(agent, 1000, clock.Now()))
+		agent, e := agentWithCredits(t, s, 1000, clock.Now())
 		h := mustAuthorize(t, s, holdRequest(agent, "h", 300)).Hold
 		amount := entitlement.Amount{Cost: ptr(usd(120))}
 		first := mustCapture(t, s, h, amount)
@@ -106,8 +103,7 @@ var captureTests = []subtest{
 		}
 	}},
 	{"CaptureInvalid", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
-		agent := newAgent()
-		e := createEntitlement(t, s, credits(agent, 1000, clock.Now()))
+		agent, e := agentWithCredits(t, s, 1000, clock.Now())
 		h := mustAuthorize(t, s, holdRequest(agent, "h", 300)).Hold
 		for _, tc := range []struct {
 			name, field string
@@ -126,8 +122,7 @@ var captureTests = []subtest{
 		wantHeld(t, s, e.ID, 300, 1000)
 	}},
 	{"CaptureNotFound", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
-		agent := newAgent()
-		createEntitlement(t, s, credits(agent, 1000, clock.Now()))
+		agent, _ := agentWithCredits(t, s, 1000, clock.Now())
 		h := mustAuthorize(t, s, holdRequest(agent, "h", 300)).Hold
 		for _, tc := range []struct{ name, id, agent string }{
 			{"unknown hold", "no-such-hold", agent},
@@ -143,8 +138,7 @@ var captureTests = []subtest{
 		wantHoldStatus(t, s, h.ID, entitlement.HoldOpen, time.Time{})
 	}},
 	{"CaptureAfterRelease", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
-		agent := newAgent()
-		e := createEntitlement(t, s, credits(agent, 1000, clock.Now()))
+		agent, e := agentWithCredits(t, s, 1000, clock.Now())
 		h := mustAuthorize(t, s, holdRequest(agent, "h", 300)).Hold
 		mustRelease(t, s, h, store.Released)
 		_, err := s.CaptureHold(t.Context(), h.ID, agent, entitlement.Amount{})
@@ -152,8 +146,7 @@ var captureTests = []subtest{
 		wantHeld(t, s, e.ID, 0, 1000)
 	}},
 	{"CaptureAfterExpiry", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
-		agent := newAgent()
-		e := createEntitlement(t, s, credits(agent, 1000, clock.Now()))
+		agent, e := agentWithCredits(t, s, 1000, clock.Now())
 		req := holdRequest(agent, "h", 300)
 		req.TTL = time.Minute
 		h := mustAuthorize(t, s, req).Hold
@@ -169,8 +162,7 @@ var captureTests = []subtest{
 		}
 	}},
 	{"CaptureDepletes", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
-		agent := newAgent()
-		c := createEntitlement(t, s, credits(agent, 100, clock.Now()))
+		agent, c := agentWithCredits(t, s, 100, clock.Now())
 		h := mustAuthorize(t, s, holdRequest(agent, "part", 100)).Hold
 		mustCapture(t, s, h, entitlement.Amount{Cost: ptr(usd(60))})
 		if n := depletedEvents(t, s, c.ID); n != 0 {
@@ -195,8 +187,7 @@ var captureTests = []subtest{
 
 var releaseTests = []subtest{
 	{"Release", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
-		agent := newAgent()
-		e := createEntitlement(t, s, credits(agent, 1000, clock.Now()))
+		agent, e := agentWithCredits(t, s, 1000, clock.Now())
 		h := mustAuthorize(t, s, holdRequest(agent, "h", 300)).Hold
 		now := clock.Advance(time.Second)
 		res := mustRelease(t, s, h, store.Released)
@@ -220,8 +211,7 @@ var releaseTests = []subtest{
 		}
 	}},
 	{"ReleaseAfterCapture", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
-		agent := newAgent()
-		e := createEntitlement(t, s, credits(agent, 1000, clock.Now()))
+		agent, e := agentWithCredits(t, s, 1000, clock.Now())
 		h := mustAuthorize(t, s, holdRequest(agent, "h", 300)).Hold
 		mustCapture(t, s, h, entitlement.Amount{Cost: ptr(usd(100))})
 		_, err := s.ReleaseHold(t.Context(), h.ID, agent)
@@ -230,8 +220,7 @@ var releaseTests = []subtest{
 		wantHeld(t, s, e.ID, 0, 900)
 	}},
 	{"ReleaseAfterExpiry", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
-		agent := newAgent()
-		e := createEntitlement(t, s, credits(agent, 1000, clock.Now()))
+		agent, e := agentWithCredits(t, s, 1000, clock.Now())
 		req := holdRequest(agent, "h", 300)
 		req.TTL = time.Minute
 		h := mustAuthorize(t, s, req).Hold

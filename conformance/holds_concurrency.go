@@ -11,14 +11,11 @@ import (
 	"github.com/stipend-mcp/stipend/store"
 )
 
-// holdConcurrencyTests are the cases of RunConcurrencyTests on holds, with
-// the seed and bounds of opts.
-func holdConcurrencyTests(opts ConcurrencyOptions) []subtest {
-	return []subtest{
-		{"HoldsHotCredits", func(t *testing.T, s store.EntitlementStore, clock *Clock) { holdsHotCredits(t, s, clock, opts) }},
-		{"HoldsCaptureReleaseRace", func(t *testing.T, s store.EntitlementStore, clock *Clock) { captureReleaseRace(t, s, clock, opts) }},
-		{"HoldsAuthorizeSameKey", func(t *testing.T, s store.EntitlementStore, clock *Clock) { authorizeSameKey(t, s, clock, opts) }},
-	}
+// holdConcurrencyTests are the cases of RunConcurrencyTests on holds.
+var holdConcurrencyTests = []optionCase{
+	{"HoldsHotCredits", holdsHotCredits},
+	{"HoldsCaptureReleaseRace", captureReleaseRace},
+	{"HoldsAuthorizeSameKey", authorizeSameKey},
 }
 
 // holdsHotCredits: MaxCallers callers each authorize and capture
@@ -80,8 +77,7 @@ func holdsHotCredits(t *testing.T, s store.EntitlementStore, clock *Clock, opts 
 func captureReleaseRace(t *testing.T, s store.EntitlementStore, clock *Clock, opts ConcurrencyOptions) {
 	const holds = 8
 	perHold := max(2, opts.MaxCallers/holds)
-	agent := newAgent()
-	e := createEntitlement(t, s, credits(agent, 1000, clock.Now()))
+	agent, e := agentWithCredits(t, s, 1000, clock.Now())
 	hs := make([]entitlement.Hold, holds)
 	for i := range hs {
 		hs[i] = mustAuthorize(t, s, holdRequest(agent, fmt.Sprint("race-", i), 100)).Hold
@@ -152,8 +148,7 @@ func captureReleaseRace(t *testing.T, s store.EntitlementStore, clock *Clock, op
 // as a consume with the same price: exactly one call is made, and every
 // other answer agrees with it.
 func authorizeSameKey(t *testing.T, s store.EntitlementStore, clock *Clock, opts ConcurrencyOptions) {
-	agent := newAgent()
-	e := createEntitlement(t, s, credits(agent, 1000, clock.Now()))
+	agent, e := agentWithCredits(t, s, 1000, clock.Now())
 	n := max(minCallers, opts.MaxCallers/2)
 	outcomes, holdIDs, errs := make([]store.Outcome, n), make([]string, n), make([]error, n)
 	together(n, func(i int) {

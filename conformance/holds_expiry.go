@@ -27,8 +27,7 @@ func expireHolds(t *testing.T, s store.EntitlementStore, limit, want int) {
 
 var expiryTests = []subtest{
 	{"HoldExpiresOnTheNextConsume", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
-		agent := newAgent()
-		e := createEntitlement(t, s, credits(agent, 100, clock.Now()))
+		agent, e := agentWithCredits(t, s, 100, clock.Now())
 		h := shortHold(t, s, agent, "h", 80, time.Minute)
 		wantDenied(t, s, request(agent, "c1", 30), entitlement.Denial{EntitlementID: e.ID, Reason: entitlement.ReasonInsufficientBalance})
 		clock.Advance(time.Minute)
@@ -42,8 +41,7 @@ var expiryTests = []subtest{
 		expireHolds(t, s, 10, 0) // the consume ended it
 	}},
 	{"ExpireHoldsIdle", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
-		agent := newAgent()
-		one := createEntitlement(t, s, credits(agent, 1000, clock.Now()))
+		agent, one := agentWithCredits(t, s, 1000, clock.Now())
 		two := credits(agent, 1000, clock.Now())
 		two.Scope.Service = "other"
 		two = createEntitlement(t, s, two)
@@ -85,8 +83,7 @@ var expiryTests = []subtest{
 		}
 	}},
 	{"RevokeReleasesHolds", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
-		agent := newAgent()
-		e := createEntitlement(t, s, credits(agent, 1000, clock.Now()))
+		agent, e := agentWithCredits(t, s, 1000, clock.Now())
 		due := shortHold(t, s, agent, "due", 100, time.Minute)
 		open := shortHold(t, s, agent, "open", 200, time.Hour)
 		now := clock.Advance(time.Minute)

@@ -23,8 +23,7 @@ func mustRefund(t *testing.T, s store.EntitlementStore, id string, a entitlement
 
 var refundTests = []subtest{
 	{"RefundAll", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
-		agent := newAgent()
-		e := createEntitlement(t, s, credits(agent, 1000, clock.Now()))
+		agent, e := agentWithCredits(t, s, 1000, clock.Now())
 		c := mustConsume(t, s, request(agent, "c", 250)).Consumption
 		if err := s.MarkEventsDispatched(t.Context(), eventIDs(pendingEvents(t, s))); err != nil {
 			t.Fatalf("MarkEventsDispatched: %v", err)
@@ -61,8 +60,7 @@ var refundTests = []subtest{
 		}
 	}},
 	{"RefundPart", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
-		agent := newAgent()
-		e := createEntitlement(t, s, credits(agent, 1000, clock.Now()))
+		agent, e := agentWithCredits(t, s, 1000, clock.Now())
 		c := mustConsume(t, s, request(agent, "c", 250)).Consumption
 		res := mustRefund(t, s, c.ID, entitlement.Amount{Cost: ptr(usd(100))}, false)
 		if got := res.Consumption.Refund.Cost; got != usd(100) {
@@ -71,8 +69,7 @@ var refundTests = []subtest{
 		wantHeld(t, s, e.ID, 0, 850)
 	}},
 	{"RefundInvalid", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
-		agent := newAgent()
-		e := createEntitlement(t, s, credits(agent, 1000, clock.Now()))
+		agent, e := agentWithCredits(t, s, 1000, clock.Now())
 		c := mustConsume(t, s, request(agent, "c", 250)).Consumption
 		for _, tc := range []struct {
 			name, field string
@@ -93,8 +90,7 @@ var refundTests = []subtest{
 		wantCode(t, "GetConsumption(unknown)", err, store.CodeNotFound)
 	}},
 	{"RefundReplay", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
-		agent := newAgent()
-		e := createEntitlement(t, s, credits(agent, 1000, clock.Now()))
+		agent, e := agentWithCredits(t, s, 1000, clock.Now())
 		c := mustConsume(t, s, request(agent, "c", 250)).Consumption
 		amount := entitlement.Amount{Cost: ptr(usd(100))}
 		first := mustRefund(t, s, c.ID, amount, false)
@@ -113,8 +109,7 @@ var refundTests = []subtest{
 		}
 	}},
 	{"RefundRevoked", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
-		agent := newAgent()
-		e := createEntitlement(t, s, credits(agent, 1000, clock.Now()))
+		agent, e := agentWithCredits(t, s, 1000, clock.Now())
 		c := mustConsume(t, s, request(agent, "c", 250)).Consumption
 		revoke(t, s, e.ID)
 		_, err := s.RefundConsumption(t.Context(), c.ID, entitlement.Amount{})
@@ -144,8 +139,7 @@ var refundTests = []subtest{
 		wantHeld(t, s, q.ID, 0, 5)
 	}},
 	{"RefundCapture", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
-		agent := newAgent()
-		e := createEntitlement(t, s, credits(agent, 1000, clock.Now()))
+		agent, e := agentWithCredits(t, s, 1000, clock.Now())
 		h := mustAuthorize(t, s, holdRequest(agent, "h", 300)).Hold
 		c := mustCapture(t, s, h, entitlement.Amount{Cost: ptr(usd(200))}).Consumption
 		res := mustRefund(t, s, c.ID, entitlement.Amount{}, false)

@@ -294,13 +294,7 @@ func instancesCrash(t *testing.T, ss []store.EntitlementStore, clock *Clock, opt
 	}
 	// ss[0] crashes: it is never used again, and releases nothing.
 	results := consumeOn(t, ss[1:], agent, 3, 10, cents, false)
-	consumed := 1
-	for _, r := range results {
-		if r.Outcome == store.Consumed {
-			consumed++
-		}
-	}
-	if consumed != affordable {
+	if consumed := 1 + countOutcome(results, store.Consumed); consumed != affordable {
 		t.Errorf("%d calls consumed with one instance crashed, want all %d the entitlement affords", consumed, affordable)
 	}
 	if got := depletedEvents(t, ss[1], e.ID); got != 1 {

@@ -20,13 +20,7 @@ func instancesAlert(t *testing.T, ss []store.EntitlementStore, clock *Clock, _ I
 	e := createEntitlement(t, ss[0], withControls(t, credits(agent, affordable*cents, clock.Now()),
 		entitlement.Update{Alerts: alertsAt(entitlement.Alert{Amount: ptr(usd(threshold))})}, clock.Now()))
 	results := consumeOn(t, ss, agent, 4, 8, cents, false)
-	consumed := 0
-	for _, r := range results {
-		if r.Outcome == store.Consumed {
-			consumed++
-		}
-	}
-	if consumed != affordable {
+	if consumed := countOutcome(results, store.Consumed); consumed != affordable {
 		t.Errorf("%d calls consumed, want every affordable one: %d", consumed, affordable)
 	}
 	evs := pendingEventsOf(t, ss[0], event.EntitlementBalanceLow)

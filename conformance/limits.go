@@ -126,8 +126,7 @@ var limitTests = []subtest{
 		_, err := s.UpdateEntitlement(ctx, "no-such-entitlement", entitlement.Update{})
 		wantCode(t, "UpdateEntitlement(absent)", err, store.CodeNotFound)
 
-		agent := newAgent()
-		e := createEntitlement(t, s, credits(agent, 1000, clock.Now()))
+		agent, e := agentWithCredits(t, s, 1000, clock.Now())
 		_, err = s.UpdateEntitlement(ctx, e.ID, entitlement.Update{MaxPerCall: &entitlement.Set[*money.Money]{To: &money.Money{Cents: 5, Currency: "EUR"}}})
 		wantCode(t, "UpdateEntitlement(maxPerCall in EUR)", err, store.CodeInvalid)
 		var fe *field.Error

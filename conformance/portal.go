@@ -111,11 +111,6 @@ func testPortalSessionRevoke(t *testing.T, s store.EntitlementStore, clock *Cloc
 // POST /v1/portal-sessions is a ledger route.
 var portalSessionFence = fencedChange{"CreatePortalSession", func(t *testing.T, f Fenced, clock *Clock) (func(context.Context) error, func(*testing.T) bool) {
 	ps, _ := newPortalSession(t, clock.Now())
-	return func(ctx context.Context) error {
-			_, err := f.Store.CreatePortalSession(ctx, ps)
-			return err
-		}, func(t *testing.T) bool {
-			_, err := f.Store.GetPortalSession(context.Background(), ps.ID)
-			return err == nil
-		}
+	return func(ctx context.Context) error { return errOf(f.Store.CreatePortalSession(ctx, ps)) },
+		func(t *testing.T) bool { return errOf(f.Store.GetPortalSession(context.Background(), ps.ID)) == nil }
 }}
