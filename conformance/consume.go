@@ -2,8 +2,10 @@ package conformance
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stipend-mcp/stipend/entitlement"
 	"github.com/stipend-mcp/stipend/store"
@@ -208,4 +210,204 @@ var consumeTests = []subtest{
 func wantDenied(t *testing.T, s store.EntitlementStore, req entitlement.ConsumeRequest, want ...entitlement.Denial) {
 	t.Helper()
 	consumeAnswer(req, checkAndConsume(t, s, req)).wantDenied(t, want)
+}
+
+var selectionTests = []subtest{
+	{"SelectSubscriptionQuotaCredits", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
+		agent := newAgent()
+		c, q, sub := oneOfEach(t, s, agent, clock.Now())
+		if got := mustConsume(t, s, request(agent, "1", 10)).Consumption.EntitlementID; got != sub.ID {
+			t.Errorf("first pick = %s, want the subscription %s", got, sub.ID)
+		}
+		revoke(t, s, sub.ID)
+		if got := mustConsume(t, s, request(agent, "2", 10)).Consumption.EntitlementID; got != q.ID {
+			t.Errorf("pick without the subscription = %s, want the quota %s", got, q.ID)
+		}
+		res := mustConsume(t, s, request(agent, "3", 10)) // the quota is used up
+		if res.Consumption.EntitlementID != c.ID || res.Consumption.BalanceAfter != usd(990) {
+			t.Errorf("pick after the quota = %s (balance %v), want the credits %s (990 USD)", res.Consumption.EntitlementID, res.Consumption.BalanceAfter, c.ID)
+		}
+	}},
+	{"SelectEarliestExpiry", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
+		agent := newAgent()
+		now := clock.Now()
+		never := createEntitlement(t, s, credits(agent, 10, now.Add(-3*time.Hour)))
+		late := credits(agent, 10, now.Add(-2*time.Hour))
+		late.ExpiresAt = ptr(now.Add(48 * time.Hour))
+		late = createEntitlement(t, s, late)
+		soon := credits(agent, 10, now.Add(-time.Hour))
+		soon.ExpiresAt = ptr(now.Add(time.Hour))
+		soon = createEntitlement(t, s, soon)
+		for i, want := range []string{soon.ID, late.ID, never.ID} {
+			res := mustConsume(t, s, request(agent, string(rune('a'+i)), 10))
+			if res.Consumption.EntitlementID != want {
+				t.Errorf("call %d charged %s, want %s (earliest expiry first, none last)", i, res.Consumption.EntitlementID, want)
+			}
+		}
+	}},
+	{"SelectOldest", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
+		agent := newAgent()
+		now := clock.Now()
+		newer := createEntitlement(t, s, credits(agent, 10, now))
+		older := createEntitlement(t, s, credits(agent, 10, now.Add(-time.Minute)))
+		for i, want := range []string{older.ID, newer.ID} {
+			res := mustConsume(t, s, request(agent, string(rune('a'+i)), 10))
+			if res.Consumption.EntitlementID != want {
+				t.Errorf("call %d charged %s, want %s (oldest first)", i, res.Consumption.EntitlementID, want)
+			}
+		}
+		wantDenied(t, s, request(agent, "c", 10),
+			entitlement.Denial{EntitlementID: older.ID, Reason: entitlement.ReasonInsufficientBalance},
+			entitlement.Denial{EntitlementID: newer.ID, Reason: entitlement.ReasonInsufficientBalance})
+	}},
+	{"SelectSkipsRefusing", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
+		agent := newAgent()
+		now := clock.Now()
+		eur := credits(agent, 1000, now.Add(-time.Hour))
+		eur.Credits.Balance.Currency, eur.Credits.Granted.Currency = "EUR", "EUR"
+		createEntitlement(t, s, eur)
+		usdOK := createEntitlement(t, s, credits(agent, 1000, now))
+		res := mustConsume(t, s, request(agent, "k", 5))
+		if res.Consumption.EntitlementID != usdOK.ID {
+			t.Errorf("charged %s, want %s (the EUR credits refuse a USD cost)", res.Consumption.EntitlementID, usdOK.ID)
+		}
+	}},
+}
+
+var checkTests = []subtest{
+	{"CheckAnswerIsACopy", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
+		// Every result is a copy: changing what Check or CheckAndConsume
+		// returned never changes the stored entitlement.
+		agent := newAgent()
+		e := credits(agent, 100, clock.Now())
+		e.Scope.Tools = []string{testTool}
+		e.Metadata = map[string]string{"plan": "pro"}
+		e.ExpiresAt = ptr(clock.Now().Add(time.Hour))
+		e = createEntitlement(t, s, e)
+		check, err := s.Check(t.Context(), request(agent, "k", 1))
+		if err != nil || check.Outcome != store.Allowed {
+			t.Fatalf("Check = %s, %v; want %s", check.Outcome, err, store.Allowed)
+		}
+		charged := mustConsume(t, s, request(agent, "k", 1))
+		for _, got := range []*entitlement.Entitlement{&check.Entitlement, &charged.Entitlement} {
+			got.Scope.Tools[0] = "other"
+			got.Metadata["plan"] = "changed"
+			*got.ExpiresAt = got.ExpiresAt.Add(-2 * time.Hour)
+		}
+		stored := getEntitlement(t, s, e.ID)
+		if stored.Scope.Tools[0] != testTool || stored.Metadata["plan"] != "pro" || !stored.ExpiresAt.Equal(*e.ExpiresAt) {
+			t.Errorf("changing returned results changed the stored entitlement: tools %v, metadata %v, expiresAt %v",
+				stored.Scope.Tools, stored.Metadata, stored.ExpiresAt)
+		}
+	}},
+	{"CheckNeverWrites", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
+		agent, e := agentWithCredits(t, s, 100, clock.Now())
+		req := request(agent, "k", 60)
+		for range 2 {
+			res, err := s.Check(t.Context(), req)
+			if err != nil {
+				t.Fatalf("Check: %v", err)
+			}
+			if res.Outcome != store.Allowed || res.Entitlement.ID != e.ID || res.Consumption.ID != "" {
+				t.Fatalf("Check = %s %+v, want %s by %s and no consumption", res.Outcome, res.Denials, store.Allowed, e.ID)
+			}
+		}
+		if d := cmpDiff(e, getEntitlement(t, s, e.ID)); d != "" {
+			t.Errorf("Check changed the entitlement (-want +got):\n%s", d)
+		}
+		if got := listAllConsumptions(t, s, agent, time.Time{}); len(got) != 0 {
+			t.Errorf("Check stored consumptions: %+v", got)
+		}
+		// The key is still unused: the real call is charged, not replayed.
+		mustConsume(t, s, req)
+		res, err := s.Check(t.Context(), req)
+		if err != nil || res.Outcome != store.Replay || res.Consumption.ID == "" {
+			t.Errorf("Check(used key) = %s, %v; want %s with the consumption", res.Outcome, err, store.Replay)
+		}
+		req.Cost = ptr(usd(61))
+		if res, err := s.Check(t.Context(), req); err != nil || res.Outcome != store.Conflict {
+			t.Errorf("Check(used key, other cost) = %s, %v; want %s", res.Outcome, err, store.Conflict)
+		}
+		res, err = s.Check(t.Context(), request(agent, "k2", 60))
+		if err != nil || res.Outcome != store.Denied {
+			t.Fatalf("Check(over the balance) = %s, %v; want %s", res.Outcome, err, store.Denied)
+		}
+		want := []entitlement.Denial{{EntitlementID: e.ID, Reason: entitlement.ReasonInsufficientBalance}}
+		if d := cmpDiff(want, res.Denials); d != "" {
+			t.Errorf("Check denials (-want +got):\n%s", d)
+		}
+	}},
+	{"CheckLazyResetNotWritten", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
+		agent := newAgent()
+		q := quota(agent, 1, clock.Now())
+		q.Quota.Remaining = 0
+		q = createEntitlement(t, s, q)
+		clock.Advance(25 * time.Hour)
+		res, err := s.Check(t.Context(), request(agent, "k", 0))
+		if err != nil || res.Outcome != store.Allowed || res.Entitlement.Quota.Remaining != 1 {
+			t.Fatalf("Check after the period = %s %+v, %v; want %s with the quota shown reset", res.Outcome, res.Entitlement, err, store.Allowed)
+		}
+		mustConsume(t, s, request(agent, "k", 0)) // the key is still unused
+	}},
+	{"CheckInvalid", func(t *testing.T, s store.EntitlementStore, _ *Clock) {
+		_, err := s.Check(t.Context(), request(newAgent(), "", 1))
+		wantCode(t, "Check(empty key)", err, store.CodeInvalid)
+	}},
+}
+
+var consumptionTests = []subtest{
+	{"ListConsumptions", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
+		agent, _ := agentWithCredits(t, s, 1000, clock.Now())
+		other := newAgent()
+		createEntitlement(t, s, credits(other, 1000, clock.Now()))
+		mustConsume(t, s, request(other, "x", 1))
+		var all []entitlement.Consumption
+		for i := range 5 {
+			if i != 2 {
+				clock.Advance(time.Second) // calls 1 and 2 share an instant
+			}
+			all = append(all, mustConsume(t, s, request(agent, fmt.Sprint("k", i), int64(i+1))).Consumption)
+		}
+		if all[1].ID > all[2].ID { // same instant: ordered by ID
+			all[1], all[2] = all[2], all[1]
+		}
+		if d := cmpDiff(all, listAllConsumptions(t, s, agent, time.Time{})); d != "" {
+			t.Errorf("ListConsumptions (all, pages of 2) mismatch (-want +got):\n%s", d)
+		}
+		since := all[3].OccurredAt
+		if d := cmpDiff(all[3:], listAllConsumptions(t, s, agent, since)); d != "" {
+			t.Errorf("ListConsumptions(since %v) mismatch (-want +got):\n%s", since, d)
+		}
+		items, next, err := s.ListConsumptions(t.Context(), agent, since.Add(time.Hour), store.Page{})
+		if err != nil || len(items) != 0 || next != "" {
+			t.Errorf("ListConsumptions(since the future) = %d items, next %q, %v; want none", len(items), next, err)
+		}
+		_, _, err = s.ListConsumptions(t.Context(), agent, time.Time{}, store.Page{Cursor: "%%%"})
+		wantCode(t, "ListConsumptions(bad cursor)", err, store.CodeInvalid)
+		// A cursor belongs to its list: another agent's list, or the same
+		// list with another since, refuses it.
+		_, cursor, err := s.ListConsumptions(t.Context(), agent, time.Time{}, store.Page{Limit: 1})
+		if err != nil || cursor == "" {
+			t.Fatalf("ListConsumptions(limit 1) = next %q, %v; want a cursor", cursor, err)
+		}
+		_, _, err = s.ListConsumptions(t.Context(), other, time.Time{}, store.Page{Cursor: cursor})
+		wantCode(t, "ListConsumptions(another agent's cursor)", err, store.CodeInvalid)
+		_, _, err = s.ListConsumptions(t.Context(), agent, since, store.Page{Cursor: cursor})
+		wantCode(t, "ListConsumptions(a cursor of another since)", err, store.CodeInvalid)
+	}},
+}
+
+// listAllConsumptions reads every page (of 2) of an agent's consumptions since since.
+func listAllConsumptions(t *testing.T, s store.EntitlementStore, agentID string, since time.Time) []entitlement.Consumption {
+	t.Helper()
+	return listConsumptionPages(t, s, agentID, since, 2)
+}
+
+// listConsumptionPages reads every page (of limit) of an agent's consumptions since since.
+func listConsumptionPages(t *testing.T, s store.EntitlementStore, agentID string, since time.Time, limit int) []entitlement.Consumption {
+	t.Helper()
+	out, _ := allPages(t, "ListConsumptions", limit, 10000, func(p store.Page) ([]entitlement.Consumption, string, error) {
+		return s.ListConsumptions(t.Context(), agentID, since, p)
+	})
+	return out
 }
