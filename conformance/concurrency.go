@@ -200,6 +200,21 @@ func countTrue(t *testing.T, call string, errs []error, flags []bool) int {
 	return count
 }
 
+// countConsumed returns how many of results consumed, and fails the test
+// for any other that is not denied (by reason alone, when reason is set).
+func countConsumed(t *testing.T, results []store.ConsumeResult, reason entitlement.Reason) int {
+	t.Helper()
+	for _, r := range results {
+		switch {
+		case r.Outcome == store.Consumed:
+		case r.Outcome == store.Denied && (reason == "" || len(r.Denials) == 1 && r.Denials[0].Reason == reason):
+		default:
+			t.Errorf("outcome %s %v, want consumed or denied (by %q, when set)", r.Outcome, r.Denials, reason)
+		}
+	}
+	return countOutcome(results, store.Consumed)
+}
+
 // countOutcome returns how many of results are want.
 func countOutcome(results []store.ConsumeResult, want store.Outcome) int {
 	n := 0

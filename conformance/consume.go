@@ -315,9 +315,7 @@ var checkTests = []subtest{
 		if d := cmpDiff(e, getEntitlement(t, s, e.ID)); d != "" {
 			t.Errorf("Check changed the entitlement (-want +got):\n%s", d)
 		}
-		if got := listAllConsumptions(t, s, agent, time.Time{}); len(got) != 0 {
-			t.Errorf("Check stored consumptions: %+v", got)
-		}
+		wantNoConsumptions(t, s, agent, "Check")
 		// The key is still unused: the real call is charged, not replayed.
 		mustConsume(t, s, req)
 		res, err := s.Check(t.Context(), req)

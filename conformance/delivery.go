@@ -114,17 +114,14 @@ var enqueueTests = []deliveryTest{
 		if diff := cmp.Diff(want, stored); diff != "" {
 			t.Errorf("EnqueueDelivery (-want +got):\n%s", diff)
 		}
-		got, err := s.GetDelivery(context.Background(), d.ID)
-		if err != nil {
-			t.Fatalf("GetDelivery: %v", err)
-		}
+		got := must(s.GetDelivery(context.Background(), d.ID))(t, "GetDelivery")
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("GetDelivery (-want +got):\n%s", diff)
 		}
 		if !bytes.Equal(got.Payload, d.Payload) {
 			t.Errorf("GetDelivery payload = %q, want the exact bytes %q", got.Payload, d.Payload)
 		}
-		_, err = s.GetDelivery(context.Background(), "missing")
+		_, err := s.GetDelivery(context.Background(), "missing")
 		wantCode(t, "GetDelivery(missing)", err, store.CodeNotFound)
 	}},
 	{"Enqueue/IdempotentOnKey", func(t *testing.T, s store.DeliveryStore, clock *Clock) {

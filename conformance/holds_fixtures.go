@@ -7,6 +7,7 @@ import (
 
 	"github.com/stipend-mcp/stipend/entitlement"
 	"github.com/stipend-mcp/stipend/field"
+	"github.com/stipend-mcp/stipend/money"
 	"github.com/stipend-mcp/stipend/store"
 )
 
@@ -67,6 +68,29 @@ func wantHoldStatus(t *testing.T, s store.EntitlementStore, id string, status en
 		t.Errorf("GetHold(%s) = status %s, endedAt %v; want %s, %v", id, h.Status, h.EndedAt, status, endedAt)
 	}
 	return h
+}
+
+// amountCase is an amount a capture or a refund refuses, and the field its
+// error names.
+type amountCase struct {
+	name, field string
+	a           entitlement.Amount
+}
+
+// foreignOrNegative are the amounts every capture and refund refuses,
+// whatever it charged or holds: another currency, a negative cost.
+var foreignOrNegative = []amountCase{
+	{"another currency", "cost.currency", entitlement.Amount{Cost: &money.Money{Cents: 1, Currency: "EUR"}}},
+	{"negative cost", "cost.cents", entitlement.Amount{Cost: ptr(usd(-1))}},
+}
+
+// wantNoConsumptions fails if the agent has stored consumptions (after
+// says after what).
+func wantNoConsumptions(t *testing.T, s store.EntitlementStore, agent, after string) {
+	t.Helper()
+	if got := listAllConsumptions(t, s, agent, time.Time{}); len(got) != 0 {
+		t.Errorf("%s stored consumptions: %+v", after, got)
+	}
 }
 
 // wantField reports a failure unless err has code want and carries a

@@ -206,16 +206,7 @@ func instancesDrain(t *testing.T, ss []store.EntitlementStore, clock *Clock, uni
 	e = createEntitlement(t, ss[0], e)
 	// More calls than the entitlement affords, on every instance at once.
 	results := consumeOn(t, ss, agent, 4, 8, cents, units)
-	consumed := 0
-	for _, r := range results {
-		switch {
-		case r.Outcome == store.Consumed:
-			consumed++
-		case r.Outcome != store.Denied:
-			t.Errorf("outcome %s, want consumed or denied", r.Outcome)
-		}
-	}
-	if consumed != affordable {
+	if consumed := countConsumed(t, results, ""); consumed != affordable {
 		t.Errorf("%d calls consumed, want every affordable one: %d", consumed, affordable)
 	}
 	if _, n := storedCharges(t, ss[0], agent); n != affordable {

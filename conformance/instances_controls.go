@@ -47,17 +47,7 @@ func instancesSpendLimit(t *testing.T, ss []store.EntitlementStore, clock *Clock
 	e := createEntitlement(t, ss[0], withControls(t, credits(agent, initial, clock.Now()),
 		entitlement.Update{SpendLimit: dailySpend(limit)}, clock.Now()))
 	results := consumeOn(t, ss, agent, 4, 8, cents, false)
-	consumed := 0
-	for _, r := range results {
-		switch {
-		case r.Outcome == store.Consumed:
-			consumed++
-		case r.Outcome == store.Denied && len(r.Denials) == 1 && r.Denials[0].Reason == entitlement.ReasonSpendLimit:
-		default:
-			t.Errorf("outcome %s %v, want consumed or denied by the spend limit", r.Outcome, r.Denials)
-		}
-	}
-	if consumed != limit/cents {
+	if consumed := countConsumed(t, results, entitlement.ReasonSpendLimit); consumed != limit/cents {
 		t.Errorf("%d calls consumed, want the limit's %d", consumed, limit/cents)
 	}
 	if total, _ := storedCharges(t, ss[0], agent); total != limit {

@@ -42,10 +42,7 @@ func testPortalSessionCreateGet(t *testing.T, s store.EntitlementStore, clock *C
 	if diff := cmp.Diff(ps, created); diff != "" {
 		t.Errorf("CreatePortalSession answered (-want +got):\n%s", diff)
 	}
-	got, err := s.GetPortalSession(t.Context(), ps.ID)
-	if err != nil {
-		t.Fatalf("GetPortalSession: %v", err)
-	}
+	got := must(s.GetPortalSession(t.Context(), ps.ID))(t, "GetPortalSession")
 	if diff := cmp.Diff(ps, got); diff != "" {
 		t.Errorf("GetPortalSession (-want +got):\n%s", diff)
 	}
@@ -56,7 +53,7 @@ func testPortalSessionCreateGet(t *testing.T, s store.EntitlementStore, clock *C
 		_, err := s.CreatePortalSession(t.Context(), ps)
 		return err
 	}(), store.CodeConflict)
-	_, err = s.GetPortalSession(t.Context(), "00000000-0000-0000-0000-000000000000")
+	_, err := s.GetPortalSession(t.Context(), "00000000-0000-0000-0000-000000000000")
 	wantCode(t, "GetPortalSession(unknown)", err, store.CodeNotFound)
 }
 

@@ -26,7 +26,6 @@ import (
 	"embed"
 	"encoding/hex"
 	"errors"
-	"io/fs"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -59,15 +58,7 @@ var migrationFiles embed.FS
 // Migrations is the ledger's schema history, recorded apart from the
 // store's (in stipend_ledger_migrations), so the ledger may share the
 // store's database or have its own.
-var Migrations = pgmigrate.Set{Name: "ledger", FS: mustSub(migrationFiles, "migrations"), Table: "stipend_ledger_migrations"}
-
-func mustSub(fsys fs.FS, dir string) fs.FS {
-	f, err := fs.Sub(fsys, dir)
-	if err != nil {
-		panic(err) // the directory is embedded above
-	}
-	return f
-}
+var Migrations = pgmigrate.Embedded("ledger", migrationFiles, "migrations", "stipend_ledger_migrations")
 
 var _ idempotency.Ledger = (*Ledger)(nil)
 

@@ -34,6 +34,18 @@ type Set struct {
 	Table string
 }
 
+// Embedded returns the Set named name whose migrations are the files of
+// directory dir of fsys (the caller's embedded files), recorded in table.
+// It panics when dir is not in fsys, a mistake of the caller's go:embed
+// line that no run can mend.
+func Embedded(name string, fsys fs.FS, dir, table string) Set {
+	sub, err := fs.Sub(fsys, dir)
+	if err != nil {
+		panic(err)
+	}
+	return Set{Name: name, FS: sub, Table: table}
+}
+
 // Applied is one migration that Up applied.
 type Applied struct {
 	Version int64
