@@ -71,8 +71,7 @@ var consumeTests = []subtest{
 		// Parameters the consumption itself does not show (a quota call's
 		// cost, the entitlement a request named) still decide replay or
 		// conflict, through CheckAndConsume and through Check alike.
-		agent := newAgent()
-		q := createEntitlement(t, s, quota(agent, 10, clock.Now()))
+		agent, q := agentWithQuota(t, s, 10, clock.Now())
 		withCost := request(agent, "priced", 5)
 		withCost.Cost.Currency = "EUR"
 		named := request(agent, "named", 0)
@@ -115,11 +114,8 @@ var consumeTests = []subtest{
 		}
 	}},
 	{"ConsumeQuotaLastUnit", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
-		agent := newAgent()
-		q := createEntitlement(t, s, quota(agent, 3, clock.Now()))
-		req := request(agent, "all", 0)
-		req.Cost, req.Units = nil, 3
-		res := mustConsume(t, s, req)
+		agent, q := agentWithQuota(t, s, 3, clock.Now())
+		res := mustConsume(t, s, unitsRequest(agent, "all", 3))
 		if res.Consumption.RemainingAfter == nil || *res.Consumption.RemainingAfter != 0 || res.Consumption.Units != 3 {
 			t.Errorf("consumption = units %d, remainingAfter %v; want 3 and 0", res.Consumption.Units, res.Consumption.RemainingAfter)
 		}
@@ -131,8 +127,7 @@ var consumeTests = []subtest{
 		wantDenied(t, s, next, entitlement.Denial{EntitlementID: q.ID, Reason: entitlement.ReasonQuotaExhausted})
 	}},
 	{"ConsumeQuotaLazyReset", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
-		agent := newAgent()
-		q := createEntitlement(t, s, quota(agent, 2, clock.Now()))
+		agent, q := agentWithQuota(t, s, 2, clock.Now())
 		mustConsume(t, s, request(agent, "a", 0))
 		mustConsume(t, s, request(agent, "b", 0))
 		wantDenied(t, s, request(agent, "c", 0), entitlement.Denial{EntitlementID: q.ID, Reason: entitlement.ReasonQuotaExhausted})

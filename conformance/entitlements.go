@@ -87,8 +87,7 @@ var entitlementTests = []subtest{
 	{"EntitlementListFilters", testListEntitlementFilters},
 	{"EntitlementListPages", testListEntitlementPages},
 	{"EntitlementLazyResetShown", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
-		agent := newAgent()
-		q := createEntitlement(t, s, quota(agent, 5, clock.Now()))
+		agent, q := agentWithQuota(t, s, 5, clock.Now())
 		for i := range 5 {
 			mustConsume(t, s, request(agent, "k"+string(rune('a'+i)), 0))
 		}

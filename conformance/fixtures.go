@@ -137,6 +137,22 @@ func agentWithCredits(t *testing.T, s store.EntitlementStore, cents int64, now t
 	return agent, createEntitlement(t, s, credits(agent, cents, now))
 }
 
+// agentWithQuota creates, for a new agent, a daily quota of limit calls
+// anchored at now.
+func agentWithQuota(t *testing.T, s store.EntitlementStore, limit int64, now time.Time) (string, entitlement.Entitlement) {
+	t.Helper()
+	agent := newAgent()
+	return agent, createEntitlement(t, s, quota(agent, limit, now))
+}
+
+// unitsRequest returns a consume request on service/tool of units and no
+// cost, which only a quota can pay.
+func unitsRequest(agentID, key string, units int64) entitlement.ConsumeRequest {
+	r := request(agentID, key, 0)
+	r.Cost, r.Units = nil, units
+	return r
+}
+
 func createEntitlement(t *testing.T, s store.EntitlementStore, e entitlement.Entitlement) entitlement.Entitlement {
 	t.Helper()
 	return must(s.CreateEntitlement(t.Context(), e))(t, "CreateEntitlement(%s %s)", e.Type, e.ID)

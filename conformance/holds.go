@@ -44,11 +44,8 @@ var authorizeTests = []subtest{
 		}
 	}},
 	{"HoldQuota", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
-		agent := newAgent()
-		q := createEntitlement(t, s, quota(agent, 5, clock.Now()))
-		req := holdRequest(agent, "h1", 0)
-		req.Cost, req.Units = nil, 3
-		res := mustAuthorize(t, s, req)
+		agent, q := agentWithQuota(t, s, 5, clock.Now())
+		res := mustAuthorize(t, s, entitlement.HoldRequest{ConsumeRequest: unitsRequest(agent, "h1", 3)})
 		if res.Hold.MaxUnits != 3 || !res.Hold.MaxCost.IsZero() || res.Hold.EntitlementType != entitlement.TypeQuota {
 			t.Errorf("quota hold = maxUnits %d, maxCost %v, type %s; want 3, none, quota", res.Hold.MaxUnits, res.Hold.MaxCost, res.Hold.EntitlementType)
 		}
@@ -56,12 +53,8 @@ var authorizeTests = []subtest{
 			t.Errorf("Authorize entitlement quota = held %d remaining %d, want 3 and 5", got.Held, got.Remaining)
 		}
 		wantHeld(t, s, q.ID, 3, 5)
-		three := request(agent, "c1", 0)
-		three.Cost, three.Units = nil, 3
-		wantDenied(t, s, three, entitlement.Denial{EntitlementID: q.ID, Reason: entitlement.ReasonQuotaExhausted})
-		two := request(agent, "c2", 0)
-		two.Cost, two.Units = nil, 2
-		mustConsume(t, s, two)
+		wantDenied(t, s, unitsRequest(agent, "c1", 3), entitlement.Denial{EntitlementID: q.ID, Reason: entitlement.ReasonQuotaExhausted})
+		mustConsume(t, s, unitsRequest(agent, "c2", 2))
 		wantHeld(t, s, q.ID, 3, 3)
 	}},
 	{"HoldSubscription", func(t *testing.T, s store.EntitlementStore, clock *Clock) {

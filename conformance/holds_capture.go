@@ -65,11 +65,8 @@ var captureTests = []subtest{
 		wantDenied(t, s, request(agent, "c2", 1), entitlement.Denial{EntitlementID: e.ID, Reason: entitlement.ReasonInsufficientBalance})
 	}},
 	{"CaptureQuota", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
-		agent := newAgent()
-		q := createEntitlement(t, s, quota(agent, 5, clock.Now()))
-		req := holdRequest(agent, "h", 0)
-		req.Cost, req.Units = nil, 3
-		h := mustAuthorize(t, s, req).Hold
+		agent, q := agentWithQuota(t, s, 5, clock.Now())
+		h := mustAuthorize(t, s, entitlement.HoldRequest{ConsumeRequest: unitsRequest(agent, "h", 3)}).Hold
 		c := mustCapture(t, s, h, entitlement.Amount{Units: ptr[int64](2)}).Consumption
 		if c.Units != 2 || c.RemainingAfter == nil || *c.RemainingAfter != 3 || c.HoldID != h.ID {
 			t.Errorf("quota capture of 2 of 3 = units %d, remainingAfter %v, holdId %q; want 2, 3, %s", c.Units, c.RemainingAfter, c.HoldID, h.ID)
@@ -141,9 +138,7 @@ var captureTests = []subtest{
 	}},
 	{"CaptureAfterExpiry", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
 		agent, e := agentWithCredits(t, s, 1000, clock.Now())
-		req := holdRequest(agent, "h", 300)
-		req.TTL = time.Minute
-		h := mustAuthorize(t, s, req).Hold
+		h := shortHold(t, s, agent, "h", 300, time.Minute)
 		clock.Advance(time.Minute) // an expiry exactly at now has passed
 		for i := range 2 {
 			_, err := s.CaptureHold(t.Context(), h.ID, agent, entitlement.Amount{})
@@ -211,9 +206,7 @@ var releaseTests = []subtest{
 	}},
 	{"ReleaseAfterExpiry", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
 		agent, e := agentWithCredits(t, s, 1000, clock.Now())
-		req := holdRequest(agent, "h", 300)
-		req.TTL = time.Minute
-		h := mustAuthorize(t, s, req).Hold
+		h := shortHold(t, s, agent, "h", 300, time.Minute)
 		clock.Advance(2 * time.Minute)
 		for i := range 2 {
 			res := mustRelease(t, s, h, store.Replay)

@@ -114,11 +114,8 @@ var refundTests = []subtest{
 		}
 	}},
 	{"RefundQuotaSamePeriod", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
-		agent := newAgent()
-		q := createEntitlement(t, s, quota(agent, 5, clock.Now()))
-		three := request(agent, "c1", 0)
-		three.Cost, three.Units = nil, 3
-		c1 := mustConsume(t, s, three).Consumption
+		agent, q := agentWithQuota(t, s, 5, clock.Now())
+		c1 := mustConsume(t, s, unitsRequest(agent, "c1", 3)).Consumption
 		res := mustRefund(t, s, c1.ID, entitlement.Amount{Units: ptr[int64](2)}, false)
 		if got := res.Consumption.Refund.Charge; got != (entitlement.Charge{Units: 2}) {
 			t.Errorf("quota refund = %+v, want 2 units", got)
