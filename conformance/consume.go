@@ -209,12 +209,9 @@ func wantDenied(t *testing.T, s store.EntitlementStore, req entitlement.ConsumeR
 
 var selectionTests = []subtest{
 	{"SelectSubscriptionQuotaCredits", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
-		agent := newAgent()
-		c, q, sub := oneOfEach(t, s, agent, clock.Now())
-		if got := mustConsume(t, s, request(agent, "1", 10)).Consumption.EntitlementID; got != sub.ID {
-			t.Errorf("first pick = %s, want the subscription %s", got, sub.ID)
-		}
-		revoke(t, s, sub.ID)
+		agent, c, q := subscriptionFirst(t, s, clock.Now(), "CheckAndConsume", func(agent, key string) string {
+			return mustConsume(t, s, request(agent, key, 10)).Consumption.EntitlementID
+		})
 		if got := mustConsume(t, s, request(agent, "2", 10)).Consumption.EntitlementID; got != q.ID {
 			t.Errorf("pick without the subscription = %s, want the quota %s", got, q.ID)
 		}

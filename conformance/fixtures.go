@@ -129,6 +129,21 @@ func request(agentID, key string, cents int64) entitlement.ConsumeRequest {
 	}
 }
 
+// subscriptionFirst begins a case of selection: it creates one of each
+// (oneOfEach) for a new agent, fails unless the first call (call names it;
+// pick makes it with a key and answers the entitlement it chose) goes to
+// the subscription, and revokes the subscription.
+func subscriptionFirst(t *testing.T, s store.EntitlementStore, now time.Time, call string, pick func(agent, key string) string) (agent string, c, q entitlement.Entitlement) {
+	t.Helper()
+	agent = newAgent()
+	c, q, sub := oneOfEach(t, s, agent, now)
+	if got := pick(agent, "1"); got != sub.ID {
+		t.Errorf("first %s on %s, want the subscription %s", call, got, sub.ID)
+	}
+	revoke(t, s, sub.ID)
+	return agent, c, q
+}
+
 // agentWithCredits creates, for a new agent, a credits entitlement of
 // cents USD created at now: how most consume and hold cases begin.
 func agentWithCredits(t *testing.T, s store.EntitlementStore, cents int64, now time.Time) (string, entitlement.Entitlement) {

@@ -73,12 +73,9 @@ var authorizeTests = []subtest{
 		}
 	}},
 	{"HoldSelectsAsConsume", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
-		agent := newAgent()
-		c, q, sub := oneOfEach(t, s, agent, clock.Now())
-		if got := mustAuthorize(t, s, holdRequest(agent, "1", 10)).Hold.EntitlementID; got != sub.ID {
-			t.Errorf("first hold on %s, want the subscription %s", got, sub.ID)
-		}
-		revoke(t, s, sub.ID)
+		agent, c, q := subscriptionFirst(t, s, clock.Now(), "Authorize", func(agent, key string) string {
+			return mustAuthorize(t, s, holdRequest(agent, key, 10)).Hold.EntitlementID
+		})
 		onQuota := mustAuthorize(t, s, holdRequest(agent, "2", 10)).Hold
 		if onQuota.EntitlementID != q.ID {
 			t.Errorf("hold without the subscription on %s, want the quota %s", onQuota.EntitlementID, q.ID)
