@@ -29,7 +29,7 @@ const HeaderIdempotencyKey = idempotency.HeaderKey
 func (s *Server) registerPayments(g group) {
 	billing := s.auth(apikey.RoleBilling)
 	g.POST("/payments", s.createPayment, billing)
-	g.GET("/payments/:id", s.getPayment, billing)
+	g.GET("/payments/:id", getByParam("id", s.store.GetPayment), billing)
 	g.POST("/payments/:id/succeed", s.succeedPayment, billing)
 	g.POST("/payments/:id/fail", s.failPayment, billing)
 	g.POST("/payments/:id/refund", s.refundPayment, billing)
@@ -134,17 +134,6 @@ func (s *Server) createPayment(c echo.Context) error {
 	return c.JSON(status, res.Payment)
 }
 
-func (s *Server) getPayment(c echo.Context) error {
-	id, err := pathParam(c, "id")
-	if err != nil {
-		return err
-	}
-	p, err := s.store.GetPayment(storeCtx(c), id)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, p)
-}
 
 // completionBody is the answer of succeed and refund.
 type completionBody struct {
@@ -200,10 +189,7 @@ func (s *Server) succeedPayment(c echo.Context) error {
 		return err
 	}
 	res, err := s.store.CompletePayment(storeCtx(c), id, ch)
-	if err != nil {
-		return paymentStateError(err, "succeed")
-	}
-	return c.JSON(http.StatusOK, completion(res))
+	return answer(c, http.StatusOK, completion(res), paymentStateError(err, "succeed"))
 }
 
 func (s *Server) refundPayment(c echo.Context) error {
@@ -212,26 +198,16 @@ func (s *Server) refundPayment(c echo.Context) error {
 		return err
 	}
 	res, err := s.store.RefundPayment(storeCtx(c), id, ch)
-	if err != nil {
-		return paymentStateError(err, "refund")
-	}
-	return c.JSON(http.StatusOK, completion(res))
+	return answer(c, http.StatusOK, completion(res), paymentStateError(err, "refund"))
 }
 
 func (s *Server) failPayment(c echo.Context) error {
-	id, err := pathParam(c, "id")
+	id, b, err := withBody[failBody](c, "id", s.decodeOptional)
 	if err != nil {
-		return err
-	}
-	var b failBody
-	if err := s.decodeOptional(c, &b); err != nil {
 		return err
 	}
 	p, err := s.store.FailPayment(storeCtx(c), id, store.PaymentChange{Reason: payment.CleanFailureReason(b.Reason)})
-	if err != nil {
-		return paymentStateError(err, "fail")
-	}
-	return c.JSON(http.StatusOK, p)
+	return answer(c, http.StatusOK, p, paymentStateError(err, "fail"))
 }
 
 // paymentStateError explains a Conflict from a state change.

@@ -65,10 +65,7 @@ func (s *Server) createPortalSession(c echo.Context) error {
 		return err
 	}
 	ps, err = s.store.CreatePortalSession(storeCtx(c), ps)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusCreated, portalSessionAnswer{Session: ps, Token: token, URL: s.portalURL(c, token)})
+	return answer(c, http.StatusCreated, portalSessionAnswer{Session: ps, Token: token, URL: s.portalURL(c, token)}, err)
 }
 
 // portalURL is the page of a session: /portal?session=<token>.
