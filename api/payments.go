@@ -134,7 +134,6 @@ func (s *Server) createPayment(c echo.Context) error {
 	return c.JSON(status, res.Payment)
 }
 
-
 // completionBody is the answer of succeed and refund.
 type completionBody struct {
 	Payment      payment.Payment           `json:"payment"`

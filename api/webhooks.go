@@ -98,7 +98,6 @@ func knownEventType(t event.Type) bool {
 	return false
 }
 
-
 func (w *webhookRoutes) retryDelivery(c echo.Context) error {
 	id, _, err := withBody[emptyBody](c, "id", w.s.decodeOptional)
 	if err != nil {
