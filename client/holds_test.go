@@ -16,8 +16,7 @@ import (
 // TestClient_Holds checks the hold and refund calls against the real REST
 // service: authorize, capture, release, expiry, and a consumption refund.
 func TestClient_Holds(t *testing.T) {
-	c := startStipend(t)
-	ctx := t.Context()
+	c, ctx := startStipend(t)
 	const agent = "agent-1"
 	usd := client.USD
 	grant := payment.Grant{Type: entitlement.TypeCredits, Scope: entitlement.Scope{Service: "svc"}}

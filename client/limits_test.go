@@ -12,8 +12,7 @@ import (
 )
 
 func TestClient_Limits(t *testing.T) {
-	c := startStipend(t)
-	ctx := t.Context()
+	c, ctx := startStipend(t)
 	const agent = "agent-limits"
 	usd := client.USD
 	grant := client.EntitlementGrant{

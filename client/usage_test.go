@@ -17,8 +17,7 @@ import (
 // usage by hour, two pages of buckets, while the service's clock moves:
 // every page keeps the range of the first.
 func TestClient_BalanceAndUsage(t *testing.T) {
-	c := startStipend(t)
-	ctx := t.Context()
+	c, ctx := startStipend(t)
 	const agent, calls = "agent-1", store.MaxPageSize + 20
 	grant := payment.Grant{Type: entitlement.TypeCredits, Scope: entitlement.Scope{Service: "svc"}}
 	if _, err := c.admin.GrantEntitlement(ctx, agent, "grant", client.EntitlementGrant{Grant: grant, Balance: client.USD(1000)}); err != nil {

@@ -60,7 +60,7 @@ func (c clients) send(t *testing.T, r sent) client.Problem {
 // type and field. A lower-case currency used to fail inside json.Marshal
 // with an error that was neither a *Problem nor IsInvalid.
 func TestClient_RefusesWhatTheServerWould(t *testing.T) {
-	c := startStipend(t)
+	c, _ := startStipend(t)
 	const agent = "agent-1"
 	lower := &money.Money{Cents: 5, Currency: "usd"}
 	wireLower := map[string]any{"cents": 5, "currency": "usd"}
@@ -179,7 +179,7 @@ func TestAmount(t *testing.T) {
 	if got, want := client.Amount(150, "EUR"), (&money.Money{Cents: 150, Currency: "EUR"}); *got != *want {
 		t.Errorf("Amount(150, EUR) = %+v, want %+v", got, want)
 	}
-	c := startStipend(t)
+	c, _ := startStipend(t)
 	_, err := c.host.Consume(t.Context(), client.ConsumeRequest{AgentID: "a", Service: "s", Tool: "t", IdempotencyKey: "k", Cost: client.Amount(150, "eur")})
 	var p *client.Problem
 	if !client.IsInvalid(err) || !errors.As(err, &p) || len(p.Errors) != 1 || p.Errors[0].Field != "cost.currency" {
