@@ -18,7 +18,7 @@ import (
 func (s *Server) registerAccounts(g group) {
 	readers := s.auth(apikey.RoleBilling, apikey.RoleReader)
 	g.PUT("/accounts/:agentId", s.putAccount, s.auth(apikey.RoleBilling))
-	g.GET("/accounts/:agentId", getByParam("agentId", s.store.GetAccount), readers)
+	g.GET("/accounts/:agentId", getBy(agentParam, s.store.GetAccount), readers)
 	g.POST("/accounts/:agentId/entitlements", s.grantEntitlement, s.auth(apikey.RoleAdmin))
 	g.GET("/accounts/:agentId/entitlements", s.listEntitlements, readers)
 	g.GET("/accounts/:agentId/consumptions", s.listConsumptions, readers)
@@ -65,7 +65,7 @@ type accountBody struct {
 func (b *accountBody) Validate() error { return entitlement.ValidateMetadata("metadata", b.Metadata) }
 
 func (s *Server) putAccount(c echo.Context) error {
-	agent, b, err := withBody[accountBody](c, "agentId", s.decodeOptional)
+	agent, b, err := withBody[accountBody](c, agentParam, s.decodeOptional)
 	if err != nil {
 		return err
 	}
@@ -107,7 +107,7 @@ func (b *entitlementBody) Validate() error {
 }
 
 func (s *Server) grantEntitlement(c echo.Context) error {
-	agent, b, err := withBody[entitlementBody](c, "agentId", s.decode)
+	agent, b, err := withBody[entitlementBody](c, agentParam, s.decode)
 	if err != nil {
 		return err
 	}

@@ -91,7 +91,7 @@ func getOwned[T any](c echo.Context, what string, get func(context.Context, stri
 // (revoke…): an optional empty body, then change, whose document is the
 // answer.
 func changeByID[T any](s *Server, c echo.Context, change func(context.Context, string) (T, error)) error {
-	id, _, err := withBody[emptyBody](c, "id", s.decodeOptional)
+	id, _, err := withBody[emptyBody](c, idParam, s.decodeOptional)
 	if err != nil {
 		return err
 	}

@@ -89,7 +89,7 @@ func (p *entitlementPatch) update() entitlement.Update {
 // entitlement as changed, 404 for an unknown one, 400 naming the field for
 // a change its rules refuse or a member it does not change.
 func (s *Server) updateEntitlement(c echo.Context) error {
-	id, b, err := withBody[entitlementPatch](c, "id", s.decode)
+	id, b, err := withBody[entitlementPatch](c, idParam, s.decode)
 	if err != nil {
 		return err
 	}

@@ -109,7 +109,7 @@ func validCost(m *money.Money) error {
 }
 
 func (s *Server) captureHold(c echo.Context) error {
-	id, b, err := withBody[captureBody](c, "id", s.decode)
+	id, b, err := withBody[captureBody](c, idParam, s.decode)
 	if err != nil {
 		return err
 	}
@@ -133,7 +133,7 @@ type releaseBody struct {
 }
 
 func (s *Server) releaseHold(c echo.Context) error {
-	id, b, err := withBody[releaseBody](c, "id", s.decode)
+	id, b, err := withBody[releaseBody](c, idParam, s.decode)
 	if err != nil {
 		return err
 	}

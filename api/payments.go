@@ -29,7 +29,7 @@ const HeaderIdempotencyKey = idempotency.HeaderKey
 func (s *Server) registerPayments(g group) {
 	billing := s.auth(apikey.RoleBilling)
 	g.POST("/payments", s.createPayment, billing)
-	g.GET("/payments/:id", getByParam("id", s.store.GetPayment), billing)
+	g.GET("/payments/:id", getBy(idParam, s.store.GetPayment), billing)
 	g.POST("/payments/:id/succeed", s.succeedPayment, billing)
 	g.POST("/payments/:id/fail", s.failPayment, billing)
 	g.POST("/payments/:id/refund", s.refundPayment, billing)
@@ -77,12 +77,8 @@ func (b *paymentBody) fingerprint() (string, error) {
 }
 
 func (s *Server) createPayment(c echo.Context) error {
-	key, err := idempotency.ParseKey(c.Request().Header)
+	key, b, err := withBody[paymentBody](c, idempotencyKey, s.decode)
 	if err != nil {
-		return err
-	}
-	var b paymentBody
-	if err := s.decode(c, &b); err != nil {
 		return err
 	}
 	fingerprint, err := b.fingerprint()
@@ -106,12 +102,9 @@ func (s *Server) createPayment(c echo.Context) error {
 		ProviderIntentID: b.ProviderIntentID,
 		Description:      b.Description,
 		Grant:            b.Grant.template(),
-		Status:           payment.StatusPending,
-		CreatedAt:        now,
-		UpdatedAt:        now,
 		IdempotencyKey:   key,
 		Fingerprint:      fingerprint,
-	}
+	}.Pending(now)
 	if p.Provider == payment.ProviderStripe && p.ProviderIntentID == "" {
 		return s.createIntentPayment(c, p)
 	}
@@ -124,14 +117,7 @@ func (s *Server) createPayment(c echo.Context) error {
 				Detail: "this Idempotency-Key was already used for a payment with different parameters"}
 		}
 	}
-	if err != nil {
-		return err
-	}
-	status := http.StatusOK
-	if res.Created {
-		status = http.StatusCreated
-	}
-	return c.JSON(status, res.Payment)
+	return answer(c, createdStatus(res.Created), res.Payment, err)
 }
 
 // completionBody is the answer of succeed and refund.
@@ -201,7 +187,7 @@ func (s *Server) refundPayment(c echo.Context) error {
 }
 
 func (s *Server) failPayment(c echo.Context) error {
-	id, b, err := withBody[failBody](c, "id", s.decodeOptional)
+	id, b, err := withBody[failBody](c, idParam, s.decodeOptional)
 	if err != nil {
 		return err
 	}

@@ -39,7 +39,7 @@ type refundAnswer struct {
 // one write is the store call, and it answers 4xx only when that call
 // changed nothing.
 func (s *Server) refundConsumption(c echo.Context) error {
-	id, b, err := withBody[refundBody](c, "id", s.decodeOptional)
+	id, b, err := withBody[refundBody](c, idParam, s.decodeOptional)
 	if err != nil {
 		return err
 	}

@@ -18,7 +18,7 @@ import (
 func (s *Server) registerTopUp(g group) {
 	billing := s.auth(apikey.RoleBilling, apikey.RoleAdmin)
 	g.PUT("/accounts/:agentId/topup", s.putTopUp, billing)
-	g.GET("/accounts/:agentId/topup", getByParam("agentId", s.store.GetTopUp), billing)
+	g.GET("/accounts/:agentId/topup", getBy(agentParam, s.store.GetTopUp), billing)
 	g.add(http.MethodDelete, "/accounts/:agentId/topup", s.deleteTopUp, billing)
 }
 
@@ -43,7 +43,7 @@ func (b *topUpBody) settings() (topup.Settings, error) {
 }
 
 func (s *Server) putTopUp(c echo.Context) error {
-	agent, b, err := withBody[topUpBody](c, "agentId", s.decode)
+	agent, b, err := withBody[topUpBody](c, agentParam, s.decode)
 	if err != nil {
 		return err
 	}
@@ -65,7 +65,7 @@ func (s *Server) putTopUp(c echo.Context) error {
 }
 
 func (s *Server) deleteTopUp(c echo.Context) error {
-	agent, _, err := withBody[emptyBody](c, "agentId", s.decodeOptional)
+	agent, _, err := withBody[emptyBody](c, agentParam, s.decodeOptional)
 	if err != nil {
 		return err
 	}

@@ -14,7 +14,7 @@ import (
 
 func (s *Server) registerUsage(g group) {
 	readers := s.auth(apikey.RoleBilling, apikey.RoleReader)
-	g.GET("/accounts/:agentId/balance", getByParam("agentId", s.store.Balance), readers)
+	g.GET("/accounts/:agentId/balance", getBy(agentParam, s.store.Balance), readers)
 	g.GET("/accounts/:agentId/usage", s.getUsage, readers)
 }
 

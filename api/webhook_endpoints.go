@@ -125,7 +125,7 @@ func (w *webhookRoutes) getEndpoint(c echo.Context) error {
 // as at registration), new event types, or "disabled": false to enable the
 // endpoint again.
 func (w *webhookRoutes) updateEndpoint(c echo.Context) error {
-	id, b, err := withBody[endpointPatch](c, "id", w.s.decode)
+	id, b, err := withBody[endpointPatch](c, idParam, w.s.decode)
 	if err != nil {
 		return err
 	}
@@ -148,7 +148,7 @@ func (w *webhookRoutes) updateEndpoint(c echo.Context) error {
 // deleteEndpoint is DELETE /v1/webhook-endpoints/{id}: 204, or 404 when
 // there is no such endpoint (a repeated delete included).
 func (w *webhookRoutes) deleteEndpoint(c echo.Context) error {
-	id, _, err := withBody[emptyBody](c, "id", w.s.decodeOptional)
+	id, _, err := withBody[emptyBody](c, idParam, w.s.decodeOptional)
 	if err != nil {
 		return err
 	}
@@ -162,7 +162,7 @@ func (w *webhookRoutes) deleteEndpoint(c echo.Context) error {
 // secret, shown once, with the replaced one signing too for the grace
 // period.
 func (w *webhookRoutes) rotateSecret(c echo.Context) error {
-	id, b, err := withBody[rotateBody](c, "id", w.s.decodeOptional)
+	id, b, err := withBody[rotateBody](c, idParam, w.s.decodeOptional)
 	if err != nil {
 		return err
 	}
@@ -189,7 +189,7 @@ type disableBody struct {
 }
 
 func (w *webhookRoutes) disableEndpoint(c echo.Context) error {
-	id, b, err := withBody[disableBody](c, "id", w.s.decodeOptional)
+	id, b, err := withBody[disableBody](c, idParam, w.s.decodeOptional)
 	if err != nil {
 		return err
 	}

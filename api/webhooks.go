@@ -68,7 +68,7 @@ func (s *Server) registerWebhooks(cfg *WebhookConfig) {
 	g.POST("/webhook-endpoints/:id/disable", w.disableEndpoint, admin)
 	g.POST("/webhook-endpoints/:id/rotate-secret", w.rotateSecret, admin)
 	g.GET("/deliveries", w.listDeliveries, admin)
-	g.GET("/deliveries/:id", getByParam("id", w.deliveries.GetDelivery), admin)
+	g.GET("/deliveries/:id", getBy(idParam, w.deliveries.GetDelivery), admin)
 	g.POST("/deliveries/:id/retry", w.retryDelivery, admin)
 	g.POST("/webhooks/stripe", w.receiveStripe)
 }
@@ -99,7 +99,7 @@ func knownEventType(t event.Type) bool {
 }
 
 func (w *webhookRoutes) retryDelivery(c echo.Context) error {
-	id, _, err := withBody[emptyBody](c, "id", w.s.decodeOptional)
+	id, _, err := withBody[emptyBody](c, idParam, w.s.decodeOptional)
 	if err != nil {
 		return err
 	}
