@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -30,9 +31,9 @@ func (s *Server) registerPayments(g group) {
 	billing := s.auth(apikey.RoleBilling)
 	g.POST("/payments", s.createPayment, billing)
 	g.GET("/payments/:id", getBy(idParam, s.store.GetPayment), billing)
-	g.POST("/payments/:id/succeed", s.succeedPayment, billing)
+	g.POST("/payments/:id/succeed", s.settle("succeed", s.store.CompletePayment), billing)
 	g.POST("/payments/:id/fail", s.failPayment, billing)
-	g.POST("/payments/:id/refund", s.refundPayment, billing)
+	g.POST("/payments/:id/refund", s.settle("refund", s.store.RefundPayment), billing)
 }
 
 // paymentBody is the body of POST /v1/payments.
@@ -168,22 +169,18 @@ func (s *Server) change(c echo.Context) (string, store.PaymentChange, error) {
 	return id, store.PaymentChange{Issuer: s.issuer, Sign: s.signer.Sign}, nil
 }
 
-func (s *Server) succeedPayment(c echo.Context) error {
-	id, ch, err := s.change(c)
-	if err != nil {
-		return err
+// settle is the handler of a payment change that signs a receipt (succeed:
+// the store's CompletePayment; refund: RefundPayment): it answers the
+// completion, or names verb when the payment's state refuses it.
+func (s *Server) settle(verb string, op func(context.Context, string, store.PaymentChange) (store.Completion, error)) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		id, ch, err := s.change(c)
+		if err != nil {
+			return err
+		}
+		res, err := op(storeCtx(c), id, ch)
+		return answer(c, http.StatusOK, completion(res), paymentStateError(err, verb))
 	}
-	res, err := s.store.CompletePayment(storeCtx(c), id, ch)
-	return answer(c, http.StatusOK, completion(res), paymentStateError(err, "succeed"))
-}
-
-func (s *Server) refundPayment(c echo.Context) error {
-	id, ch, err := s.change(c)
-	if err != nil {
-		return err
-	}
-	res, err := s.store.RefundPayment(storeCtx(c), id, ch)
-	return answer(c, http.StatusOK, completion(res), paymentStateError(err, "refund"))
 }
 
 func (s *Server) failPayment(c echo.Context) error {

@@ -174,6 +174,12 @@ func (cl *Client) do(ctx context.Context, c call, out any) (int, error) {
 	return 0, lastErr
 }
 
+// reasonBody is the optional body of the calls that record a reason
+// (FailPayment, DisableWebhookEndpoint).
+type reasonBody struct {
+	Reason string `json:"reason,omitempty"`
+}
+
 // fetch makes the call c and decodes its answer into a new T: how every
 // method that answers a document calls the service.
 func fetch[T any](ctx context.Context, cl *Client, c call) (*T, error) {

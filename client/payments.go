@@ -68,9 +68,7 @@ func (c *Client) RefundPayment(ctx context.Context, id string) (*Completion, err
 // FailPayment marks a pending payment failed, with an optional reason.
 // Role: billing, admin.
 func (c *Client) FailPayment(ctx context.Context, id, reason string) (*payment.Payment, error) {
-	body := struct {
-		Reason string `json:"reason,omitempty"`
-	}{reason}
+	body := reasonBody{reason}
 	path := "/v1/payments/" + seg(id) + "/fail"
 	return fetch[payment.Payment](ctx, c, call{method: http.MethodPost, path: path, body: body, retry: true})
 }

@@ -84,9 +84,7 @@ func (c *Client) UpdateWebhookEndpoint(ctx context.Context, id string, u Webhook
 // (empty: "disabled by an operator"); UpdateWebhookEndpoint with Enable
 // starts them again. Role: admin.
 func (c *Client) DisableWebhookEndpoint(ctx context.Context, id, reason string) (*store.Endpoint, error) {
-	body := struct {
-		Reason string `json:"reason,omitempty"`
-	}{reason}
+	body := reasonBody{reason}
 	path := "/v1/webhook-endpoints/" + seg(id) + "/disable"
 	return fetch[store.Endpoint](ctx, c, call{method: http.MethodPost, path: path, body: body, retry: true})
 }
