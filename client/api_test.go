@@ -31,6 +31,9 @@ type clients struct {
 	requests             *atomic.Int64
 }
 
+// svcCredits is the grant most tests give: credits for the service "svc".
+var svcCredits = payment.Grant{Type: entitlement.TypeCredits, Scope: entitlement.Scope{Service: "svc"}}
+
 // startStipend runs the REST service on the memory store on loopback, as
 // `stipend serve` runs it: its key-requiring routes go through an
 // idempotency ledger (in memory). Its clock moves only when told. It
@@ -100,7 +103,7 @@ func TestClient_AgainstTheService(t *testing.T) {
 		t.Errorf("GetAccount = %+v, %v", got, err)
 	}
 
-	grant := payment.Grant{Type: entitlement.TypeCredits, Scope: entitlement.Scope{Service: "svc"}}
+	grant := svcCredits
 	granted, err := c.admin.GrantEntitlement(ctx, agent, "grant-1", client.EntitlementGrant{Grant: grant, Balance: usd(7)})
 	if err != nil || granted.Credits.Balance != *usd(7) {
 		t.Fatalf("GrantEntitlement = %+v, %v", granted, err)

@@ -34,7 +34,7 @@ func TestClient_All(t *testing.T) {
 	c, ctx := startStipend(t)
 	const agent, consumes = "agent-1", 2*store.MaxPageSize + 30
 
-	grant := payment.Grant{Type: entitlement.TypeCredits, Scope: entitlement.Scope{Service: "svc"}}
+	grant := svcCredits
 	var grants []string
 	for i := range 3 {
 		e, err := c.admin.GrantEntitlement(ctx, agent, fmt.Sprint("grant-", i), client.EntitlementGrant{Grant: grant, Balance: client.USD(1000)})

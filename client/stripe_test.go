@@ -6,7 +6,6 @@ import (
 
 	"github.com/stipend-mcp/stipend/api"
 	"github.com/stipend-mcp/stipend/client"
-	"github.com/stipend-mcp/stipend/entitlement"
 	"github.com/stipend-mcp/stipend/internal/stripemock"
 	"github.com/stipend-mcp/stipend/payment"
 )
@@ -17,7 +16,7 @@ func TestClient_Stripe(t *testing.T) {
 	base := stripemock.URL(t)
 	sc := stripemock.Client(t, base)
 	c, ctx := startStipend(t, func(cfg *api.Config) { cfg.Stripe = sc })
-	grant := payment.Grant{Type: entitlement.TypeCredits, Scope: entitlement.Scope{Service: "svc"}}
+	grant := svcCredits
 
 	co, created, err := c.billing.CreateCheckoutSession(ctx, "co-1", client.CheckoutRequest{
 		AgentID: "agent-1", Amount: *client.USD(1500), Grant: grant, SuccessURL: "https://app.example/ok",

@@ -11,7 +11,6 @@ import (
 
 	"github.com/stipend-mcp/stipend/apikey"
 	"github.com/stipend-mcp/stipend/client"
-	"github.com/stipend-mcp/stipend/entitlement"
 	"github.com/stipend-mcp/stipend/money"
 	"github.com/stipend-mcp/stipend/payment"
 )
@@ -64,7 +63,7 @@ func TestClient_RefusesWhatTheServerWould(t *testing.T) {
 	const agent = "agent-1"
 	lower := &money.Money{Cents: 5, Currency: "usd"}
 	wireLower := map[string]any{"cents": 5, "currency": "usd"}
-	grant := payment.Grant{Type: entitlement.TypeCredits, Scope: entitlement.Scope{Service: "svc"}}
+	grant := svcCredits
 	wireGrant := map[string]any{"type": "credits", "scope": map[string]any{"service": "svc"}}
 	consume := client.ConsumeRequest{AgentID: agent, Service: "svc", Tool: "t", IdempotencyKey: "v1", Cost: lower}
 	wireConsume := map[string]any{"agentId": agent, "service": "svc", "tool": "t", "idempotencyKey": "v1", "cost": wireLower}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/stipend-mcp/stipend/client"
-	"github.com/stipend-mcp/stipend/entitlement"
 	"github.com/stipend-mcp/stipend/event"
 	"github.com/stipend-mcp/stipend/payment"
 	"github.com/stipend-mcp/stipend/problem"
@@ -134,7 +133,7 @@ func TestClient_Deliveries(t *testing.T) {
 // receipts.
 func TestClient_JWKS(t *testing.T) {
 	c, ctx := startStipend(t)
-	grant := payment.Grant{Type: entitlement.TypeCredits, Scope: entitlement.Scope{Service: "svc"}}
+	grant := svcCredits
 	p, _, err := c.billing.CreatePayment(ctx, "pay-1", client.PaymentRequest{AgentID: "agent-1", Amount: *client.USD(300),
 		Provider: payment.ProviderManual, Grant: grant})
 	if err != nil {
