@@ -18,7 +18,7 @@ import (
 func (s *Server) registerAccounts(g group) {
 	readers := s.auth(apikey.RoleBilling, apikey.RoleReader)
 	g.PUT("/accounts/:agentId", s.putAccount, s.auth(apikey.RoleBilling))
-	g.GET("/accounts/:agentId", s.getAccount, readers)
+	g.GET("/accounts/:agentId", getBy(agentParam, s.store.GetAccount), readers)
 	g.POST("/accounts/:agentId/entitlements", s.grantEntitlement, s.auth(apikey.RoleAdmin))
 	g.GET("/accounts/:agentId/entitlements", s.listEntitlements, readers)
 	g.GET("/accounts/:agentId/consumptions", s.listConsumptions, readers)
@@ -65,33 +65,14 @@ type accountBody struct {
 func (b *accountBody) Validate() error { return entitlement.ValidateMetadata("metadata", b.Metadata) }
 
 func (s *Server) putAccount(c echo.Context) error {
-	agent, err := agentParam(c)
+	agent, b, err := withBody[accountBody](c, agentParam, s.decodeOptional)
 	if err != nil {
-		return err
-	}
-	var b accountBody
-	if err := s.decodeOptional(c, &b); err != nil {
 		return err
 	}
 	a, err := s.store.UpsertAccount(storeCtx(c), entitlement.Account{
 		AgentID: agent, DisplayName: b.DisplayName, Metadata: b.Metadata,
 	})
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, a)
-}
-
-func (s *Server) getAccount(c echo.Context) error {
-	agent, err := agentParam(c)
-	if err != nil {
-		return err
-	}
-	a, err := s.store.GetAccount(storeCtx(c), agent)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, a)
+	return answer(c, http.StatusOK, a, err)
 }
 
 // entitlementBody is the body of POST /v1/accounts/{agentId}/entitlements:
@@ -126,12 +107,8 @@ func (b *entitlementBody) Validate() error {
 }
 
 func (s *Server) grantEntitlement(c echo.Context) error {
-	agent, err := agentParam(c)
+	agent, b, err := withBody[entitlementBody](c, agentParam, s.decode)
 	if err != nil {
-		return err
-	}
-	var b entitlementBody
-	if err := s.decode(c, &b); err != nil {
 		return err
 	}
 	now := s.now().UTC()
@@ -150,10 +127,7 @@ func (s *Server) grantEntitlement(c echo.Context) error {
 		return fieldErrorOf(err)
 	}
 	out, err := s.store.CreateEntitlement(storeCtx(c), e)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusCreated, out)
+	return answer(c, http.StatusCreated, out, err)
 }
 
 func (s *Server) listEntitlements(c echo.Context) error {

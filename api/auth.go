@@ -91,17 +91,10 @@ func getOwned[T any](c echo.Context, what string, get func(context.Context, stri
 // (revoke…): an optional empty body, then change, whose document is the
 // answer.
 func changeByID[T any](s *Server, c echo.Context, change func(context.Context, string) (T, error)) error {
-	id, err := pathParam(c, "id")
+	id, _, err := withBody[emptyBody](c, idParam, s.decodeOptional)
 	if err != nil {
-		return err
-	}
-	var b emptyBody
-	if err := s.decodeOptional(c, &b); err != nil {
 		return err
 	}
 	doc, err := change(storeCtx(c), id)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, doc)
+	return answer(c, http.StatusOK, doc, err)
 }

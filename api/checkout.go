@@ -10,7 +10,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/stipend-mcp/stipend/apikey"
-	"github.com/stipend-mcp/stipend/idempotency"
 	"github.com/stipend-mcp/stipend/money"
 	"github.com/stipend-mcp/stipend/payment"
 	"github.com/stipend-mcp/stipend/stripepay"
@@ -101,15 +100,11 @@ func answerCheckout(c echo.Context, status int, p payment.Payment) error {
 // (mode payment) and the pending payment it pays, linked to it. See
 // stripe.go for the order of the calls.
 func (s *Server) createCheckout(c echo.Context) error {
-	key, err := idempotency.ParseKey(c.Request().Header)
+	key, b, err := withBody[checkoutBody](c, idempotencyKey, s.decode)
 	if err != nil {
 		return err
 	}
-	var b checkoutBody
-	if err := s.decode(c, &b); err != nil {
-		return err
-	}
-	return s.startCheckout(c, key, &b)
+	return s.startCheckout(c, key, b)
 }
 
 // startCheckout makes the Checkout Session and pending payment of b, keyed
@@ -141,12 +136,9 @@ func (s *Server) startCheckout(c echo.Context, key string, b *checkoutBody) erro
 		Provider:       payment.ProviderStripe,
 		Description:    b.Description,
 		Grant:          b.Grant.template(),
-		Status:         payment.StatusPending,
-		CreatedAt:      now,
-		UpdatedAt:      now,
 		IdempotencyKey: key,
 		Fingerprint:    fingerprint,
-	}
+	}.Pending(now)
 	cs, err := s.stripe.CreateCheckoutSession(ctx, &p, stripepay.CheckoutRequest{
 		SuccessURL: b.SuccessURL, CancelURL: b.CancelURL, CustomerEmail: b.CustomerEmail,
 		SaveForTopUp: b.SaveForTopUp,
@@ -159,9 +151,5 @@ func (s *Server) startCheckout(c echo.Context, key string, b *checkoutBody) erro
 	if err != nil {
 		return err
 	}
-	status := http.StatusOK
-	if res.Created {
-		status = http.StatusCreated
-	}
-	return answerCheckout(c, status, res.Payment)
+	return answerCheckout(c, createdStatus(res.Created), res.Payment)
 }

@@ -89,20 +89,13 @@ func (p *entitlementPatch) update() entitlement.Update {
 // entitlement as changed, 404 for an unknown one, 400 naming the field for
 // a change its rules refuse or a member it does not change.
 func (s *Server) updateEntitlement(c echo.Context) error {
-	id, err := pathParam(c, "id")
+	id, b, err := withBody[entitlementPatch](c, idParam, s.decode)
 	if err != nil {
-		return err
-	}
-	var b entitlementPatch
-	if err := s.decode(c, &b); err != nil {
 		return err
 	}
 	e, err := s.store.UpdateEntitlement(storeCtx(c), id, b.update())
 	if store.CodeOf(err) == store.CodeInvalid {
 		return fieldErrorOf(err)
 	}
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, e)
+	return answer(c, http.StatusOK, e, err)
 }

@@ -109,12 +109,8 @@ func validCost(m *money.Money) error {
 }
 
 func (s *Server) captureHold(c echo.Context) error {
-	id, err := pathParam(c, "id")
+	id, b, err := withBody[captureBody](c, idParam, s.decode)
 	if err != nil {
-		return err
-	}
-	var b captureBody
-	if err := s.decode(c, &b); err != nil {
 		return err
 	}
 	res, err := s.store.CaptureHold(storeCtx(c), id, b.AgentID, entitlement.Amount{Cost: b.Cost, Units: b.Units})
@@ -137,12 +133,8 @@ type releaseBody struct {
 }
 
 func (s *Server) releaseHold(c echo.Context) error {
-	id, err := pathParam(c, "id")
+	id, b, err := withBody[releaseBody](c, idParam, s.decode)
 	if err != nil {
-		return err
-	}
-	var b releaseBody
-	if err := s.decode(c, &b); err != nil {
 		return err
 	}
 	res, err := s.store.ReleaseHold(storeCtx(c), id, b.AgentID)

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -29,10 +30,10 @@ const HeaderIdempotencyKey = idempotency.HeaderKey
 func (s *Server) registerPayments(g group) {
 	billing := s.auth(apikey.RoleBilling)
 	g.POST("/payments", s.createPayment, billing)
-	g.GET("/payments/:id", s.getPayment, billing)
-	g.POST("/payments/:id/succeed", s.succeedPayment, billing)
+	g.GET("/payments/:id", getBy(idParam, s.store.GetPayment), billing)
+	g.POST("/payments/:id/succeed", s.settle("succeed", s.store.CompletePayment), billing)
 	g.POST("/payments/:id/fail", s.failPayment, billing)
-	g.POST("/payments/:id/refund", s.refundPayment, billing)
+	g.POST("/payments/:id/refund", s.settle("refund", s.store.RefundPayment), billing)
 }
 
 // paymentBody is the body of POST /v1/payments.
@@ -77,12 +78,8 @@ func (b *paymentBody) fingerprint() (string, error) {
 }
 
 func (s *Server) createPayment(c echo.Context) error {
-	key, err := idempotency.ParseKey(c.Request().Header)
+	key, b, err := withBody[paymentBody](c, idempotencyKey, s.decode)
 	if err != nil {
-		return err
-	}
-	var b paymentBody
-	if err := s.decode(c, &b); err != nil {
 		return err
 	}
 	fingerprint, err := b.fingerprint()
@@ -106,12 +103,9 @@ func (s *Server) createPayment(c echo.Context) error {
 		ProviderIntentID: b.ProviderIntentID,
 		Description:      b.Description,
 		Grant:            b.Grant.template(),
-		Status:           payment.StatusPending,
-		CreatedAt:        now,
-		UpdatedAt:        now,
 		IdempotencyKey:   key,
 		Fingerprint:      fingerprint,
-	}
+	}.Pending(now)
 	if p.Provider == payment.ProviderStripe && p.ProviderIntentID == "" {
 		return s.createIntentPayment(c, p)
 	}
@@ -124,26 +118,7 @@ func (s *Server) createPayment(c echo.Context) error {
 				Detail: "this Idempotency-Key was already used for a payment with different parameters"}
 		}
 	}
-	if err != nil {
-		return err
-	}
-	status := http.StatusOK
-	if res.Created {
-		status = http.StatusCreated
-	}
-	return c.JSON(status, res.Payment)
-}
-
-func (s *Server) getPayment(c echo.Context) error {
-	id, err := pathParam(c, "id")
-	if err != nil {
-		return err
-	}
-	p, err := s.store.GetPayment(storeCtx(c), id)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, p)
+	return answer(c, createdStatus(res.Created), res.Payment, err)
 }
 
 // completionBody is the answer of succeed and refund.
@@ -194,44 +169,27 @@ func (s *Server) change(c echo.Context) (string, store.PaymentChange, error) {
 	return id, store.PaymentChange{Issuer: s.issuer, Sign: s.signer.Sign}, nil
 }
 
-func (s *Server) succeedPayment(c echo.Context) error {
-	id, ch, err := s.change(c)
-	if err != nil {
-		return err
+// settle is the handler of a payment change that signs a receipt (succeed:
+// the store's CompletePayment; refund: RefundPayment): it answers the
+// completion, or names verb when the payment's state refuses it.
+func (s *Server) settle(verb string, op func(context.Context, string, store.PaymentChange) (store.Completion, error)) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		id, ch, err := s.change(c)
+		if err != nil {
+			return err
+		}
+		res, err := op(storeCtx(c), id, ch)
+		return answer(c, http.StatusOK, completion(res), paymentStateError(err, verb))
 	}
-	res, err := s.store.CompletePayment(storeCtx(c), id, ch)
-	if err != nil {
-		return paymentStateError(err, "succeed")
-	}
-	return c.JSON(http.StatusOK, completion(res))
-}
-
-func (s *Server) refundPayment(c echo.Context) error {
-	id, ch, err := s.change(c)
-	if err != nil {
-		return err
-	}
-	res, err := s.store.RefundPayment(storeCtx(c), id, ch)
-	if err != nil {
-		return paymentStateError(err, "refund")
-	}
-	return c.JSON(http.StatusOK, completion(res))
 }
 
 func (s *Server) failPayment(c echo.Context) error {
-	id, err := pathParam(c, "id")
+	id, b, err := withBody[failBody](c, idParam, s.decodeOptional)
 	if err != nil {
-		return err
-	}
-	var b failBody
-	if err := s.decodeOptional(c, &b); err != nil {
 		return err
 	}
 	p, err := s.store.FailPayment(storeCtx(c), id, store.PaymentChange{Reason: payment.CleanFailureReason(b.Reason)})
-	if err != nil {
-		return paymentStateError(err, "fail")
-	}
-	return c.JSON(http.StatusOK, p)
+	return answer(c, http.StatusOK, p, paymentStateError(err, "fail"))
 }
 
 // paymentStateError explains a Conflict from a state change.

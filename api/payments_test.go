@@ -23,8 +23,13 @@ func paymentBody(agent string, cents int64) map[string]any {
 
 func (e *env) createPayment(key string, body any) response {
 	e.t.Helper()
-	return e.do(req{Method: "POST", Path: "/v1/payments", Key: e.keys.Billing, Body: body,
-		Header: map[string]string{"Idempotency-Key": key}})
+	return e.keyedPost("/v1/payments", key, body)
+}
+
+// keyedPost posts body to path with the billing key under Idempotency-Key key.
+func (e *env) keyedPost(path, key string, body any) response {
+	e.t.Helper()
+	return e.do(req{Method: "POST", Path: path, Key: e.keys.Billing, Body: body, Header: map[string]string{"Idempotency-Key": key}})
 }
 
 type completionBody struct {

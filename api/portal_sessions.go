@@ -12,7 +12,6 @@ import (
 
 	"github.com/stipend-mcp/stipend/apikey"
 	"github.com/stipend-mcp/stipend/entitlement"
-	"github.com/stipend-mcp/stipend/idempotency"
 	"github.com/stipend-mcp/stipend/money"
 	"github.com/stipend-mcp/stipend/portal"
 )
@@ -49,11 +48,9 @@ type portalSessionAnswer struct {
 }
 
 func (s *Server) createPortalSession(c echo.Context) error {
-	if _, err := idempotency.ParseKey(c.Request().Header); err != nil {
-		return err // the ledger checks it first; this route needs one even without a ledger
-	}
-	var b portalSessionBody
-	if err := s.decode(c, &b); err != nil {
+	// The ledger checks the key first; this route needs one even without a ledger.
+	_, b, err := withBody[portalSessionBody](c, idempotencyKey, s.decode)
+	if err != nil {
 		return err
 	}
 	ttl := portal.DefaultTTL
@@ -65,10 +62,7 @@ func (s *Server) createPortalSession(c echo.Context) error {
 		return err
 	}
 	ps, err = s.store.CreatePortalSession(storeCtx(c), ps)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusCreated, portalSessionAnswer{Session: ps, Token: token, URL: s.portalURL(c, token)})
+	return answer(c, http.StatusCreated, portalSessionAnswer{Session: ps, Token: token, URL: s.portalURL(c, token)}, err)
 }
 
 // portalURL is the page of a session: /portal?session=<token>.
@@ -127,12 +121,8 @@ func (s *Server) accountCheckout(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	key, err := idempotency.ParseKey(c.Request().Header)
+	key, b, err := withBody[accountCheckoutBody](c, idempotencyKey, s.decode)
 	if err != nil {
-		return err
-	}
-	var b accountCheckoutBody
-	if err := s.decode(c, &b); err != nil {
 		return err
 	}
 	back := s.portalPage(c)

@@ -39,12 +39,8 @@ type refundAnswer struct {
 // one write is the store call, and it answers 4xx only when that call
 // changed nothing.
 func (s *Server) refundConsumption(c echo.Context) error {
-	id, err := pathParam(c, "id")
+	id, b, err := withBody[refundBody](c, idParam, s.decodeOptional)
 	if err != nil {
-		return err
-	}
-	var b refundBody
-	if err := s.decodeOptional(c, &b); err != nil {
 		return err
 	}
 	res, err := s.store.RefundConsumption(storeCtx(c), id, entitlement.Amount{Cost: b.Cost, Units: b.Units})

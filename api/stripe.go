@@ -146,14 +146,7 @@ func (s *Server) createIntentPayment(c echo.Context, p payment.Payment) error {
 	}
 	p.ProviderIntentID = pi.ID
 	res, err := s.createLinked(ctx, p)
-	if err != nil {
-		return err
-	}
-	status := http.StatusOK
-	if res.Created {
-		status = http.StatusCreated
-	}
-	return c.JSON(status, intentPayment{Payment: res.Payment, ClientSecret: pi.ClientSecret})
+	return answer(c, createdStatus(res.Created), intentPayment{Payment: res.Payment, ClientSecret: pi.ClientSecret}, err)
 }
 
 // findPayments is GET /v1/payments?providerIntentId=: the payment linked

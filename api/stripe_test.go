@@ -34,8 +34,7 @@ func stripePaymentBody(agent string, cents int64) map[string]any {
 
 func (e *env) checkout(key string, body any) response {
 	e.t.Helper()
-	return e.do(req{Method: "POST", Path: "/v1/checkout-sessions", Key: e.keys.Billing, Body: body,
-		Header: map[string]string{"Idempotency-Key": key}})
+	return e.keyedPost("/v1/checkout-sessions", key, body)
 }
 
 type checkoutAnswer struct {

@@ -18,7 +18,7 @@ import (
 func (s *Server) registerTopUp(g group) {
 	billing := s.auth(apikey.RoleBilling, apikey.RoleAdmin)
 	g.PUT("/accounts/:agentId/topup", s.putTopUp, billing)
-	g.GET("/accounts/:agentId/topup", s.getTopUp, billing)
+	g.GET("/accounts/:agentId/topup", getBy(agentParam, s.store.GetTopUp), billing)
 	g.add(http.MethodDelete, "/accounts/:agentId/topup", s.deleteTopUp, billing)
 }
 
@@ -43,12 +43,8 @@ func (b *topUpBody) settings() (topup.Settings, error) {
 }
 
 func (s *Server) putTopUp(c echo.Context) error {
-	agent, err := agentParam(c)
+	agent, b, err := withBody[topUpBody](c, agentParam, s.decode)
 	if err != nil {
-		return err
-	}
-	var b topUpBody
-	if err := s.decode(c, &b); err != nil {
 		return err
 	}
 	set, err := b.settings()
@@ -68,25 +64,9 @@ func (s *Server) putTopUp(c echo.Context) error {
 	return c.JSON(http.StatusOK, t)
 }
 
-func (s *Server) getTopUp(c echo.Context) error {
-	agent, err := agentParam(c)
-	if err != nil {
-		return err
-	}
-	t, err := s.store.GetTopUp(storeCtx(c), agent)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, t)
-}
-
 func (s *Server) deleteTopUp(c echo.Context) error {
-	agent, err := agentParam(c)
+	agent, _, err := withBody[emptyBody](c, agentParam, s.decodeOptional)
 	if err != nil {
-		return err
-	}
-	var b emptyBody
-	if err := s.decodeOptional(c, &b); err != nil {
 		return err
 	}
 	t, err := s.store.DisableTopUp(storeCtx(c), agent, "disabled by DELETE /v1/accounts/{agentId}/topup")

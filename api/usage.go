@@ -14,20 +14,8 @@ import (
 
 func (s *Server) registerUsage(g group) {
 	readers := s.auth(apikey.RoleBilling, apikey.RoleReader)
-	g.GET("/accounts/:agentId/balance", s.getBalance, readers)
+	g.GET("/accounts/:agentId/balance", getBy(agentParam, s.store.Balance), readers)
 	g.GET("/accounts/:agentId/usage", s.getUsage, readers)
-}
-
-func (s *Server) getBalance(c echo.Context) error {
-	agent, err := agentParam(c)
-	if err != nil {
-		return err
-	}
-	b, err := s.store.Balance(storeCtx(c), agent)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, b)
 }
 
 // usageAnswer is the body of GET /v1/accounts/{agentId}/usage: the query

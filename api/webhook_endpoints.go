@@ -82,10 +82,7 @@ func (w *webhookRoutes) createEndpoint(c echo.Context) error {
 		return err
 	}
 	created, err := w.deliveries.CreateEndpoint(storeCtx(c), e)
-	if err != nil {
-		return fieldInvalid(err)
-	}
-	return c.JSON(http.StatusCreated, endpointWithSecret{Endpoint: shown(created, w.s.now()), Secret: created.Secret})
+	return answer(c, http.StatusCreated, endpointWithSecret{Endpoint: shown(created, w.s.now()), Secret: created.Secret}, fieldInvalid(err))
 }
 
 // fieldInvalid turns a store Invalid error, whose message starts with the
@@ -121,22 +118,15 @@ func (w *webhookRoutes) getEndpoint(c echo.Context) error {
 		return err
 	}
 	e, err := w.deliveries.GetEndpoint(storeCtx(c), id)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, shown(e, w.s.now()))
+	return answer(c, http.StatusOK, shown(e, w.s.now()), err)
 }
 
 // updateEndpoint is PATCH /v1/webhook-endpoints/{id}: a new URL (checked
 // as at registration), new event types, or "disabled": false to enable the
 // endpoint again.
 func (w *webhookRoutes) updateEndpoint(c echo.Context) error {
-	id, err := pathParam(c, "id")
+	id, b, err := withBody[endpointPatch](c, idParam, w.s.decode)
 	if err != nil {
-		return err
-	}
-	var b endpointPatch
-	if err := w.s.decode(c, &b); err != nil {
 		return err
 	}
 	if b.Disabled != nil && *b.Disabled {
@@ -152,21 +142,14 @@ func (w *webhookRoutes) updateEndpoint(c echo.Context) error {
 	}
 	u := store.EndpointUpdate{URL: b.URL, EventTypes: b.EventTypes, Enable: b.Disabled != nil}
 	e, err := w.deliveries.UpdateEndpoint(storeCtx(c), id, u)
-	if err != nil {
-		return fieldInvalid(err)
-	}
-	return c.JSON(http.StatusOK, shown(e, w.s.now()))
+	return answer(c, http.StatusOK, shown(e, w.s.now()), fieldInvalid(err))
 }
 
 // deleteEndpoint is DELETE /v1/webhook-endpoints/{id}: 204, or 404 when
 // there is no such endpoint (a repeated delete included).
 func (w *webhookRoutes) deleteEndpoint(c echo.Context) error {
-	id, err := pathParam(c, "id")
+	id, _, err := withBody[emptyBody](c, idParam, w.s.decodeOptional)
 	if err != nil {
-		return err
-	}
-	var b emptyBody
-	if err := w.s.decodeOptional(c, &b); err != nil {
 		return err
 	}
 	if err := w.deliveries.DeleteEndpoint(storeCtx(c), id); err != nil {
@@ -179,12 +162,8 @@ func (w *webhookRoutes) deleteEndpoint(c echo.Context) error {
 // secret, shown once, with the replaced one signing too for the grace
 // period.
 func (w *webhookRoutes) rotateSecret(c echo.Context) error {
-	id, err := pathParam(c, "id")
+	id, b, err := withBody[rotateBody](c, idParam, w.s.decodeOptional)
 	if err != nil {
-		return err
-	}
-	var b rotateBody
-	if err := w.s.decodeOptional(c, &b); err != nil {
 		return err
 	}
 	grace := webhook.DefaultSecretGrace
@@ -201,10 +180,7 @@ func (w *webhookRoutes) rotateSecret(c echo.Context) error {
 		until = now.Add(grace)
 	}
 	e, err := w.deliveries.RotateEndpointSecret(storeCtx(c), id, webhook.NewSecret(), until)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, endpointWithSecret{Endpoint: shown(e, now), Secret: e.Secret})
+	return answer(c, http.StatusOK, endpointWithSecret{Endpoint: shown(e, now), Secret: e.Secret}, err)
 }
 
 // disableBody is the optional body of POST /v1/webhook-endpoints/{id}/disable.
@@ -213,20 +189,13 @@ type disableBody struct {
 }
 
 func (w *webhookRoutes) disableEndpoint(c echo.Context) error {
-	id, err := pathParam(c, "id")
+	id, b, err := withBody[disableBody](c, idParam, w.s.decodeOptional)
 	if err != nil {
-		return err
-	}
-	var b disableBody
-	if err := w.s.decodeOptional(c, &b); err != nil {
 		return err
 	}
 	if b.Reason == "" {
 		b.Reason = "disabled by an operator"
 	}
 	e, err := w.deliveries.DisableEndpoint(storeCtx(c), id, b.Reason)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, shown(e, w.s.now()))
+	return answer(c, http.StatusOK, shown(e, w.s.now()), err)
 }

@@ -68,7 +68,7 @@ func (s *Server) registerWebhooks(cfg *WebhookConfig) {
 	g.POST("/webhook-endpoints/:id/disable", w.disableEndpoint, admin)
 	g.POST("/webhook-endpoints/:id/rotate-secret", w.rotateSecret, admin)
 	g.GET("/deliveries", w.listDeliveries, admin)
-	g.GET("/deliveries/:id", w.getDelivery, admin)
+	g.GET("/deliveries/:id", getBy(idParam, w.deliveries.GetDelivery), admin)
 	g.POST("/deliveries/:id/retry", w.retryDelivery, admin)
 	g.POST("/webhooks/stripe", w.receiveStripe)
 }
@@ -98,25 +98,9 @@ func knownEventType(t event.Type) bool {
 	return false
 }
 
-func (w *webhookRoutes) getDelivery(c echo.Context) error {
-	id, err := pathParam(c, "id")
-	if err != nil {
-		return err
-	}
-	d, err := w.deliveries.GetDelivery(storeCtx(c), id)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, d)
-}
-
 func (w *webhookRoutes) retryDelivery(c echo.Context) error {
-	id, err := pathParam(c, "id")
+	id, _, err := withBody[emptyBody](c, idParam, w.s.decodeOptional)
 	if err != nil {
-		return err
-	}
-	var b emptyBody
-	if err := w.s.decodeOptional(c, &b); err != nil {
 		return err
 	}
 	d, err := webhook.Retry(storeCtx(c), w.deliveries, id)
@@ -124,10 +108,7 @@ func (w *webhookRoutes) retryDelivery(c echo.Context) error {
 		return &Error{Status: http.StatusConflict, Kind: problem.Conflict,
 			Detail: "only a failed or dead delivery can be retried", Err: err}
 	}
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, d)
+	return answer(c, http.StatusOK, d, err)
 }
 
 // stripeKinds maps the statuses webhook.Stripe answers to problem kinds.

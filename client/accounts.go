@@ -43,21 +43,12 @@ type AccountUpdate struct {
 
 // PutAccount creates or updates an agent's account (idempotent). Role: billing, admin.
 func (c *Client) PutAccount(ctx context.Context, agentID string, u AccountUpdate) (*entitlement.Account, error) {
-	var out entitlement.Account
-	_, err := c.do(ctx, call{method: http.MethodPut, path: "/v1/accounts/" + seg(agentID), body: u, retry: true}, &out)
-	if err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return fetch[entitlement.Account](ctx, c, call{method: http.MethodPut, path: "/v1/accounts/" + seg(agentID), body: u, retry: true})
 }
 
 // GetAccount returns an agent's account. Role: billing, admin, reader (own).
 func (c *Client) GetAccount(ctx context.Context, agentID string) (*entitlement.Account, error) {
-	var out entitlement.Account
-	if _, err := c.do(ctx, call{method: http.MethodGet, path: "/v1/accounts/" + seg(agentID), retry: true}, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return fetch[entitlement.Account](ctx, c, call{method: http.MethodGet, path: "/v1/accounts/" + seg(agentID), retry: true})
 }
 
 // EntitlementFilter narrows ListEntitlements; zero fields do not filter.
@@ -76,21 +67,13 @@ func (c *Client) ListEntitlements(ctx context.Context, agentID string, f Entitle
 			q.Set(k, v)
 		}
 	}
-	var out List[entitlement.Entitlement]
 	path := "/v1/accounts/" + seg(agentID) + "/entitlements"
-	if _, err := c.do(ctx, call{method: http.MethodGet, path: path, query: q, retry: true}, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return fetch[List[entitlement.Entitlement]](ctx, c, call{method: http.MethodGet, path: path, query: q, retry: true})
 }
 
 // GetEntitlement returns one entitlement. Role: billing, admin, reader (own).
 func (c *Client) GetEntitlement(ctx context.Context, id string) (*entitlement.Entitlement, error) {
-	var out entitlement.Entitlement
-	if _, err := c.do(ctx, call{method: http.MethodGet, path: "/v1/entitlements/" + seg(id), retry: true}, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return fetch[entitlement.Entitlement](ctx, c, call{method: http.MethodGet, path: "/v1/entitlements/" + seg(id), retry: true})
 }
 
 // EntitlementGrant is the body of a direct grant: a payment grant template
@@ -109,23 +92,14 @@ type EntitlementGrant struct {
 // requires one; without it the call is refused unsent) and makes the call
 // safe to retry; it must be unique per grant. Role: admin.
 func (c *Client) GrantEntitlement(ctx context.Context, agentID, idempotencyKey string, g EntitlementGrant) (*entitlement.Entitlement, error) {
-	var out entitlement.Entitlement
 	path := "/v1/accounts/" + seg(agentID) + "/entitlements"
-	_, err := c.do(ctx, call{method: http.MethodPost, path: path, body: g, idemKey: idempotencyKey, keyRequired: true, retry: true}, &out)
-	if err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return fetch[entitlement.Entitlement](ctx, c, call{method: http.MethodPost, path: path, body: g, idemKey: idempotencyKey, keyRequired: true, retry: true})
 }
 
 // RevokeEntitlement revokes an entitlement (idempotent). Role: admin.
 func (c *Client) RevokeEntitlement(ctx context.Context, id string) (*entitlement.Entitlement, error) {
-	var out entitlement.Entitlement
 	path := "/v1/entitlements/" + seg(id) + "/revoke"
-	if _, err := c.do(ctx, call{method: http.MethodPost, path: path, retry: true}, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return fetch[entitlement.Entitlement](ctx, c, call{method: http.MethodPost, path: path, retry: true})
 }
 
 // ListConsumptions returns one page of an agent's consumptions, newest or
@@ -136,10 +110,6 @@ func (c *Client) ListConsumptions(ctx context.Context, agentID string, since tim
 	if !since.IsZero() {
 		q.Set("since", since.UTC().Format(time.RFC3339Nano))
 	}
-	var out List[entitlement.Consumption]
 	path := "/v1/accounts/" + seg(agentID) + "/consumptions"
-	if _, err := c.do(ctx, call{method: http.MethodGet, path: path, query: q, retry: true}, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return fetch[List[entitlement.Consumption]](ctx, c, call{method: http.MethodGet, path: path, query: q, retry: true})
 }

@@ -1,6 +1,7 @@
 package client_test
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -30,10 +31,14 @@ type clients struct {
 	requests             *atomic.Int64
 }
 
+// svcCredits is the grant most tests give: credits for the service "svc".
+var svcCredits = payment.Grant{Type: entitlement.TypeCredits, Scope: entitlement.Scope{Service: "svc"}}
+
 // startStipend runs the REST service on the memory store on loopback, as
 // `stipend serve` runs it: its key-requiring routes go through an
-// idempotency ledger (in memory). Its clock moves only when told.
-func startStipend(t *testing.T, opts ...func(*api.Config)) clients {
+// idempotency ledger (in memory). Its clock moves only when told. It
+// answers with the test's context, for the calls.
+func startStipend(t *testing.T, opts ...func(*api.Config)) (clients, context.Context) {
 	t.Helper()
 	var entries []apikey.Key
 	raw := map[apikey.Role]string{}
@@ -80,14 +85,13 @@ func startStipend(t *testing.T, opts ...func(*api.Config)) clients {
 		return c
 	}
 	return clients{host: mk(apikey.RoleHost), billing: mk(apikey.RoleBilling), admin: mk(apikey.RoleAdmin), clock: clock,
-		store: st, url: ts.URL, keys: raw, requests: requests}
+		store: st, url: ts.URL, keys: raw, requests: requests}, t.Context()
 }
 
 // TestClient_AgainstTheService checks the client's requests and decoding
 // against the real REST service, route by route.
 func TestClient_AgainstTheService(t *testing.T) {
-	c := startStipend(t)
-	ctx := t.Context()
+	c, ctx := startStipend(t)
 	const agent = "agent-1"
 	usd := client.USD
 
@@ -99,7 +103,7 @@ func TestClient_AgainstTheService(t *testing.T) {
 		t.Errorf("GetAccount = %+v, %v", got, err)
 	}
 
-	grant := payment.Grant{Type: entitlement.TypeCredits, Scope: entitlement.Scope{Service: "svc"}}
+	grant := svcCredits
 	granted, err := c.admin.GrantEntitlement(ctx, agent, "grant-1", client.EntitlementGrant{Grant: grant, Balance: usd(7)})
 	if err != nil || granted.Credits.Balance != *usd(7) {
 		t.Fatalf("GrantEntitlement = %+v, %v", granted, err)

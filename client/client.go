@@ -174,6 +174,34 @@ func (cl *Client) do(ctx context.Context, c call, out any) (int, error) {
 	return 0, lastErr
 }
 
+// reasonBody is the optional body of the calls that record a reason
+// (FailPayment, DisableWebhookEndpoint).
+type reasonBody struct {
+	Reason string `json:"reason,omitempty"`
+}
+
+// fetch makes the call c and decodes its answer into a new T: how every
+// method that answers a document calls the service.
+func fetch[T any](ctx context.Context, cl *Client, c call) (*T, error) {
+	var out T
+	if _, err := cl.do(ctx, c, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// create makes the call c, a POST that may create a document, and decodes
+// its answer into a new T: created is true when the service made it (201),
+// false when it answered an earlier call's document.
+func create[T any](ctx context.Context, cl *Client, c call) (doc *T, created bool, err error) {
+	var out T
+	status, err := cl.do(ctx, c, &out)
+	if err != nil {
+		return nil, false, err
+	}
+	return &out, status == http.StatusCreated, nil
+}
+
 // once sends one attempt.
 func (cl *Client) once(ctx context.Context, c call, target string, body []byte, out any) (int, error) {
 	var rd io.Reader

@@ -145,37 +145,29 @@ func TestClient_Retry(t *testing.T) {
 			}
 		}
 	})
-	t.Run("NetworkErrorThenSuccess", func(t *testing.T) {
-		rc := &recorder{answers: []func(http.ResponseWriter){dropConnection, jsonAnswer(200, consumedJSON)}}
-		c := newClient(t, rc)
-		if _, err := c.Consume(t.Context(), consumeRequest()); err != nil {
-			t.Fatalf("Consume: %v", err)
-		}
-		if got := len(rc.got()); got != 2 {
-			t.Errorf("got %d attempts, want 2", got)
-		}
-	})
-	t.Run("GivesUpAfterAttempts", func(t *testing.T) {
-		rc := &recorder{answers: []func(http.ResponseWriter){unavailable}}
-		c := newClient(t, rc)
-		_, err := c.Consume(t.Context(), consumeRequest())
-		if !client.IsUnavailable(err) {
-			t.Errorf("Consume error = %v, want one IsUnavailable accepts", err)
-		}
-		if got := len(rc.got()); got != 4 {
-			t.Errorf("got %d attempts, want 4", got)
-		}
-	})
-	t.Run("PaymentRequiredIsNotRetried", func(t *testing.T) {
-		rc := &recorder{answers: []func(http.ResponseWriter){problemAnswer(402, `{"status":402}`)}}
-		c := newClient(t, rc)
-		if _, err := c.Consume(t.Context(), consumeRequest()); !client.IsPaymentRequired(err) {
-			t.Errorf("Consume error = %v, want payment required", err)
-		}
-		if got := len(rc.got()); got != 1 {
-			t.Errorf("got %d attempts, want 1", got)
-		}
-	})
+	for _, tc := range []struct {
+		name     string
+		answers  []func(http.ResponseWriter)
+		ok       func(error) bool // whether Consume's error is the one wanted
+		want     string
+		attempts int
+	}{
+		{"NetworkErrorThenSuccess", []func(http.ResponseWriter){dropConnection, jsonAnswer(200, consumedJSON)},
+			func(err error) bool { return err == nil }, "none", 2},
+		{"GivesUpAfterAttempts", []func(http.ResponseWriter){unavailable}, client.IsUnavailable, "one IsUnavailable accepts", 4},
+		{"PaymentRequiredIsNotRetried", []func(http.ResponseWriter){problemAnswer(402, `{"status":402}`)},
+			client.IsPaymentRequired, "payment required", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rc := &recorder{answers: tc.answers}
+			if _, err := newClient(t, rc).Consume(t.Context(), consumeRequest()); !tc.ok(err) {
+				t.Errorf("Consume error = %v, want %s", err, tc.want)
+			}
+			if got := len(rc.got()); got != tc.attempts {
+				t.Errorf("got %d attempts, want %d", got, tc.attempts)
+			}
+		})
+	}
 	t.Run("GrantWithoutKeyIsNotSent", func(t *testing.T) {
 		rc := &recorder{answers: []func(http.ResponseWriter){unavailable}}
 		c := newClient(t, rc)

@@ -45,11 +45,7 @@ type ConsumeResult struct {
 // before it is sent (IsInvalid, naming the field).
 // Role: host.
 func (c *Client) Consume(ctx context.Context, r ConsumeRequest) (*ConsumeResult, error) {
-	var out ConsumeResult
-	if _, err := c.do(ctx, call{method: http.MethodPost, path: "/v1/consume", body: r, retry: true}, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return fetch[ConsumeResult](ctx, c, call{method: http.MethodPost, path: "/v1/consume", body: r, retry: true})
 }
 
 // CheckResult is the answer to a check: whether the call would be charged,
@@ -62,9 +58,5 @@ type CheckResult struct {
 // Check asks whether a call would be charged, without charging it. A 402
 // (IsPaymentRequired) says it would not, with the reasons. Role: host.
 func (c *Client) Check(ctx context.Context, r ConsumeRequest) (*CheckResult, error) {
-	var out CheckResult
-	if _, err := c.do(ctx, call{method: http.MethodPost, path: "/v1/check", body: r, retry: true}, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return fetch[CheckResult](ctx, c, call{method: http.MethodPost, path: "/v1/check", body: r, retry: true})
 }

@@ -54,11 +54,7 @@ type HoldResult struct {
 // Consume's; a 422 (IsKeyReused) means the key was used before with other
 // parameters, or by a consume. Role: host.
 func (c *Client) Authorize(ctx context.Context, r AuthorizeRequest) (*HoldResult, error) {
-	var out HoldResult
-	if _, err := c.do(ctx, call{method: http.MethodPost, path: "/v1/authorize", body: r, retry: true}, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return fetch[HoldResult](ctx, c, call{method: http.MethodPost, path: "/v1/authorize", body: r, retry: true})
 }
 
 // CaptureRequest says what a held call did cost. A nil field charges the
@@ -86,12 +82,8 @@ type CaptureResult struct {
 // charged); IsHoldConflict for a hold released, or captured with another
 // amount; IsInvalid for an amount the hold does not cover. Role: host.
 func (c *Client) CaptureHold(ctx context.Context, id string, r CaptureRequest) (*CaptureResult, error) {
-	var out CaptureResult
 	path := "/v1/holds/" + seg(id) + "/capture"
-	if _, err := c.do(ctx, call{method: http.MethodPost, path: path, body: r, retry: true}, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return fetch[CaptureResult](ctx, c, call{method: http.MethodPost, path: path, body: r, retry: true})
 }
 
 // ReleaseHold ends the hold id of agentID and gives back all it reserved.
@@ -99,12 +91,8 @@ func (c *Client) CaptureHold(ctx context.Context, id string, r CaptureRequest) (
 // Errors: IsNotFound for an unknown hold or another agent's; IsHoldConflict
 // for a captured hold. Role: host.
 func (c *Client) ReleaseHold(ctx context.Context, id, agentID string) (*HoldResult, error) {
-	var out HoldResult
 	path := "/v1/holds/" + seg(id) + "/release"
-	if _, err := c.do(ctx, call{method: http.MethodPost, path: path, body: releaseRequest{agentID}, retry: true}, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return fetch[HoldResult](ctx, c, call{method: http.MethodPost, path: path, body: releaseRequest{agentID}, retry: true})
 }
 
 // releaseRequest is the body of POST /v1/holds/{id}/release.
@@ -115,9 +103,5 @@ type releaseRequest struct {
 // GetHold returns a hold; one past its expiry shows as expired. Role: host,
 // billing, admin.
 func (c *Client) GetHold(ctx context.Context, id string) (*entitlement.Hold, error) {
-	var out entitlement.Hold
-	if _, err := c.do(ctx, call{method: http.MethodGet, path: "/v1/holds/" + seg(id), retry: true}, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return fetch[entitlement.Hold](ctx, c, call{method: http.MethodGet, path: "/v1/holds/" + seg(id), retry: true})
 }

@@ -10,17 +10,15 @@ import (
 
 	"github.com/stipend-mcp/stipend/client"
 	"github.com/stipend-mcp/stipend/entitlement"
-	"github.com/stipend-mcp/stipend/payment"
 )
 
 // TestClient_Holds checks the hold and refund calls against the real REST
 // service: authorize, capture, release, expiry, and a consumption refund.
 func TestClient_Holds(t *testing.T) {
-	c := startStipend(t)
-	ctx := t.Context()
+	c, ctx := startStipend(t)
 	const agent = "agent-1"
 	usd := client.USD
-	grant := payment.Grant{Type: entitlement.TypeCredits, Scope: entitlement.Scope{Service: "svc"}}
+	grant := svcCredits
 	e, err := c.admin.GrantEntitlement(ctx, agent, "grant-1", client.EntitlementGrant{Grant: grant, Balance: usd(100)})
 	if err != nil {
 		t.Fatalf("GrantEntitlement: %v", err)

@@ -31,11 +31,10 @@ func collect[T any](t *testing.T, name string, seq iter.Seq2[T, error], id func(
 // TestClient_All ranges over every list of the real service; the
 // consumptions take three pages.
 func TestClient_All(t *testing.T) {
-	c := startStipend(t)
-	ctx := t.Context()
+	c, ctx := startStipend(t)
 	const agent, consumes = "agent-1", 2*store.MaxPageSize + 30
 
-	grant := payment.Grant{Type: entitlement.TypeCredits, Scope: entitlement.Scope{Service: "svc"}}
+	grant := svcCredits
 	var grants []string
 	for i := range 3 {
 		e, err := c.admin.GrantEntitlement(ctx, agent, fmt.Sprint("grant-", i), client.EntitlementGrant{Grant: grant, Balance: client.USD(1000)})

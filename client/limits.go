@@ -71,21 +71,13 @@ type EntitlementPatch struct {
 // metadata or expiry and returns it as changed. Applying a patch twice
 // leaves it as once, so the call is retried like a read. Role: admin.
 func (c *Client) UpdateEntitlement(ctx context.Context, id string, p EntitlementPatch) (*entitlement.Entitlement, error) {
-	var out entitlement.Entitlement
-	if _, err := c.do(ctx, call{method: http.MethodPatch, path: "/v1/entitlements/" + seg(id), body: p, retry: true}, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return fetch[entitlement.Entitlement](ctx, c, call{method: http.MethodPatch, path: "/v1/entitlements/" + seg(id), body: p, retry: true})
 }
 
 // SetAccountLimits replaces the account-wide limits of an agent's account
 // (creating the account if absent) and returns the account; zero limits
 // remove them. It is idempotent. Role: admin.
 func (c *Client) SetAccountLimits(ctx context.Context, agentID string, l entitlement.AccountLimits) (*entitlement.Account, error) {
-	var out entitlement.Account
 	path := "/v1/accounts/" + seg(agentID) + "/limits"
-	if _, err := c.do(ctx, call{method: http.MethodPut, path: path, body: l, retry: true}, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return fetch[entitlement.Account](ctx, c, call{method: http.MethodPut, path: path, body: l, retry: true})
 }

@@ -8,16 +8,14 @@ import (
 	"github.com/stipend-mcp/stipend/client"
 	"github.com/stipend-mcp/stipend/entitlement"
 	"github.com/stipend-mcp/stipend/money"
-	"github.com/stipend-mcp/stipend/payment"
 )
 
 func TestClient_Limits(t *testing.T) {
-	c := startStipend(t)
-	ctx := t.Context()
+	c, ctx := startStipend(t)
 	const agent = "agent-limits"
 	usd := client.USD
 	grant := client.EntitlementGrant{
-		Grant:   payment.Grant{Type: entitlement.TypeCredits, Scope: entitlement.Scope{Service: "svc"}},
+		Grant:   svcCredits,
 		Balance: usd(1000),
 		Limits:  &client.Limits{MaxPerCall: client.To(*usd(50))},
 		Alerts:  []client.Threshold{{Percent: new(int64(50))}},

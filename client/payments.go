@@ -29,21 +29,12 @@ type PaymentRequest struct {
 // existing payment with created false; the same key with another body is
 // refused (IsKeyReused). Retried on network errors and 503. Role: billing, admin.
 func (c *Client) CreatePayment(ctx context.Context, idempotencyKey string, r PaymentRequest) (p *payment.Payment, created bool, err error) {
-	var out payment.Payment
-	status, err := c.do(ctx, call{method: http.MethodPost, path: "/v1/payments", body: r, idemKey: idempotencyKey, keyRequired: true, retry: true}, &out)
-	if err != nil {
-		return nil, false, err
-	}
-	return &out, status == http.StatusCreated, nil
+	return create[payment.Payment](ctx, c, call{method: http.MethodPost, path: "/v1/payments", body: r, idemKey: idempotencyKey, keyRequired: true, retry: true})
 }
 
 // GetPayment returns a payment. Role: billing, admin.
 func (c *Client) GetPayment(ctx context.Context, id string) (*payment.Payment, error) {
-	var out payment.Payment
-	if _, err := c.do(ctx, call{method: http.MethodGet, path: "/v1/payments/" + seg(id), retry: true}, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return fetch[payment.Payment](ctx, c, call{method: http.MethodGet, path: "/v1/payments/" + seg(id), retry: true})
 }
 
 // Completion is the answer to completing a payment: the payment, its signed
@@ -59,60 +50,38 @@ type Completion struct {
 // answers the same receipt and grants nothing more, so it is retried.
 // Role: billing, admin.
 func (c *Client) SucceedPayment(ctx context.Context, id string) (*Completion, error) {
-	var out Completion
 	path := "/v1/payments/" + seg(id) + "/succeed"
-	if _, err := c.do(ctx, call{method: http.MethodPost, path: path, retry: true}, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return fetch[Completion](ctx, c, call{method: http.MethodPost, path: path, retry: true})
 }
 
 // RefundPayment refunds a succeeded payment: what is left of its grant is
 // revoked and a refund receipt is signed. Refunding twice answers the same
 // receipt, so it is retried. Role: billing, admin.
 func (c *Client) RefundPayment(ctx context.Context, id string) (*Completion, error) {
-	var out Completion
 	path := "/v1/payments/" + seg(id) + "/refund"
 	// The served route requires an Idempotency-Key (docs/idempotency.md); one
 	// fresh key per call, reused by its retries.
 	key := "refund-" + uuid.NewString()
-	if _, err := c.do(ctx, call{method: http.MethodPost, path: path, idemKey: key, retry: true}, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return fetch[Completion](ctx, c, call{method: http.MethodPost, path: path, idemKey: key, retry: true})
 }
 
 // FailPayment marks a pending payment failed, with an optional reason.
 // Role: billing, admin.
 func (c *Client) FailPayment(ctx context.Context, id, reason string) (*payment.Payment, error) {
-	var out payment.Payment
-	body := struct {
-		Reason string `json:"reason,omitempty"`
-	}{reason}
+	body := reasonBody{reason}
 	path := "/v1/payments/" + seg(id) + "/fail"
-	if _, err := c.do(ctx, call{method: http.MethodPost, path: path, body: body, retry: true}, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return fetch[payment.Payment](ctx, c, call{method: http.MethodPost, path: path, body: body, retry: true})
 }
 
 // GetReceipt returns a signed receipt. Role: billing, admin, reader (own).
 func (c *Client) GetReceipt(ctx context.Context, id string) (*receipt.Signed, error) {
-	var out receipt.Signed
-	if _, err := c.do(ctx, call{method: http.MethodGet, path: "/v1/receipts/" + seg(id), retry: true}, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return fetch[receipt.Signed](ctx, c, call{method: http.MethodGet, path: "/v1/receipts/" + seg(id), retry: true})
 }
 
 // ListReceipts returns one page of an agent's receipts. Role: billing, admin, reader (own).
 func (c *Client) ListReceipts(ctx context.Context, agentID string, p Page) (*List[receipt.Signed], error) {
-	var out List[receipt.Signed]
 	path := "/v1/accounts/" + seg(agentID) + "/receipts"
-	if _, err := c.do(ctx, call{method: http.MethodGet, path: path, query: p.values(), retry: true}, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return fetch[List[receipt.Signed]](ctx, c, call{method: http.MethodGet, path: path, query: p.values(), retry: true})
 }
 
 // JWKS returns the public keys that verify Stipend's receipts (GET

@@ -40,31 +40,18 @@ type PortalSession struct {
 // Idempotency-Key header (the route requires one); a retry with it answers
 // the same session and token. Role: billing, admin.
 func (c *Client) CreatePortalSession(ctx context.Context, idempotencyKey string, r PortalSessionRequest) (*PortalSession, error) {
-	var out PortalSession
-	_, err := c.do(ctx, call{method: http.MethodPost, path: "/v1/portal-sessions", body: r,
-		idemKey: idempotencyKey, keyRequired: true, retry: true}, &out)
-	if err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return fetch[PortalSession](ctx, c, call{method: http.MethodPost, path: "/v1/portal-sessions", body: r,
+		idemKey: idempotencyKey, keyRequired: true, retry: true})
 }
 
 // GetPortalSession reads a portal session (never its token). Role:
 // billing, admin.
 func (c *Client) GetPortalSession(ctx context.Context, id string) (*PortalSession, error) {
-	var out PortalSession
-	if _, err := c.do(ctx, call{method: http.MethodGet, path: "/v1/portal-sessions/" + seg(id), retry: true}, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return fetch[PortalSession](ctx, c, call{method: http.MethodGet, path: "/v1/portal-sessions/" + seg(id), retry: true})
 }
 
 // RevokePortalSession revokes a portal session: its token is refused from
 // then on. Idempotent. Role: billing, admin.
 func (c *Client) RevokePortalSession(ctx context.Context, id string) (*PortalSession, error) {
-	var out PortalSession
-	if _, err := c.do(ctx, call{method: http.MethodPost, path: "/v1/portal-sessions/" + seg(id) + "/revoke", retry: true}, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return fetch[PortalSession](ctx, c, call{method: http.MethodPost, path: "/v1/portal-sessions/" + seg(id) + "/revoke", retry: true})
 }

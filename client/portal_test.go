@@ -12,8 +12,7 @@ import (
 // same session), read, and revoke through the client; the session's token
 // works as a client's key on its agent's wallet routes until revoked.
 func TestClient_PortalSessions(t *testing.T) {
-	c := startStipend(t)
-	ctx := t.Context()
+	c, ctx := startStipend(t)
 	ps, err := c.billing.CreatePortalSession(ctx, "portal-1", client.PortalSessionRequest{AgentID: "agent-1", TTLSeconds: 600})
 	if err != nil {
 		t.Fatalf("CreatePortalSession: %v", err)

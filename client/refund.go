@@ -33,10 +33,6 @@ type RefundResult struct {
 // period, or it was already refunded with another amount. Role: billing,
 // admin.
 func (c *Client) RefundConsumption(ctx context.Context, id, idempotencyKey string, r RefundRequest) (*RefundResult, error) {
-	var out RefundResult
 	path := "/v1/consumptions/" + seg(id) + "/refund"
-	if _, err := c.do(ctx, call{method: http.MethodPost, path: path, body: r, idemKey: idempotencyKey, keyRequired: true, retry: true}, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return fetch[RefundResult](ctx, c, call{method: http.MethodPost, path: path, body: r, idemKey: idempotencyKey, keyRequired: true, retry: true})
 }

@@ -26,12 +26,7 @@ type IntentPayment struct {
 // created nothing; retrying is safe. Role: billing, admin.
 func (c *Client) CreateStripePayment(ctx context.Context, idempotencyKey string, r PaymentRequest) (p *IntentPayment, created bool, err error) {
 	r.Provider = payment.ProviderStripe
-	var out IntentPayment
-	status, err := c.do(ctx, call{method: http.MethodPost, path: "/v1/payments", body: r, idemKey: idempotencyKey, keyRequired: true, retry: true}, &out)
-	if err != nil {
-		return nil, false, err
-	}
-	return &out, status == http.StatusCreated, nil
+	return create[IntentPayment](ctx, c, call{method: http.MethodPost, path: "/v1/payments", body: r, idemKey: idempotencyKey, keyRequired: true, retry: true})
 }
 
 // CheckoutRequest is the body of POST /v1/checkout-sessions.
@@ -74,12 +69,7 @@ type CheckoutSession struct {
 // complete the payment and grant. The server needs a Stripe secret key
 // (503 without). Role: billing, admin.
 func (c *Client) CreateCheckoutSession(ctx context.Context, idempotencyKey string, r CheckoutRequest) (s *CheckoutSession, created bool, err error) {
-	var out CheckoutSession
-	status, err := c.do(ctx, call{method: http.MethodPost, path: "/v1/checkout-sessions", body: r, idemKey: idempotencyKey, keyRequired: true, retry: true}, &out)
-	if err != nil {
-		return nil, false, err
-	}
-	return &out, status == http.StatusCreated, nil
+	return create[CheckoutSession](ctx, c, call{method: http.MethodPost, path: "/v1/checkout-sessions", body: r, idemKey: idempotencyKey, keyRequired: true, retry: true})
 }
 
 // FindPaymentByProviderIntent returns the payment linked to a provider

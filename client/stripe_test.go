@@ -6,7 +6,6 @@ import (
 
 	"github.com/stipend-mcp/stipend/api"
 	"github.com/stipend-mcp/stipend/client"
-	"github.com/stipend-mcp/stipend/entitlement"
 	"github.com/stipend-mcp/stipend/internal/stripemock"
 	"github.com/stipend-mcp/stipend/payment"
 )
@@ -16,9 +15,8 @@ import (
 func TestClient_Stripe(t *testing.T) {
 	base := stripemock.URL(t)
 	sc := stripemock.Client(t, base)
-	c := startStipend(t, func(cfg *api.Config) { cfg.Stripe = sc })
-	ctx := t.Context()
-	grant := payment.Grant{Type: entitlement.TypeCredits, Scope: entitlement.Scope{Service: "svc"}}
+	c, ctx := startStipend(t, func(cfg *api.Config) { cfg.Stripe = sc })
+	grant := svcCredits
 
 	co, created, err := c.billing.CreateCheckoutSession(ctx, "co-1", client.CheckoutRequest{
 		AgentID: "agent-1", Amount: *client.USD(1500), Grant: grant, SuccessURL: "https://app.example/ok",
@@ -45,7 +43,7 @@ func TestClient_Stripe(t *testing.T) {
 		t.Errorf("FindPaymentByProviderIntent(unknown) = %v, %v; want not found", ok, err)
 	}
 
-	bad := startStipend(t, func(cfg *api.Config) { cfg.Stripe = stripemock.Client(t, stripemock.Misrouted(t, base)) })
+	bad, _ := startStipend(t, func(cfg *api.Config) { cfg.Stripe = stripemock.Client(t, stripemock.Misrouted(t, base)) })
 	_, _, err = bad.billing.CreateStripePayment(ctx, "pi-2", client.PaymentRequest{AgentID: "agent-1", Amount: *client.USD(1500), Grant: grant})
 	var p *client.Problem
 	if !client.IsProviderError(err) || !errors.As(err, &p) || p.ProviderRequestID != "req_123" {

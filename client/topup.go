@@ -14,29 +14,17 @@ import (
 // once through a Checkout Session made with SaveForTopUp (a 409 conflict
 // otherwise). Idempotent. Role: billing, admin.
 func (c *Client) PutTopUp(ctx context.Context, agentID string, s topup.Settings) (*topup.TopUp, error) {
-	var out topup.TopUp
-	if _, err := c.do(ctx, call{method: http.MethodPut, path: "/v1/accounts/" + seg(agentID) + "/topup", body: s, retry: true}, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return fetch[topup.TopUp](ctx, c, call{method: http.MethodPut, path: "/v1/accounts/" + seg(agentID) + "/topup", body: s, retry: true})
 }
 
 // GetTopUp returns the auto top-up of agentID: its settings, saved method
 // and state. Role: billing, admin.
 func (c *Client) GetTopUp(ctx context.Context, agentID string) (*topup.TopUp, error) {
-	var out topup.TopUp
-	if _, err := c.do(ctx, call{method: http.MethodGet, path: "/v1/accounts/" + seg(agentID) + "/topup", retry: true}, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return fetch[topup.TopUp](ctx, c, call{method: http.MethodGet, path: "/v1/accounts/" + seg(agentID) + "/topup", retry: true})
 }
 
 // DisableTopUp disables the auto top-up of agentID, keeping its settings
 // (PutTopUp enables it again). Idempotent. Role: billing, admin.
 func (c *Client) DisableTopUp(ctx context.Context, agentID string) (*topup.TopUp, error) {
-	var out topup.TopUp
-	if _, err := c.do(ctx, call{method: http.MethodDelete, path: "/v1/accounts/" + seg(agentID) + "/topup", retry: true}, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return fetch[topup.TopUp](ctx, c, call{method: http.MethodDelete, path: "/v1/accounts/" + seg(agentID) + "/topup", retry: true})
 }

@@ -11,8 +11,7 @@ import (
 
 // TestClient_TopUp: the top-up routes through the client.
 func TestClient_TopUp(t *testing.T) {
-	c := startStipend(t)
-	ctx := t.Context()
+	c, ctx := startStipend(t)
 	set := topup.Settings{Threshold: *client.USD(500), Amount: *client.USD(1000), DailyCap: *client.USD(3000), Scope: entitlement.Scope{Service: "svc"}}
 	if _, err := c.billing.PutAccount(ctx, "agent-1", client.AccountUpdate{}); err != nil {
 		t.Fatalf("PutAccount: %v", err)

@@ -14,12 +14,8 @@ import (
 // currency, quotas per service, subscriptions in force. Role: billing,
 // admin, reader (own).
 func (c *Client) Balance(ctx context.Context, agentID string) (*entitlement.Balance, error) {
-	var out entitlement.Balance
 	path := "/v1/accounts/" + seg(agentID) + "/balance"
-	if _, err := c.do(ctx, call{method: http.MethodGet, path: path, retry: true}, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return fetch[entitlement.Balance](ctx, c, call{method: http.MethodGet, path: path, retry: true})
 }
 
 // UsageQuery asks for an agent's usage in [From, To), in buckets of
@@ -61,12 +57,8 @@ func (c *Client) Usage(ctx context.Context, agentID string, q UsageQuery, p Page
 	if q.TZ != "" {
 		v.Set("tz", q.TZ)
 	}
-	var out UsagePage
 	path := "/v1/accounts/" + seg(agentID) + "/usage"
-	if _, err := c.do(ctx, call{method: http.MethodGet, path: path, query: v, retry: true}, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return fetch[UsagePage](ctx, c, call{method: http.MethodGet, path: path, query: v, retry: true})
 }
 
 // AllUsage ranges over an agent's usage buckets, as Usage pages them. The

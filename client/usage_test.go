@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/stipend-mcp/stipend/client"
-	"github.com/stipend-mcp/stipend/entitlement"
-	"github.com/stipend-mcp/stipend/payment"
 	"github.com/stipend-mcp/stipend/store"
 	"github.com/stipend-mcp/stipend/usage"
 )
@@ -17,10 +15,9 @@ import (
 // usage by hour, two pages of buckets, while the service's clock moves:
 // every page keeps the range of the first.
 func TestClient_BalanceAndUsage(t *testing.T) {
-	c := startStipend(t)
-	ctx := t.Context()
+	c, ctx := startStipend(t)
 	const agent, calls = "agent-1", store.MaxPageSize + 20
-	grant := payment.Grant{Type: entitlement.TypeCredits, Scope: entitlement.Scope{Service: "svc"}}
+	grant := svcCredits
 	if _, err := c.admin.GrantEntitlement(ctx, agent, "grant", client.EntitlementGrant{Grant: grant, Balance: client.USD(1000)}); err != nil {
 		t.Fatalf("GrantEntitlement: %v", err)
 	}

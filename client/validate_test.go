@@ -11,7 +11,6 @@ import (
 
 	"github.com/stipend-mcp/stipend/apikey"
 	"github.com/stipend-mcp/stipend/client"
-	"github.com/stipend-mcp/stipend/entitlement"
 	"github.com/stipend-mcp/stipend/money"
 	"github.com/stipend-mcp/stipend/payment"
 )
@@ -60,11 +59,11 @@ func (c clients) send(t *testing.T, r sent) client.Problem {
 // type and field. A lower-case currency used to fail inside json.Marshal
 // with an error that was neither a *Problem nor IsInvalid.
 func TestClient_RefusesWhatTheServerWould(t *testing.T) {
-	c := startStipend(t)
+	c, _ := startStipend(t)
 	const agent = "agent-1"
 	lower := &money.Money{Cents: 5, Currency: "usd"}
 	wireLower := map[string]any{"cents": 5, "currency": "usd"}
-	grant := payment.Grant{Type: entitlement.TypeCredits, Scope: entitlement.Scope{Service: "svc"}}
+	grant := svcCredits
 	wireGrant := map[string]any{"type": "credits", "scope": map[string]any{"service": "svc"}}
 	consume := client.ConsumeRequest{AgentID: agent, Service: "svc", Tool: "t", IdempotencyKey: "v1", Cost: lower}
 	wireConsume := map[string]any{"agentId": agent, "service": "svc", "tool": "t", "idempotencyKey": "v1", "cost": wireLower}
@@ -179,7 +178,7 @@ func TestAmount(t *testing.T) {
 	if got, want := client.Amount(150, "EUR"), (&money.Money{Cents: 150, Currency: "EUR"}); *got != *want {
 		t.Errorf("Amount(150, EUR) = %+v, want %+v", got, want)
 	}
-	c := startStipend(t)
+	c, _ := startStipend(t)
 	_, err := c.host.Consume(t.Context(), client.ConsumeRequest{AgentID: "a", Service: "s", Tool: "t", IdempotencyKey: "k", Cost: client.Amount(150, "eur")})
 	var p *client.Problem
 	if !client.IsInvalid(err) || !errors.As(err, &p) || len(p.Errors) != 1 || p.Errors[0].Field != "cost.currency" {

@@ -34,31 +34,18 @@ type EndpointSecret struct {
 // Errors: IsInvalid naming url for a URL the server does not register (a
 // private target, unless it allows them), or eventTypes. Role: admin.
 func (c *Client) CreateWebhookEndpoint(ctx context.Context, idempotencyKey string, r WebhookEndpointRequest) (*EndpointSecret, error) {
-	var out EndpointSecret
-	_, err := c.do(ctx, call{method: http.MethodPost, path: "/v1/webhook-endpoints", body: r,
-		idemKey: idempotencyKey, keyRequired: true, retry: true}, &out)
-	if err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return fetch[EndpointSecret](ctx, c, call{method: http.MethodPost, path: "/v1/webhook-endpoints", body: r,
+		idemKey: idempotencyKey, keyRequired: true, retry: true})
 }
 
 // ListWebhookEndpoints returns one page of the endpoints. Role: admin.
 func (c *Client) ListWebhookEndpoints(ctx context.Context, p Page) (*List[store.Endpoint], error) {
-	var out List[store.Endpoint]
-	if _, err := c.do(ctx, call{method: http.MethodGet, path: "/v1/webhook-endpoints", query: p.values(), retry: true}, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return fetch[List[store.Endpoint]](ctx, c, call{method: http.MethodGet, path: "/v1/webhook-endpoints", query: p.values(), retry: true})
 }
 
 // GetWebhookEndpoint returns an endpoint. Role: admin.
 func (c *Client) GetWebhookEndpoint(ctx context.Context, id string) (*store.Endpoint, error) {
-	var out store.Endpoint
-	if _, err := c.do(ctx, call{method: http.MethodGet, path: "/v1/webhook-endpoints/" + seg(id), retry: true}, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return fetch[store.Endpoint](ctx, c, call{method: http.MethodGet, path: "/v1/webhook-endpoints/" + seg(id), retry: true})
 }
 
 // WebhookEndpointUpdate changes an endpoint; nil fields stay as they are.
@@ -89,27 +76,17 @@ func (c *Client) UpdateWebhookEndpoint(ctx context.Context, id string, u Webhook
 	if u.Enable {
 		body.Disabled = new(bool) // "disabled": false
 	}
-	var out store.Endpoint
 	path := "/v1/webhook-endpoints/" + seg(id)
-	if _, err := c.do(ctx, call{method: http.MethodPatch, path: path, body: body, retry: true}, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return fetch[store.Endpoint](ctx, c, call{method: http.MethodPatch, path: path, body: body, retry: true})
 }
 
 // DisableWebhookEndpoint stops deliveries to an endpoint, recording reason
 // (empty: "disabled by an operator"); UpdateWebhookEndpoint with Enable
 // starts them again. Role: admin.
 func (c *Client) DisableWebhookEndpoint(ctx context.Context, id, reason string) (*store.Endpoint, error) {
-	body := struct {
-		Reason string `json:"reason,omitempty"`
-	}{reason}
-	var out store.Endpoint
+	body := reasonBody{reason}
 	path := "/v1/webhook-endpoints/" + seg(id) + "/disable"
-	if _, err := c.do(ctx, call{method: http.MethodPost, path: path, body: body, retry: true}, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return fetch[store.Endpoint](ctx, c, call{method: http.MethodPost, path: path, body: body, retry: true})
 }
 
 // DeleteWebhookEndpoint deletes an endpoint. It is retried on network
@@ -134,13 +111,8 @@ type SecretRotation struct {
 // requires one; without it the call is refused unsent): a retry with it
 // answers the same secret instead of rotating again. Role: admin.
 func (c *Client) RotateWebhookSecret(ctx context.Context, id, idempotencyKey string, r SecretRotation) (*EndpointSecret, error) {
-	var out EndpointSecret
 	path := "/v1/webhook-endpoints/" + seg(id) + "/rotate-secret"
-	_, err := c.do(ctx, call{method: http.MethodPost, path: path, body: r, idemKey: idempotencyKey, keyRequired: true, retry: true}, &out)
-	if err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return fetch[EndpointSecret](ctx, c, call{method: http.MethodPost, path: path, body: r, idemKey: idempotencyKey, keyRequired: true, retry: true})
 }
 
 // ListDeliveries returns one page of the deliveries, narrowed by f (zero
@@ -153,20 +125,12 @@ func (c *Client) ListDeliveries(ctx context.Context, f store.DeliveryFilter, p P
 	if f.EventType != "" {
 		q.Set("eventType", string(f.EventType))
 	}
-	var out List[store.Delivery]
-	if _, err := c.do(ctx, call{method: http.MethodGet, path: "/v1/deliveries", query: q, retry: true}, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return fetch[List[store.Delivery]](ctx, c, call{method: http.MethodGet, path: "/v1/deliveries", query: q, retry: true})
 }
 
 // GetDelivery returns a delivery. Role: admin.
 func (c *Client) GetDelivery(ctx context.Context, id string) (*store.Delivery, error) {
-	var out store.Delivery
-	if _, err := c.do(ctx, call{method: http.MethodGet, path: "/v1/deliveries/" + seg(id), retry: true}, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return fetch[store.Delivery](ctx, c, call{method: http.MethodGet, path: "/v1/deliveries/" + seg(id), retry: true})
 }
 
 // RetryDelivery sends a failed or dead delivery again: it is pending, due
@@ -174,10 +138,6 @@ func (c *Client) GetDelivery(ctx context.Context, id string) (*store.Delivery, e
 // requires one; without it the call is refused unsent). Errors: IsConflict
 // for a delivery that is not failed or dead. Role: admin.
 func (c *Client) RetryDelivery(ctx context.Context, id, idempotencyKey string) (*store.Delivery, error) {
-	var out store.Delivery
 	path := "/v1/deliveries/" + seg(id) + "/retry"
-	if _, err := c.do(ctx, call{method: http.MethodPost, path: path, idemKey: idempotencyKey, keyRequired: true, retry: true}, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return fetch[store.Delivery](ctx, c, call{method: http.MethodPost, path: path, idemKey: idempotencyKey, keyRequired: true, retry: true})
 }

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/stipend-mcp/stipend/client"
-	"github.com/stipend-mcp/stipend/entitlement"
 	"github.com/stipend-mcp/stipend/event"
 	"github.com/stipend-mcp/stipend/payment"
 	"github.com/stipend-mcp/stipend/problem"
@@ -19,8 +18,7 @@ import (
 // on the real service: create, list, get, update, disable, enable,
 // rotate, delete.
 func TestClient_WebhookEndpoints(t *testing.T) {
-	c := startStipend(t)
-	ctx := t.Context()
+	c, ctx := startStipend(t)
 	req := client.WebhookEndpointRequest{URL: "http://127.0.0.1:9/hook", EventTypes: []event.Type{event.PaymentSucceeded}}
 	created, err := c.admin.CreateWebhookEndpoint(ctx, "ep-1", req)
 	if err != nil || created.ID == "" || created.URL != req.URL || !strings.HasPrefix(created.Secret, store.SecretPrefix) {
@@ -91,8 +89,7 @@ func TestClient_WebhookEndpoints(t *testing.T) {
 // TestClient_Deliveries lists, reads and retries deliveries on the real
 // service; the test puts them in its store as the dispatcher would.
 func TestClient_Deliveries(t *testing.T) {
-	c := startStipend(t)
-	ctx := t.Context()
+	c, ctx := startStipend(t)
 	for _, id := range []string{"d1", "d2"} {
 		if _, _, err := c.store.EnqueueDelivery(ctx, store.Delivery{ID: id, Key: "k-" + id, EndpointID: "ep", EventID: "ev-" + id,
 			EventType: event.PaymentSucceeded, Payload: []byte(`{}`)}); err != nil {
@@ -135,9 +132,8 @@ func TestClient_Deliveries(t *testing.T) {
 // TestClient_JWKS: the JWKS the client fetches verifies the service's
 // receipts.
 func TestClient_JWKS(t *testing.T) {
-	c := startStipend(t)
-	ctx := t.Context()
-	grant := payment.Grant{Type: entitlement.TypeCredits, Scope: entitlement.Scope{Service: "svc"}}
+	c, ctx := startStipend(t)
+	grant := svcCredits
 	p, _, err := c.billing.CreatePayment(ctx, "pay-1", client.PaymentRequest{AgentID: "agent-1", Amount: *client.USD(300),
 		Provider: payment.ProviderManual, Grant: grant})
 	if err != nil {

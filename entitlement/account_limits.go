@@ -63,5 +63,5 @@ func (l *AccountLimits) Validate() error {
 
 // Clone returns a copy of l that shares nothing with it.
 func (l AccountLimits) Clone() AccountLimits {
-	return AccountLimits{MaxPerCall: slices.Clone(l.MaxPerCall), MaxUnitsPerCall: clonePtr(l.MaxUnitsPerCall)}
+	return AccountLimits{MaxPerCall: slices.Clone(l.MaxPerCall), MaxUnitsPerCall: ClonePtr(l.MaxUnitsPerCall)}
 }

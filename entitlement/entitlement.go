@@ -160,18 +160,9 @@ func (e *Entitlement) Clone() Entitlement {
 	c := *e
 	c.Scope.Tools = slices.Clone(e.Scope.Tools)
 	c.Metadata = maps.Clone(e.Metadata)
-	if e.ExpiresAt != nil {
-		t := *e.ExpiresAt
-		c.ExpiresAt = &t
-	}
-	if e.RevokedAt != nil {
-		t := *e.RevokedAt
-		c.RevokedAt = &t
-	}
-	if e.Subscription.ValidUntil != nil {
-		t := *e.Subscription.ValidUntil
-		c.Subscription.ValidUntil = &t
-	}
+	c.ExpiresAt = ClonePtr(e.ExpiresAt)
+	c.RevokedAt = ClonePtr(e.RevokedAt)
+	c.Subscription.ValidUntil = ClonePtr(e.Subscription.ValidUntil)
 	c.Holds = slices.Clone(e.Holds)
 	cloneControls(&c, e)
 	c.Leases = slices.Clone(e.Leases)

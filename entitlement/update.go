@@ -38,10 +38,10 @@ func (e *Entitlement) Apply(u Update, now time.Time) error {
 	next := e.Clone()
 	next.Refresh(now)
 	if u.MaxPerCall != nil {
-		next.Limits.MaxPerCall = clonePtr(u.MaxPerCall.To)
+		next.Limits.MaxPerCall = ClonePtr(u.MaxPerCall.To)
 	}
 	if u.MaxUnitsPerCall != nil {
-		next.Limits.MaxUnitsPerCall = clonePtr(u.MaxUnitsPerCall.To)
+		next.Limits.MaxUnitsPerCall = ClonePtr(u.MaxUnitsPerCall.To)
 	}
 	if u.SpendLimit != nil {
 		next.Limits.Spend = next.spendLimit(u.SpendLimit.To, now)
@@ -49,7 +49,7 @@ func (e *Entitlement) Apply(u Update, now time.Time) error {
 	if u.Alerts != nil {
 		next.Alerts = make([]Alert, len(u.Alerts.To))
 		for i, a := range u.Alerts.To {
-			next.Alerts[i] = Alert{Amount: clonePtr(a.Amount), Percent: clonePtr(a.Percent), Units: clonePtr(a.Units)}
+			next.Alerts[i] = Alert{Amount: ClonePtr(a.Amount), Percent: ClonePtr(a.Percent), Units: ClonePtr(a.Units)}
 		}
 		if len(next.Alerts) == 0 {
 			next.Alerts = nil
@@ -62,7 +62,7 @@ func (e *Entitlement) Apply(u Update, now time.Time) error {
 		}
 	}
 	if u.ExpiresAt != nil {
-		next.ExpiresAt = clonePtr(u.ExpiresAt.To)
+		next.ExpiresAt = ClonePtr(u.ExpiresAt.To)
 		if next.ExpiresAt != nil {
 			*next.ExpiresAt = next.ExpiresAt.UTC()
 		}
@@ -101,7 +101,9 @@ func (e *Entitlement) spendLimit(want SpendLimit, now time.Time) SpendLimit {
 	return out
 }
 
-func clonePtr[T any](p *T) *T {
+// ClonePtr returns a copy of *p, or nil: what a Clone uses so that the copy
+// shares no pointer with the original.
+func ClonePtr[T any](p *T) *T {
 	if p == nil {
 		return nil
 	}
@@ -112,11 +114,11 @@ func clonePtr[T any](p *T) *T {
 // cloneControls makes dst share no pointer or slice of src's limits and
 // alerts.
 func cloneControls(dst, src *Entitlement) {
-	dst.Limits.MaxPerCall = clonePtr(src.Limits.MaxPerCall)
-	dst.Limits.MaxUnitsPerCall = clonePtr(src.Limits.MaxUnitsPerCall)
+	dst.Limits.MaxPerCall = ClonePtr(src.Limits.MaxPerCall)
+	dst.Limits.MaxUnitsPerCall = ClonePtr(src.Limits.MaxUnitsPerCall)
 	dst.Alerts = slices.Clone(src.Alerts)
 	for i := range dst.Alerts {
 		a := &dst.Alerts[i]
-		a.Amount, a.Percent, a.Units, a.TriggeredAt = clonePtr(a.Amount), clonePtr(a.Percent), clonePtr(a.Units), clonePtr(a.TriggeredAt)
+		a.Amount, a.Percent, a.Units, a.TriggeredAt = ClonePtr(a.Amount), ClonePtr(a.Percent), ClonePtr(a.Units), ClonePtr(a.TriggeredAt)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"context"
 	"log/slog"
 	"time"
+
+	"github.com/stipend-mcp/stipend/periodic"
 )
 
 // Expirer is the part of store.EntitlementStore a sweep uses.
@@ -23,14 +25,7 @@ const Batch = 100
 // Run sweeps every interval until ctx is done. A failed sweep is logged and
 // tried again at the next tick.
 func Run(ctx context.Context, st Expirer, every time.Duration, log *slog.Logger) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	periodic.Run(ctx, every, func(ctx context.Context) {
 		n, err := Once(ctx, st)
 		switch {
 		case err != nil && ctx.Err() == nil:
@@ -38,7 +33,7 @@ func Run(ctx context.Context, st Expirer, every time.Duration, log *slog.Logger)
 		case n > 0:
 			log.Info("hold sweep ended expired holds", "ended", n)
 		}
-	}
+	})
 }
 
 // Once calls ExpireHolds until a call ends fewer than Batch holds (so an

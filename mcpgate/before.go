@@ -22,10 +22,7 @@ func (c *gatedCall) chargeBefore(ctx context.Context) (mcp.Result, error) {
 	res, err := g.stipend.Consume(cctx, req)
 	cancel()
 	if err != nil {
-		if refusal := c.deny(ctx, err); refusal != nil {
-			return c.refuse(ctx, refusal)
-		}
-		return c.runUnbilled(ctx)
+		return c.refused(ctx, err)
 	}
 	out, err := c.run(ctx)
 	if err != nil {

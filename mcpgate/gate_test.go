@@ -38,11 +38,16 @@ func (f *fakeStipend) record(op string) {
 	f.ops = append(f.ops, op)
 }
 
-func (f *fakeStipend) Consume(_ context.Context, r client.ConsumeRequest) (*client.ConsumeResult, error) {
-	f.record("consume")
+// keep records op and appends its request r to list.
+func keep[R any](f *fakeStipend, op string, list *[]R, r R) {
 	f.mu.Lock()
-	f.consumes = append(f.consumes, r)
-	f.mu.Unlock()
+	defer f.mu.Unlock()
+	f.ops = append(f.ops, op)
+	*list = append(*list, r)
+}
+
+func (f *fakeStipend) Consume(_ context.Context, r client.ConsumeRequest) (*client.ConsumeResult, error) {
+	keep(f, "consume", &f.consumes, r)
 	if f.err != nil {
 		return nil, f.err
 	}
@@ -53,10 +58,7 @@ func (f *fakeStipend) Consume(_ context.Context, r client.ConsumeRequest) (*clie
 }
 
 func (f *fakeStipend) Authorize(_ context.Context, r client.AuthorizeRequest) (*client.HoldResult, error) {
-	f.record("authorize")
-	f.mu.Lock()
-	f.authorizes = append(f.authorizes, r)
-	f.mu.Unlock()
+	keep(f, "authorize", &f.authorizes, r)
 	if f.err != nil {
 		return nil, f.err
 	}
@@ -67,10 +69,7 @@ func (f *fakeStipend) Authorize(_ context.Context, r client.AuthorizeRequest) (*
 }
 
 func (f *fakeStipend) CaptureHold(_ context.Context, id string, r client.CaptureRequest) (*client.CaptureResult, error) {
-	f.record("capture")
-	f.mu.Lock()
-	f.captures = append(f.captures, r)
-	f.mu.Unlock()
+	keep(f, "capture", &f.captures, r)
 	cost := money.Money{Cents: 5, Currency: "USD"}
 	if r.Cost != nil {
 		cost = *r.Cost
@@ -91,8 +90,10 @@ func (f *fakeStipend) GetHold(_ context.Context, id string) (*entitlement.Hold, 
 	return &entitlement.Hold{ID: id, Status: entitlement.HoldOpen}, nil
 }
 
-// keys returns the idempotency keys of the consumes and authorizes, in order.
-func (f *fakeStipend) keys() []string {
+// keys returns the idempotency keys of the consumes and authorizes, in
+// order, and fails t unless there are n.
+func (f *fakeStipend) keys(t *testing.T, n int) []string {
+	t.Helper()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var keys []string
@@ -101,6 +102,9 @@ func (f *fakeStipend) keys() []string {
 	}
 	for _, r := range f.authorizes {
 		keys = append(keys, r.IdempotencyKey)
+	}
+	if len(keys) != n {
+		t.Fatalf("got %d consume and authorize calls, want %d", len(keys), n)
 	}
 	return keys
 }
@@ -280,10 +284,7 @@ func TestGate_IdempotencyKey(t *testing.T) {
 	callTool(t, cs, "forecast", map[string]any{"city": "Rome"}, withKey("k1"))
 	callTool(t, cs, "forecast", oslo, nil) // no client key: derived from the request id
 	callTool(t, cs, "forecast", oslo, nil)
-	keys := f.keys()
-	if len(keys) != 5 {
-		t.Fatalf("got %d authorize calls, want 5", len(keys))
-	}
+	keys := f.keys(t, 5)
 	if keys[0] != keys[1] {
 		t.Errorf("the same call with the same client key sent keys %s and %s, want one", keys[0], keys[1])
 	}
@@ -301,7 +302,7 @@ func TestGate_IdempotencyKey(t *testing.T) {
 	if err != nil || res.IsError {
 		t.Fatalf("CallTool with requestState: %v %v", res, err)
 	}
-	if keys = f.keys(); keys[5] == keys[0] {
+	if keys = f.keys(t, 6); keys[5] == keys[0] {
 		t.Errorf("the second round of a call under client key k1 sent the first round's key %s, want its own", keys[5])
 	}
 }

@@ -91,6 +91,15 @@ func (c *gatedCall) refuse(ctx context.Context, r *Refusal) (mcp.Result, error) 
 	return res, nil
 }
 
+// refused answers a call whose consume or authorize failed with err: its
+// refusal, or the tool run uncharged when the gate fails open.
+func (c *gatedCall) refused(ctx context.Context, err error) (mcp.Result, error) {
+	if refusal := c.deny(ctx, err); refusal != nil {
+		return c.refuse(ctx, refusal)
+	}
+	return c.runUnbilled(ctx)
+}
+
 // deny explains an error of Stipend's answer to the first request of a
 // call (a consume or an authorize): the refusal to answer, or nil with
 // FailOpen when Stipend could not be reached and the call is to run

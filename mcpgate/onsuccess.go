@@ -41,10 +41,7 @@ func (c *gatedCall) chargeOnSuccess(ctx context.Context) (mcp.Result, error) {
 	auth, err := g.stipend.Authorize(actx, req)
 	cancel()
 	if err != nil {
-		if refusal := c.deny(ctx, err); refusal != nil {
-			return c.refuse(ctx, refusal)
-		}
-		return c.runUnbilled(ctx)
+		return c.refused(ctx, err)
 	}
 	h := &auth.Hold
 	owner := auth.Result == client.ResultHeld

@@ -83,10 +83,7 @@ func TestTransport_RetriedRequestKeepsItsKey(t *testing.T) {
 	other := dialRaw(t, s)
 	other.call(7, "tools/call", forecastParams) // another connection reusing id 7
 
-	keys := f.keys()
-	if len(keys) != 4 {
-		t.Fatalf("got %d authorize calls, want 4", len(keys))
-	}
+	keys := f.keys(t, 4)
 	if keys[0] != keys[1] {
 		t.Errorf("request 7 sent twice got keys %s and %s, want the same", keys[0], keys[1])
 	}
@@ -136,10 +133,7 @@ func TestHandler_RetriedPostKeepsItsKey(t *testing.T) {
 	post(call)
 	post(`{"jsonrpc":"2.0","id":6,"method":"tools/call","params":` + forecastParams + `}`)
 
-	keys := f.keys()
-	if len(keys) != 3 {
-		t.Fatalf("got %d authorize calls, want 3", len(keys))
-	}
+	keys := f.keys(t, 3)
 	if keys[0] != keys[1] {
 		t.Errorf("request 5 posted twice got keys %s and %s, want the same", keys[0], keys[1])
 	}

@@ -2,19 +2,20 @@ package payment
 
 import (
 	"slices"
-	"time"
+
+	"github.com/stipend-mcp/stipend/entitlement"
 )
 
 // Clone returns a copy of p that shares no slice or pointer with it.
 func (p *Payment) Clone() Payment {
 	c := *p
 	c.Grant = p.Grant.Clone()
-	c.SucceededAt = cloneTime(p.SucceededAt)
-	c.FailedAt = cloneTime(p.FailedAt)
-	c.RefundedAt = cloneTime(p.RefundedAt)
+	c.SucceededAt = entitlement.ClonePtr(p.SucceededAt)
+	c.FailedAt = entitlement.ClonePtr(p.FailedAt)
+	c.RefundedAt = entitlement.ClonePtr(p.RefundedAt)
 	c.EntitlementIDs = slices.Clone(p.EntitlementIDs)
-	c.DisputedAt = cloneTime(p.DisputedAt)
-	c.DisputeWonAt = cloneTime(p.DisputeWonAt)
+	c.DisputedAt = entitlement.ClonePtr(p.DisputedAt)
+	c.DisputeWonAt = entitlement.ClonePtr(p.DisputeWonAt)
 	if p.RefundedAmount != nil {
 		r := *p.RefundedAmount
 		c.RefundedAmount = &r
@@ -29,15 +30,7 @@ func (p *Payment) Clone() Payment {
 // Clone returns a copy of g that shares no slice or pointer with it.
 func (g Grant) Clone() Grant {
 	g.Scope.Tools = slices.Clone(g.Scope.Tools)
-	g.ValidUntil = cloneTime(g.ValidUntil)
-	g.ExpiresAt = cloneTime(g.ExpiresAt)
+	g.ValidUntil = entitlement.ClonePtr(g.ValidUntil)
+	g.ExpiresAt = entitlement.ClonePtr(g.ExpiresAt)
 	return g
-}
-
-func cloneTime(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	c := *t
-	return &c
 }

@@ -131,7 +131,7 @@ func (g Grant) Entitlement(id string, p *Payment, now time.Time) entitlement.Ent
 		Scope:     g.Scope,
 		Status:    entitlement.StatusActive,
 		CreatedAt: now,
-		ExpiresAt: copyTime(g.ExpiresAt),
+		ExpiresAt: entitlement.ClonePtr(g.ExpiresAt),
 		PaymentID: p.ID,
 	}
 	switch g.Type {
@@ -143,17 +143,7 @@ func (g Grant) Entitlement(id string, p *Payment, now time.Time) entitlement.Ent
 			Anchor: now, ResetAt: g.Period.NextBoundary(now, now),
 		}
 	case entitlement.TypeSubscription:
-		e.Subscription = entitlement.Subscription{ValidFrom: now, ValidUntil: copyTime(g.ValidUntil)}
+		e.Subscription = entitlement.Subscription{ValidFrom: now, ValidUntil: entitlement.ClonePtr(g.ValidUntil)}
 	}
 	return e
-}
-
-// copyTime returns a copy of *t, or nil, so an entitlement shares no
-// pointer with its template.
-func copyTime(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	c := *t
-	return &c
 }

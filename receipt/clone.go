@@ -2,7 +2,8 @@ package receipt
 
 import (
 	"slices"
-	"time"
+
+	"github.com/stipend-mcp/stipend/entitlement"
 )
 
 // Clone returns a copy of s that shares no slice or pointer with it.
@@ -11,17 +12,9 @@ func (s *Signed) Clone() Signed {
 	c.Grants = make([]Grant, len(s.Grants))
 	for i, g := range s.Grants {
 		g.Scope.Tools = slices.Clone(g.Scope.Tools)
-		g.ValidUntil = cloneTime(g.ValidUntil)
-		g.ExpiresAt = cloneTime(g.ExpiresAt)
+		g.ValidUntil = entitlement.ClonePtr(g.ValidUntil)
+		g.ExpiresAt = entitlement.ClonePtr(g.ExpiresAt)
 		c.Grants[i] = g
 	}
 	return c
-}
-
-func cloneTime(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	c := *t
-	return &c
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stripe/stripe-go/v82"
 
 	"github.com/stipend-mcp/stipend/payment"
+	"github.com/stipend-mcp/stipend/periodic"
 	"github.com/stipend-mcp/stipend/store"
 )
 
@@ -209,16 +210,9 @@ const SweepJob = "stripe-sweep"
 // tried again at the next tick. With Claims, a tick sweeps only when this
 // instance claims the turn (Sweep.Claims).
 func (s *Sweep) Run(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	periodic.Run(ctx, every, func(ctx context.Context) {
 		if !s.myTurn(ctx, every) {
-			continue
+			return
 		}
 		r, err := s.Once(ctx)
 		if err != nil && ctx.Err() == nil {
@@ -226,7 +220,7 @@ func (s *Sweep) Run(ctx context.Context, every time.Duration) {
 		} else if r.Applied > 0 || r.Failed > 0 {
 			s.log().Info("stripe sweep", "checked", r.Checked, "applied", r.Applied, "failed", r.Failed)
 		}
-	}
+	})
 }
 
 func (s *Sweep) log() *slog.Logger {

@@ -79,6 +79,15 @@ func (e *sweepEnv) intentPayment(t *testing.T, key string) payment.Payment {
 	return e.create(t, p)
 }
 
+// paidLater makes an intent payment (intentPayment) old enough for the
+// sweep to read, and a Stripe that answers its intent succeeded.
+func (e *sweepEnv) paidLater(t *testing.T, key string) (p payment.Payment, succeeded string) {
+	t.Helper()
+	p = e.intentPayment(t, key)
+	e.clock.Advance(stripepay.DefaultSweepAge + time.Second)
+	return p, stripemock.Patched(t, e.mock, map[string]any{"status": "succeeded", "amount_received": 1500, "currency": "usd"})
+}
+
 // checkoutPayment makes a Checkout Session at stripe-mock and its payment,
 // as POST /v1/checkout-sessions does.
 func (e *sweepEnv) checkoutPayment(t *testing.T, key string) payment.Payment {
@@ -149,9 +158,7 @@ func TestSweep_InProgress(t *testing.T) {
 // all changes nothing: one grant, one receipt.
 func TestSweep_HealsLostEvent(t *testing.T) {
 	e := newSweepEnv(t)
-	p := e.intentPayment(t, "lost")
-	e.clock.Advance(stripepay.DefaultSweepAge + time.Second)
-	succeeded := stripemock.Patched(t, e.mock, map[string]any{"status": "succeeded", "amount_received": 1500, "currency": "usd"})
+	p, succeeded := e.paidLater(t, "lost")
 	if r := e.sweep(t, succeeded); r != (stripepay.Report{Checked: 1, Applied: 1}) {
 		t.Fatalf("sweep: %v, want 1 checked and applied", r)
 	}
@@ -253,9 +260,7 @@ func TestSweep_BacksOffByAge(t *testing.T) {
 // instance read every pending payment every minute).
 func TestSweep_TakesTurns(t *testing.T) {
 	e := newSweepEnv(t)
-	p := e.intentPayment(t, "turns")
-	e.clock.Advance(stripepay.DefaultSweepAge + time.Second)
-	succeeded := stripemock.Patched(t, e.mock, map[string]any{"status": "succeeded", "amount_received": 1500, "currency": "usd"})
+	p, succeeded := e.paidLater(t, "turns")
 	if won, err := e.store.ClaimJob(t.Context(), stripepay.SweepJob, "instance-a", e.clock.Now().Add(time.Hour)); err != nil || !won {
 		t.Fatalf("instance a's claim: %t, %v", won, err)
 	}

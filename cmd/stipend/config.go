@@ -279,48 +279,39 @@ func stringVar(field func(*Config) *string) func(*flag.FlagSet, *Config, string,
 	}
 }
 
-func boolVar(field func(*Config) *bool) func(*flag.FlagSet, *Config, string, string, string) error {
+// parsedVar makes a flag of type T whose default def is read with parse
+// (wrong says what a bad default is not) and that define adds to the set
+// ((*flag.FlagSet).BoolVar…).
+func parsedVar[T any](field func(*Config) *T, parse func(string) (T, error), wrong string,
+	define func(*flag.FlagSet, *T, string, T, string)) func(*flag.FlagSet, *Config, string, string, string) error {
 	return func(fs *flag.FlagSet, c *Config, name, def, help string) error {
-		v, err := strconv.ParseBool(def)
+		v, err := parse(def)
 		if err != nil {
-			return errors.New("not a boolean (true or false)")
+			return errors.New(wrong)
 		}
-		fs.BoolVar(field(c), name, v, help)
+		define(fs, field(c), name, v, help)
 		return nil
 	}
+}
+
+func boolVar(field func(*Config) *bool) func(*flag.FlagSet, *Config, string, string, string) error {
+	return parsedVar(field, strconv.ParseBool, "not a boolean (true or false)", (*flag.FlagSet).BoolVar)
 }
 
 func intVar(field func(*Config) *int) func(*flag.FlagSet, *Config, string, string, string) error {
-	return func(fs *flag.FlagSet, c *Config, name, def, help string) error {
-		v, err := strconv.Atoi(def)
-		if err != nil {
-			return errors.New("not an integer")
-		}
-		fs.IntVar(field(c), name, v, help)
-		return nil
-	}
+	return parsedVar(field, strconv.Atoi, "not an integer", (*flag.FlagSet).IntVar)
 }
 
 func durationVar(field func(*Config) *time.Duration) func(*flag.FlagSet, *Config, string, string, string) error {
-	return func(fs *flag.FlagSet, c *Config, name, def, help string) error {
-		v, err := time.ParseDuration(def)
-		if err != nil {
-			return errors.New("not a duration (such as 10s)")
-		}
-		fs.DurationVar(field(c), name, v, help)
-		return nil
-	}
+	return parsedVar(field, time.ParseDuration, "not a duration (such as 10s)", (*flag.FlagSet).DurationVar)
 }
 
 func levelVar(field func(*Config) *slog.Level) func(*flag.FlagSet, *Config, string, string, string) error {
-	return func(fs *flag.FlagSet, c *Config, name, def, help string) error {
-		p := field(c)
-		if err := p.UnmarshalText([]byte(def)); err != nil {
-			return errors.New("not a log level (debug, info, warn or error)")
-		}
-		fs.TextVar(p, name, *p, help)
-		return nil
+	parse := func(s string) (l slog.Level, err error) { err = l.UnmarshalText([]byte(s)); return l, err }
+	define := func(fs *flag.FlagSet, p *slog.Level, name string, v slog.Level, help string) {
+		fs.TextVar(p, name, v, help)
 	}
+	return parsedVar(field, parse, "not a log level (debug, info, warn or error)", define)
 }
 
 func listVar(field func(*Config) *[]string) func(*flag.FlagSet, *Config, string, string, string) error {

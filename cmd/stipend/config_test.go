@@ -2,7 +2,6 @@ package main_test
 
 import (
 	"log/slog"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -246,10 +245,7 @@ func TestParseConfig_Errors(t *testing.T) {
 // lists is what its condition gets, so none is documented that cannot
 // appear.
 func TestProductionRefusals_Documented(t *testing.T) {
-	b, err := os.ReadFile("../../docs/configuration.md")
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := repoFile(t, "docs/configuration.md")
 	_, section, _ := strings.Cut(string(b), "## Production refusals")
 	section, _, _ = strings.Cut(section, "\n## ")
 	tests := []struct {
@@ -290,10 +286,7 @@ func TestProductionRefusals_Documented(t *testing.T) {
 // TestBadValues_Documented: the messages docs/configuration.md quotes for
 // bad values are the ones the binary prints, word for word, with exit 2.
 func TestBadValues_Documented(t *testing.T) {
-	b, err := os.ReadFile("../../docs/configuration.md")
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := repoFile(t, "docs/configuration.md")
 	for _, tt := range []struct {
 		args []string
 		env  map[string]string

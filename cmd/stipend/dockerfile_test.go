@@ -17,10 +17,7 @@ func TestDockerfile_BuildStep(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary; skipped with -short")
 	}
-	b, err := os.ReadFile("../../Dockerfile")
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := repoFile(t, "Dockerfile")
 	var build string
 	for line := range strings.Lines(string(b)) {
 		if cmd, ok := strings.CutPrefix(strings.TrimSpace(line), "RUN "); ok && strings.Contains(cmd, "go build") {

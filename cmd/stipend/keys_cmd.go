@@ -44,13 +44,10 @@ func keysAPICmd(args []string, stdout, stderr io.Writer) int {
 	agents := fs.String("agents", "", "reader keys: comma-separated agent IDs the key may read (required for reader)")
 	id := fs.String("id", "", "key ID in the key file (default: ROLE-<random>)")
 	asJSON := fs.Bool("json", false, `print {"rawKey": …, "entry": {…}} as JSON instead of text`)
-	positional, code, ok := parseCommand(cmdKeysAPI, fs, args, stdout, stderr)
-	switch {
-	case !ok:
+	if code, ok := parseFlagsOnly(cmdKeysAPI, fs, args, stdout, stderr, nil); !ok {
 		return code
-	case len(positional) > 0:
-		return usageError(cmdKeysAPI, fs, stderr, fmt.Errorf("unexpected argument %q", positional[0]))
-	case *role == "":
+	}
+	if *role == "" {
 		return usageError(cmdKeysAPI, fs, stderr, errors.New("--role is required"))
 	}
 	raw, key, err := apikey.Generate(*id, apikey.Role(*role), splitList(*agents))
@@ -94,12 +91,8 @@ func writeJSON(stdout, stderr io.Writer, c command, v any) int {
 func keysSigningCmd(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet(cmdKeysSigning)
 	out := fs.String("out", defaultSigningKeyFile, "file to write the new key to (refuses to overwrite); - for stdout")
-	positional, code, ok := parseCommand(cmdKeysSigning, fs, args, stdout, stderr)
-	if !ok {
+	if code, ok := parseFlagsOnly(cmdKeysSigning, fs, args, stdout, stderr, nil); !ok {
 		return code
-	}
-	if len(positional) > 0 {
-		return usageError(cmdKeysSigning, fs, stderr, fmt.Errorf("unexpected argument %q", positional[0]))
 	}
 	file, err := receipt.GenerateKey()
 	if err != nil {

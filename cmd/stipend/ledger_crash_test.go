@@ -94,6 +94,16 @@ func startCrashServer(t *testing.T, bin, prefix string, extra ...string) *crashS
 	return s
 }
 
+// awaitKill waits up to 60 s for the server's failpoint to kill it.
+func (s *crashServer) awaitKill(t *testing.T) {
+	t.Helper()
+	select {
+	case <-s.done:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the server was not killed within 60 s of the grant (is it the failpoint build?); stderr:\n%s", s.stderr)
+	}
+}
+
 // crashReply is a recorded answer.
 type crashReply struct {
 	status int
@@ -179,11 +189,7 @@ func TestLedger_CrashAfterWriteBeforeCompletion(t *testing.T) {
 	if r, err := first.send(t, "POST", grantPath, key, grant); err == nil {
 		t.Logf("the grant answered %d before the kill (the answer was flushed first)", r.status)
 	}
-	select {
-	case <-first.done:
-	case <-time.After(60 * time.Second):
-		t.Fatalf("the first server was not killed within 60 s of the grant (is it the failpoint build?); stderr:\n%s", first.stderr)
-	}
+	first.awaitKill(t)
 	ws, ok := first.cmd.ProcessState.Sys().(syscall.WaitStatus)
 	if !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
 		t.Fatalf("first server ended with %v, want killed by SIGKILL; stderr:\n%s", first.cmd.ProcessState, first.stderr)
@@ -280,11 +286,7 @@ func TestLedger_CrashBeforeWriteHeals(t *testing.T) {
 	if r, err := first.send(t, "POST", grantPath, key, grant); err == nil {
 		t.Fatalf("the grant answered %d; want the process killed before it ran", r.status)
 	}
-	select {
-	case <-first.done:
-	case <-time.After(60 * time.Second):
-		t.Fatalf("the first server was not killed within 60 s of the grant; stderr:\n%s", first.stderr)
-	}
+	first.awaitKill(t)
 
 	second := startCrashServer(t, bin, prefix)
 	if n := second.countEntitlements(t, agent); n != 0 {

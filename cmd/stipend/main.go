@@ -93,12 +93,8 @@ func asksVersion(args []string) bool {
 // versionCmd is `stipend version` (and `stipend --version`).
 func versionCmd(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet(cmdVersion)
-	positional, code, ok := parseCommand(cmdVersion, fs, args, stdout, stderr)
-	if !ok {
+	if code, ok := parseFlagsOnly(cmdVersion, fs, args, stdout, stderr, nil); !ok {
 		return code
-	}
-	if len(positional) > 0 {
-		return usageError(cmdVersion, fs, stderr, fmt.Errorf("unexpected argument %q", positional[0]))
 	}
 	fmt.Fprintln(stdout, "stipend", version())
 	return 0

@@ -25,15 +25,10 @@ func migrateCmd(ctx context.Context, args []string, env map[string]string, stdou
 		fs.StringVar(f.p, f.name, *f.p, s.help+" ("+s.env+")")
 	}
 	status := fs.Bool("status", false, "list every migration as applied or pending, and apply nothing")
-	positional, code, ok := parseCommand(cmdMigrate, fs, args, stdout, stderr)
-	if !ok {
+	if code, ok := parseFlagsOnly(cmdMigrate, fs, args, stdout, stderr, envErr); !ok {
 		return code
 	}
 	switch {
-	case envErr != nil:
-		return usageError(cmdMigrate, fs, stderr, envErr)
-	case len(positional) > 0:
-		return usageError(cmdMigrate, fs, stderr, fmt.Errorf("unexpected argument %q", positional[0]))
 	case c.PostgresURL == "":
 		return usageError(cmdMigrate, fs, stderr, errors.New("--postgres-url (or STIPEND_POSTGRES_URL) is required"))
 	case c.PostgresPasswordFile != "" && c.PostgresPassword != "":

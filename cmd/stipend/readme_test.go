@@ -8,16 +8,20 @@ import (
 	"testing"
 )
 
+// repoFile reads the file at path from the repository's root.
+func repoFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("../..", path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // TestReadme_GoVersion: the Go version the README asks for is go.mod's.
 func TestReadme_GoVersion(t *testing.T) {
-	mod, err := os.ReadFile("../../go.mod")
-	if err != nil {
-		t.Fatal(err)
-	}
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
+	mod := repoFile(t, "go.mod")
+	readme := repoFile(t, "README.md")
 	m := regexp.MustCompile(`(?m)^go (\S+)$`).FindSubmatch(mod)
 	if m == nil {
 		t.Fatal("go.mod has no go line")
@@ -30,10 +34,7 @@ func TestReadme_GoVersion(t *testing.T) {
 // TestDeployDoc_LogLines: the log lines docs/deploy-cloud-run.md tells an
 // operator to look for are messages the binary logs, word for word.
 func TestDeployDoc_LogLines(t *testing.T) {
-	doc, err := os.ReadFile("../../docs/deploy-cloud-run.md")
-	if err != nil {
-		t.Fatal(err)
-	}
+	doc := repoFile(t, "docs/deploy-cloud-run.md")
 	_, para, ok := strings.Cut(string(doc), "In Cloud Logging, the revision's first lines are")
 	para, _, _ = strings.Cut(para, "\n\n")
 	if !ok {

@@ -9,6 +9,7 @@ import (
 	"github.com/stipend-mcp/stipend/idempotency/fsledger"
 	"github.com/stipend-mcp/stipend/idempotency/memledger"
 	"github.com/stipend-mcp/stipend/idempotency/pgledger"
+	"github.com/stipend-mcp/stipend/periodic"
 )
 
 // LedgerNamespace returns the deployment namespace of the idempotency
@@ -74,24 +75,17 @@ func (m *Main) startLedgerPurge(l *pgledger.Ledger) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		t := time.NewTicker(purgeInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
+		periodic.Run(ctx, purgeInterval, func(ctx context.Context) {
 			for {
 				n, err := l.Purge(ctx, time.Now(), purgeBatch)
 				if err != nil {
 					m.Logger.Warn("idempotency ledger purge", "err", err)
 				}
 				if err != nil || n < purgeBatch {
-					break
+					return
 				}
 			}
-		}
+		})
 	}()
 	m.closers = append(m.closers, func() error { cancel(); <-done; return nil })
 }

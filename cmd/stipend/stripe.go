@@ -114,15 +114,10 @@ func stripeCmd(ctx context.Context, args []string, env map[string]string, stdout
 		}
 	}
 	fs.DurationVar(&cfg.StripeSweepAge, "age", cfg.StripeSweepAge, "read payments pending for longer than this (STIPEND_STRIPE_SWEEP_AGE, as the service's --stripe-sweep-age)")
-	positional, code, ok := parseCommand(c, fs, args[1:], stdout, stderr)
-	if !ok {
+	if code, ok := parseFlagsOnly(c, fs, args[1:], stdout, stderr, envErr); !ok {
 		return code
 	}
 	switch {
-	case envErr != nil:
-		return usageError(c, fs, stderr, envErr)
-	case len(positional) > 0:
-		return usageError(c, fs, stderr, fmt.Errorf("unexpected argument %q", positional[0]))
 	case cfg.Store == StoreMemory:
 		return usageError(c, fs, stderr, fmt.Errorf("--store: the memory store lives in its server's process; reconcile a firestore or postgres store"))
 	case len(cfg.SigningKeyFiles) == 0:

@@ -34,6 +34,35 @@ func deliverStripe(t *testing.T, m *runningMain, payload string) int {
 	return res.StatusCode
 }
 
+// durableStores are the stores the Stripe tests run the real program on:
+// the flags and environment each needs.
+var durableStores = []struct {
+	name string
+	args func(t *testing.T) ([]string, map[string]string)
+}{
+	{"Firestore", func(t *testing.T) ([]string, map[string]string) {
+		return []string{"--store", "firestore", "--firestore-project", emulator.ProjectID, "--collection-prefix", emulator.Prefix(t)},
+			map[string]string{"FIRESTORE_EMULATOR_HOST": emulator.Host(t)}
+	}},
+	{"Postgres", func(t *testing.T) ([]string, map[string]string) {
+		return []string{"--store", "postgres", "--postgres-url", pgtest.SchemaURL(t)}, map[string]string{}
+	}},
+}
+
+// startStripeMain runs the real program in production on a store (args,
+// env) with Stripe at stripeURL: events signed with eventsSecret, no
+// webhook delivery or Stripe sweep in the background. It answers once
+// ready, with its admin and host keys.
+func startStripeMain(t *testing.T, args []string, env map[string]string, stripeURL string) (m *runningMain, admin, host string) {
+	t.Helper()
+	apiKeys, signingKey, admin, host := writeKeyFiles(t, t.TempDir())
+	env["STIPEND_STRIPE_SECRET_KEY"] = stripemock.Key
+	m = startMainEnv(t, env, append(args, "--env", "production", "--api-keys-file", apiKeys, "--signing-key-file", signingKey,
+		"--stripe-api-url", stripeURL, "--stripe-webhook-secret", eventsSecret, "--webhook-concurrency", "0", "--stripe-sweep-interval", "0")...)
+	waitReady(t, m)
+	return m, admin, host
+}
+
 func stripeEventJSON(id, typ string, object map[string]any) string {
 	b, _ := json.Marshal(map[string]any{"id": id, "object": "event", "type": typ, "data": map[string]any{"object": object}})
 	return string(b)
@@ -45,25 +74,10 @@ func stripeEventJSON(id, typ string, object map[string]any) string {
 // applied once.
 func TestMain_StripeCheckoutEvents(t *testing.T) {
 	mock := stripemock.URL(t)
-	for _, tc := range []struct {
-		name string
-		args func(t *testing.T) ([]string, map[string]string)
-	}{
-		{"Firestore", func(t *testing.T) ([]string, map[string]string) {
-			return []string{"--store", "firestore", "--firestore-project", emulator.ProjectID, "--collection-prefix", emulator.Prefix(t)},
-				map[string]string{"FIRESTORE_EMULATOR_HOST": emulator.Host(t)}
-		}},
-		{"Postgres", func(t *testing.T) ([]string, map[string]string) {
-			return []string{"--store", "postgres", "--postgres-url", pgtest.SchemaURL(t)}, map[string]string{}
-		}},
-	} {
+	for _, tc := range durableStores {
 		t.Run(tc.name, func(t *testing.T) {
 			args, env := tc.args(t)
-			apiKeys, signingKey, admin, _ := writeKeyFiles(t, t.TempDir())
-			env["STIPEND_STRIPE_SECRET_KEY"] = stripemock.Key
-			m := startMainEnv(t, env, append(args, "--env", "production", "--api-keys-file", apiKeys, "--signing-key-file", signingKey,
-				"--stripe-api-url", mock, "--stripe-webhook-secret", eventsSecret, "--webhook-concurrency", "0", "--stripe-sweep-interval", "0")...)
-			waitReady(t, m)
+			m, admin, _ := startStripeMain(t, args, env, mock)
 			status, body := callIdempotent(t, http.DefaultClient, "POST", m.URL()+"/v1/checkout-sessions", admin, "co-"+tc.name, map[string]any{
 				"agentId": "agent-co", "amount": map[string]any{"cents": 1500, "currency": "USD"},
 				"grant": map[string]any{"type": "credits", "scope": map[string]any{"service": "search"}}, "successUrl": "https://app.example/ok",

@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stipend-mcp/stipend/internal/emulator"
-	"github.com/stipend-mcp/stipend/internal/pgtest"
 	"github.com/stipend-mcp/stipend/internal/stripemock"
 )
 
@@ -17,25 +15,10 @@ import (
 // (answered succeeded) and grants its credits.
 func TestMain_TopUp(t *testing.T) {
 	stripeURL := stripemock.Patched(t, stripemock.URL(t), map[string]any{"status": "succeeded", "amount_received": 1000, "currency": "usd"})
-	for _, tc := range []struct {
-		name string
-		args func(t *testing.T) ([]string, map[string]string)
-	}{
-		{"Firestore", func(t *testing.T) ([]string, map[string]string) {
-			return []string{"--store", "firestore", "--firestore-project", emulator.ProjectID, "--collection-prefix", emulator.Prefix(t)},
-				map[string]string{"FIRESTORE_EMULATOR_HOST": emulator.Host(t)}
-		}},
-		{"Postgres", func(t *testing.T) ([]string, map[string]string) {
-			return []string{"--store", "postgres", "--postgres-url", pgtest.SchemaURL(t)}, map[string]string{}
-		}},
-	} {
+	for _, tc := range durableStores {
 		t.Run(tc.name, func(t *testing.T) {
 			args, env := tc.args(t)
-			apiKeys, signingKey, admin, host := writeKeyFiles(t, t.TempDir())
-			env["STIPEND_STRIPE_SECRET_KEY"] = stripemock.Key
-			m := startMainEnv(t, env, append(args, "--env", "production", "--api-keys-file", apiKeys, "--signing-key-file", signingKey,
-				"--stripe-api-url", stripeURL, "--stripe-webhook-secret", eventsSecret, "--webhook-concurrency", "0", "--stripe-sweep-interval", "0")...)
-			waitReady(t, m)
+			m, admin, host := startStripeMain(t, args, env, stripeURL)
 			agent := "agent-topup"
 			status, body := callIdempotent(t, http.DefaultClient, "POST", m.URL()+"/v1/checkout-sessions", admin, "co-topup", map[string]any{
 				"agentId": agent, "amount": map[string]any{"cents": 1000, "currency": "USD"}, "saveForTopUp": true,

@@ -101,6 +101,22 @@ func parseCommand(c command, fs *flag.FlagSet, args []string, stdout, stderr io.
 	return positional, 0, true
 }
 
+// parseFlagsOnly is parseCommand for a command that takes flags only: an
+// error reading its environment (envErr, when there is one) and then any
+// positional argument are usage errors too.
+func parseFlagsOnly(c command, fs *flag.FlagSet, args []string, stdout, stderr io.Writer, envErr error) (code int, ok bool) {
+	positional, code, ok := parseCommand(c, fs, args, stdout, stderr)
+	switch {
+	case !ok:
+		return code, false
+	case envErr != nil:
+		return usageError(c, fs, stderr, envErr), false
+	case len(positional) > 0:
+		return usageError(c, fs, stderr, fmt.Errorf("unexpected argument %q", positional[0])), false
+	}
+	return 0, true
+}
+
 // usageError writes err and c's usage to stderr and returns 2, the exit code
 // of a usage error.
 func usageError(c command, fs *flag.FlagSet, stderr io.Writer, err error) int {

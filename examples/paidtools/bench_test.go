@@ -36,10 +36,7 @@ func BenchmarkGateOverhead(b *testing.B) {
 		b.Fatal(err)
 	}
 	ts, keys := startStipend(b)
-	billing, err := client.New(ts.URL, keys.billing)
-	if err != nil {
-		b.Fatal(err)
-	}
+	billing := keys.billingClient(b, ts.URL)
 	p, _, err := billing.CreatePayment(b.Context(), "bench", client.PaymentRequest{
 		AgentID: agent, Amount: money.Money{Cents: money.MaxCents, Currency: "USD"}, Provider: payment.ProviderManual,
 		Grant: payment.Grant{Type: entitlement.TypeCredits, Scope: entitlement.Scope{Service: "weather"}},

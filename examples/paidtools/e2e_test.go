@@ -59,6 +59,16 @@ func startStipend(tb testing.TB) (*httptest.Server, stipendKeys) {
 	return ts, stipendKeys{host: host, billing: billing}
 }
 
+// billingClient is a Go client of the Stipend at url with the billing key.
+func (k stipendKeys) billingClient(tb testing.TB, url string) *client.Client {
+	tb.Helper()
+	c, err := client.New(url, k.billing)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c
+}
+
 // connectExample serves the example server, gated by a Stipend at url, on
 // in-memory transports and returns an SDK client session.
 func connectExample(tb testing.TB, url, hostKey string) *mcp.ClientSession {
@@ -174,10 +184,7 @@ func usd(cents int64) *money.Money { return &money.Money{Cents: cents, Currency:
 
 func TestPaidTools_EndToEnd(t *testing.T) {
 	ts, keys := startStipend(t)
-	billing, err := client.New(ts.URL, keys.billing)
-	if err != nil {
-		t.Fatal(err)
-	}
+	billing := keys.billingClient(t, ts.URL)
 	cs := connectExample(t, ts.URL, keys.host)
 	oslo := map[string]any{"city": "Oslo"}
 
@@ -261,10 +268,7 @@ func TestPaidTools_EndToEnd(t *testing.T) {
 // charged the hours it forecast, not its price.
 func TestPaidTools_ChargedOnSuccess(t *testing.T) {
 	ts, keys := startStipend(t)
-	billing, err := client.New(ts.URL, keys.billing)
-	if err != nil {
-		t.Fatal(err)
-	}
+	billing := keys.billingClient(t, ts.URL)
 	funded := pay(t, billing, "pay-on-success", 50)
 	cs := connectExample(t, ts.URL, keys.host)
 	balance := func() int64 {
@@ -307,10 +311,7 @@ func TestPaidTools_ChargedOnSuccess(t *testing.T) {
 
 func TestPaidTools_StreamableHTTP(t *testing.T) {
 	ts, keys := startStipend(t)
-	billing, err := client.New(ts.URL, keys.billing)
-	if err != nil {
-		t.Fatal(err)
-	}
+	billing := keys.billingClient(t, ts.URL)
 	pay(t, billing, "pay-http", 10)
 	transport := &mcp.StreamableClientTransport{Endpoint: "http://" + serveExample(t, ts.URL, keys.host, nil) + "/mcp"}
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e-http", Version: "1"}, nil).Connect(t.Context(), transport, nil)
@@ -361,10 +362,7 @@ func serveExample(t *testing.T, stipendURL, hostKey string, opts *mcp.Streamable
 // and the balance ends at zero.
 func TestPaidTools_ConcurrentCallsNeverOverspend(t *testing.T) {
 	ts, keys := startStipend(t)
-	billing, err := client.New(ts.URL, keys.billing)
-	if err != nil {
-		t.Fatal(err)
-	}
+	billing := keys.billingClient(t, ts.URL)
 	funded := pay(t, billing, "pay-concurrent", 50)
 	cs := connectExample(t, ts.URL, keys.host)
 

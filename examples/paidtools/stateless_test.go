@@ -22,10 +22,7 @@ import (
 // two calls, charged twice.
 func TestPaidTools_StatelessTwoInstances(t *testing.T) {
 	ts, keys := startStipend(t)
-	billing, err := client.New(ts.URL, keys.billing)
-	if err != nil {
-		t.Fatal(err)
-	}
+	billing := keys.billingClient(t, ts.URL)
 	pay(t, billing, "pay-stateless", 20)
 	var backends []*url.URL
 	for range 2 {

@@ -2,10 +2,12 @@
 // ../dist, which is committed and embedded in the binary by package portal):
 //   portal.html, portal.js, portal.css  the /portal page
 //   wallet.html                         the MCP App, one self-contained document
+// Both documents come from one template, src/page.html, minified like the
+// bundles (the white space between its tags is dropped).
 // The output is deterministic, so a test can rebuild it and compare
 // (portal/assets_test.go): a stale committed build fails.
 import { build } from "esbuild";
-import { mkdir, readFile, writeFile, copyFile } from "node:fs/promises";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -33,18 +35,26 @@ async function bundle(entry, name) {
   return files;
 }
 
-const page = await bundle("portal.js", "portal");
-await writeFile(path.join(out, "portal.js"), page[".js"]);
-await writeFile(path.join(out, "portal.css"), page[".css"]);
-await copyFile(path.join(here, "src", "portal.html"), path.join(out, "portal.html"));
+// The template's placeholders take what each document loads: <!--HEAD-->
+// ends the head, <!--BODY--> ends the body.
+const template = (await readFile(path.join(here, "src", "page.html"), "utf8")).replace(/>\s+</g, "><").trim() + "\n";
+const page = (head, body) => template.replace("<!--HEAD-->", () => head).replace("<!--BODY-->", () => body);
+
+const portal = await bundle("portal.js", "portal");
+await writeFile(path.join(out, "portal.js"), portal[".js"]);
+await writeFile(path.join(out, "portal.css"), portal[".css"]);
+await writeFile(
+  path.join(out, "portal.html"),
+  page('<link rel="stylesheet" href="/portal/assets/portal.css"><script type="module" src="/portal/assets/portal.js"></script>', ""),
+);
 
 // The MCP App is one document: hosts load it from a resources/read answer,
 // with no origin to fetch assets from. "</script" never appears in a
 // minified bundle's code, but is escaped in case a string holds it.
 const app = await bundle("app.js", "wallet");
-const template = await readFile(path.join(here, "src", "wallet.html"), "utf8");
-const html = template
-  .replace("/*STYLE*/", () => app[".css"].replaceAll("</style", "<\\/style"))
-  .replace("/*SCRIPT*/", () => app[".js"].replaceAll("</script", "<\\/script"));
+const html = page(
+  `<style>${app[".css"].replaceAll("</style", "<\\/style")}</style>`,
+  `<script type="module">${app[".js"].replaceAll("</script", "<\\/script")}</script>`,
+);
 await writeFile(path.join(out, "wallet.html"), html);
-console.log(`built ${out}: portal.html, portal.js (${page[".js"].length} B), portal.css, wallet.html (${html.length} B)`);
+console.log(`built ${out}: portal.html, portal.js (${portal[".js"].length} B), portal.css, wallet.html (${html.length} B)`);

@@ -46,14 +46,11 @@ const prices = (policy: Policy): Record<string, Price> => ({
 
 /** A stand-in Stipend answering every charge at once, in process. */
 function instantFetch(): (request: Request) => Promise<Response> {
+  // What a consumption and a hold both say about the call.
+  const call = { agentId: agent, entitlementId: 'e1', entitlementType: 'credits', service: 'weather', tool: 'forecast', idempotencyKey: 'k' };
   const consumption = {
     id: 'c1',
-    agentId: agent,
-    entitlementId: 'e1',
-    entitlementType: 'credits',
-    service: 'weather',
-    tool: 'forecast',
-    idempotencyKey: 'k',
+    ...call,
     cost: { cents: 5, currency: 'USD' },
     units: 1,
     occurredAt: '2026-01-01T00:00:00Z',
@@ -61,12 +58,7 @@ function instantFetch(): (request: Request) => Promise<Response> {
   };
   const hold = {
     id: 'h1',
-    agentId: agent,
-    entitlementId: 'e1',
-    entitlementType: 'credits',
-    service: 'weather',
-    tool: 'forecast',
-    idempotencyKey: 'k',
+    ...call,
     status: 'held',
     maxCost: { cents: 5, currency: 'USD' },
     maxUnits: 1,

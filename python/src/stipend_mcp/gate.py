@@ -311,16 +311,11 @@ class GatedCall(Generic[R]):
     async def charge_before(self, price: Price) -> R:
         """Policy "before": consume, then run; the charge stands whatever the tool does."""
         g, c = self.g, self.c
-        body = {"agentId": self.agent, "service": g.service, "tool": c.tool, "idempotencyKey": self.key()}
-        if price.cost is not None:
-            body["cost"] = price.cost
-        if price.units is not None:
-            body["units"] = price.units
+        body = self.body(price, "cost", "units")
         try:
             answer = await self.ask(lambda: g.stipend.consume(body))
         except StipendError as e:
-            refusal = self.deny(e)
-            return await (self.refuse(refusal) if refusal else self.run_unbilled())
+            return await self.refused(e)
         consumption = answer["consumption"]
         try:
             out = await c.run()
@@ -342,22 +337,11 @@ class GatedCall(Generic[R]):
         not own).
         """
         g, c = self.g, self.c
-        body: dict[str, Any] = {
-            "agentId": self.agent,
-            "service": g.service,
-            "tool": c.tool,
-            "idempotencyKey": self.key(),
-            "ttlSeconds": g.hold_ttl_seconds,
-        }
-        if price.cost is not None:
-            body["maxCost"] = price.cost
-        if price.units is not None:
-            body["maxUnits"] = price.units
+        body = self.body(price, "maxCost", "maxUnits", ttlSeconds=g.hold_ttl_seconds)
         try:
             answer = await self.ask(lambda: g.stipend.authorize(body))
         except StipendError as e:
-            refusal = self.deny(e)
-            return await (self.refuse(refusal) if refusal else self.run_unbilled())
+            return await self.refused(e)
         hold = answer["hold"]
         owner = answer["result"] == "held"
         meter = Meter(c.tool, price, g.log)
@@ -433,6 +417,20 @@ class GatedCall(Generic[R]):
                 g.log.info("stipend gate: the call failed, and another attempt of it had already been charged (tool %s, hold %s)", self.c.tool, hold["id"])
                 return
             g.log.error("stipend gate: releasing the hold of a failed call failed; it expires uncharged (tool %s, hold %s): %s", self.c.tool, hold["id"], e)
+
+    def body(self, price: Price, cost: str, units: str, **more: Any) -> dict[str, Any]:
+        """The body of a consume or an authorize: the call, more, and the price under the names the route gives it."""
+        body: dict[str, Any] = {"agentId": self.agent, "service": self.g.service, "tool": self.c.tool, "idempotencyKey": self.key(), **more}
+        if price.cost is not None:
+            body[cost] = price.cost
+        if price.units is not None:
+            body[units] = price.units
+        return body
+
+    async def refused(self, e: StipendError) -> R:
+        """Answers a failed consume or authorize: its refusal, or the call run uncharged when the gate fails open."""
+        refusal = self.deny(e)
+        return await (self.refuse(refusal) if refusal else self.run_unbilled())
 
     def deny(self, e: StipendError) -> Refusal | None:
         """The refusal for a failed consume or authorize; None when the gate fails open and Stipend could not be reached."""

@@ -279,13 +279,8 @@ export class GatedCall {
     if (is409(answer, 'hold-conflict')) {
       return this.endedElsewhere(hold, res);
     }
-    s.log.error('capturing the hold failed; it expires uncharged, so the agent is not charged for this call', {
-      tool: this.tool,
-      agent: this.agent,
-      hold: hold.id,
+    this.holdFailed('capturing the hold failed; it expires uncharged, so the agent is not charged for this call', hold, answer, {
       expiresAt: hold.expiresAt,
-      status: answer.status,
-      err: answer.problem ?? answer.error,
     });
     return withMeta(res, META.unbilled, true);
   }
@@ -296,13 +291,7 @@ export class GatedCall {
       this.s.stipend.GET('/v1/holds/{id}', { params: { path: { id: hold.id } }, signal: AbortSignal.timeout(this.s.timeoutMs) }),
     );
     if (!answer.ok) {
-      this.s.log.error('another attempt ended the hold, and reading it failed; answering the result unbilled', {
-        tool: this.tool,
-        agent: this.agent,
-        hold: hold.id,
-        status: answer.status,
-        err: answer.problem ?? answer.error,
-      });
+      this.holdFailed('another attempt ended the hold, and reading it failed; answering the result unbilled', hold, answer);
       return withMeta(res, META.unbilled, true);
     }
     if (answer.data.status === 'captured') {
@@ -327,14 +316,12 @@ export class GatedCall {
       this.s.log.info('the call failed, and another attempt of it had already been charged', { tool: this.tool, agent: this.agent, hold: hold.id });
       return;
     }
-    this.s.log.error('releasing the hold of a failed call failed; it expires uncharged', {
-      tool: this.tool,
-      agent: this.agent,
-      hold: hold.id,
-      expiresAt: hold.expiresAt,
-      status: answer.status,
-      err: answer.problem ?? answer.error,
-    });
+    this.holdFailed('releasing the hold of a failed call failed; it expires uncharged', hold, answer, { expiresAt: hold.expiresAt });
+  }
+
+  /** Logs a failed call about a hold: the tool call, the hold (and more about it), and Stipend's answer. */
+  holdFailed(message: string, hold: Hold, answer: Extract<Answer<unknown>, { ok: false }>, more: { expiresAt?: string } = {}): void {
+    this.s.log.error(message, { tool: this.tool, agent: this.agent, hold: hold.id, ...more, status: answer.status, err: answer.problem ?? answer.error });
   }
 
   /**

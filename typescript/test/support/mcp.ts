@@ -1,9 +1,6 @@
 // MCP plumbing for the tests: the SDK's own Client connected to a server in
 // process (in-memory transports), or to a server process over stdio or
 // streamable HTTP.
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
-
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -12,6 +9,8 @@ import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { type Charge, META, type Refusal } from '@stipend-mcp/stipend';
 import assert from 'node:assert/strict';
+
+import { spawnLogged } from './stipend.js';
 
 /** A Client connected to a server, with the tools it listed. */
 export interface Session {
@@ -97,32 +96,9 @@ export interface HTTPServer {
 
 /** Starts command and waits for the log line that gives its URL. */
 export async function startHTTP(command: string, args: readonly string[], env: Record<string, string>): Promise<HTTPServer> {
-  const child = spawn(command, [...args], { env, stdio: ['ignore', 'ignore', 'pipe'] });
-  let text = '';
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
-    text += chunk;
-  });
-  const exited = once(child, 'exit');
-  // SIGKILL: nothing here tests the servers' shutdown, and a graceful Go
-  // shutdown waits for connections Node's fetch may leave open.
-  const stop = async (): Promise<void> => {
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill('SIGKILL');
-      await exited;
-    }
-  };
-  const url = await new Promise<string>((resolve, reject) => {
-    const look = (): void => {
-      const m = /url=(http:\/\/\S+)/.exec(text);
-      if (m?.[1]) {
-        child.stderr.off('data', look);
-        resolve(m[1]);
-      }
-    };
-    child.stderr.on('data', look);
-    void exited.then(([code]) => reject(new Error(`${command} exited with ${String(code)} before serving; its log:\n${text}`)));
-  });
-  return { url, logs: () => text, stop };
+  const p = spawnLogged(command, args, env);
+  const url = await p.awaitLog((text) => /url=(http:\/\/\S+)/.exec(text)?.[1], 'serving');
+  return { url, logs: p.logs, stop: p.stop };
 }
 
 /** Options of one call. */

@@ -1,7 +1,7 @@
 // The real Stipend for the tests: `stipend serve` on the memory store, in
 // development mode, on a free loopback port, with its keys written by
 // --dev-keys-out; and a billing client to fund agents.
-import { type ChildProcess, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -34,52 +34,78 @@ export interface Stipend {
 export async function startStipend(): Promise<Stipend> {
   const dir = await mkdtemp(join(tmpdir(), 'stipend-ts-'));
   const keysFile = join(dir, 'keys.json');
-  const child = spawn(STIPEND_BIN, ['serve', '--addr', '127.0.0.1:0', '--dev-keys-out', keysFile], {
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '' },
-    stdio: ['ignore', 'ignore', 'pipe'],
+  const p = spawnLogged(STIPEND_BIN, ['serve', '--addr', '127.0.0.1:0', '--dev-keys-out', keysFile], {
+    PATH: process.env.PATH ?? '',
+    HOME: process.env.HOME ?? '',
   });
-  let logs = '';
-  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
-    logs += chunk;
-  });
-  const exited = once(child, 'exit');
   const stop = async (): Promise<void> => {
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill('SIGKILL');
-      await exited;
-    }
+    await p.stop();
     await rm(dir, { recursive: true, force: true });
   };
   try {
-    const addr = await listening(child, () => logs, exited);
+    const addr = await p.awaitLog(listening, 'listening');
     const keys = JSON.parse(await readFile(keysFile, 'utf8')) as { host: string; billing: string; admin: string };
     const url = `http://${addr}`;
-    return { url, keys, billing: createStipendClient({ baseUrl: url, apiKey: keys.billing }), logs: () => logs, stop };
+    return { url, keys, billing: createStipendClient({ baseUrl: url, apiKey: keys.billing }), logs: p.logs, stop };
   } catch (err) {
     await stop();
     throw err;
   }
 }
 
-/** Waits for the "listening" log line and returns its address. */
-function listening(child: ChildProcess, logs: () => string, exited: Promise<unknown>): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const look = (): void => {
-      for (const line of logs().split('\n')) {
-        if (!line.startsWith('{')) {
-          continue;
-        }
-        const rec = JSON.parse(line) as { message?: string; addr?: string };
-        if (rec.message === 'listening' && rec.addr) {
-          child.stderr?.off('data', look);
-          resolve(rec.addr);
-          return;
-        }
-      }
-    };
-    child.stderr?.on('data', look);
-    void exited.then(() => reject(new Error(`stipend serve exited before listening; its log:\n${logs()}`)));
+/** The address of stipend serve's "listening" log line, once it has logged it. */
+function listening(logs: string): string | undefined {
+  for (const line of logs.split('\n')) {
+    if (!line.startsWith('{')) {
+      continue;
+    }
+    const rec = JSON.parse(line) as { message?: string; addr?: string };
+    if (rec.message === 'listening' && rec.addr) {
+      return rec.addr;
+    }
+  }
+  return undefined;
+}
+
+/** A server process whose stderr is kept. */
+export interface Logged {
+  /** What it logged so far. */
+  logs(): string;
+  /** Resolves with what find first finds in its log; rejects if it exits before (what: what it was waited for). */
+  awaitLog(find: (logs: string) => string | undefined, what: string): Promise<string>;
+  /** Stops it and waits until it is gone. SIGKILL: nothing here tests the servers' shutdown, and a graceful Go shutdown waits for connections Node's fetch may leave open. */
+  stop(): Promise<void>;
+}
+
+/** Starts command with env, keeping what it writes to stderr. */
+export function spawnLogged(command: string, args: readonly string[], env: Record<string, string>): Logged {
+  const child = spawn(command, [...args], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+  let text = '';
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+    text += chunk;
   });
+  const exited = once(child, 'exit');
+  return {
+    logs: () => text,
+    awaitLog: (find, what) =>
+      new Promise((resolve, reject) => {
+        const look = (): void => {
+          const found = find(text);
+          if (found !== undefined) {
+            child.stderr.off('data', look);
+            resolve(found);
+          }
+        };
+        child.stderr.on('data', look);
+        void exited.then(([code]) => reject(new Error(`${command} exited with ${String(code)} before ${what}; its log:\n${text}`)));
+      }),
+    stop: async () => {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGKILL');
+        await exited;
+      }
+    },
+  };
 }
 
 /**
