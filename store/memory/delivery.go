@@ -33,11 +33,6 @@ func (s *Store) deliveries() *deliveryState {
 	return d
 }
 
-// GetEndpoint implements store.DeliveryStore.
-func (s *Store) GetEndpoint(_ context.Context, id string) (store.Endpoint, error) {
-	return read(s, func(t *tx) (store.Endpoint, error) { return t.Endpoint(id) })
-}
-
 // ListEndpoints implements store.DeliveryStore.
 func (s *Store) ListEndpoints(_ context.Context, p store.Page) ([]store.Endpoint, string, error) {
 	s.mu.Lock()
@@ -64,11 +59,6 @@ func (s *Store) DeleteEndpoint(_ context.Context, id string) error {
 
 func endpointNotFound(id string) error {
 	return store.Errorf(store.CodeNotFound, "webhook endpoint %s", id)
-}
-
-// GetDelivery implements store.DeliveryStore.
-func (s *Store) GetDelivery(_ context.Context, id string) (store.Delivery, error) {
-	return read(s, func(t *tx) (store.Delivery, error) { return t.Delivery(id) })
 }
 
 // ListDeliveries implements store.DeliveryStore.

@@ -40,17 +40,6 @@ func shown(e *entitlement.Entitlement, now time.Time) entitlement.Entitlement {
 	return c
 }
 
-// GetEntitlement returns the entitlement, or ErrNotFound.
-func (s *Store) GetEntitlement(_ context.Context, id string) (entitlement.Entitlement, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e := s.entitlements[id]
-	if e == nil {
-		return entitlement.Entitlement{}, store.Errorf(store.CodeNotFound, "entitlement %q", id)
-	}
-	return shown(e, s.clock()), nil
-}
-
 // ListEntitlements lists an agent's entitlements, oldest first.
 func (s *Store) ListEntitlements(_ context.Context, agentID string, f store.EntitlementFilter, p store.Page) ([]entitlement.Entitlement, string, error) {
 	s.mu.Lock()

@@ -16,11 +16,6 @@ func (s *Store) putReceipt(r *receipt.Signed) {
 	a.receipts = insertSorted(a.receipts, r, byPosition(receiptPos))
 }
 
-// GetReceipt returns the receipt, or ErrNotFound.
-func (s *Store) GetReceipt(_ context.Context, id string) (receipt.Signed, error) {
-	return read(s, func(t *tx) (receipt.Signed, error) { return t.Receipt(id) })
-}
-
 // ListReceipts lists an agent's receipts, oldest first.
 func (s *Store) ListReceipts(_ context.Context, agentID string, p store.Page) ([]receipt.Signed, string, error) {
 	s.mu.Lock()

@@ -10,11 +10,6 @@ import (
 
 func noAccount(agentID string) error { return store.Errorf(store.CodeNotFound, "account %q", agentID) }
 
-// GetTopUp returns the top-up of agentID.
-func (s *Store) GetTopUp(_ context.Context, agentID string) (topup.TopUp, error) {
-	return read(s, func(t *tx) (topup.TopUp, error) { return t.TopUp(agentID) })
-}
-
 // ListTopUps lists the watched top-ups by agent ID.
 func (s *Store) ListTopUps(_ context.Context, p store.Page) ([]topup.TopUp, string, error) {
 	s.mu.Lock()

@@ -39,13 +39,6 @@ func (s *Store) unit(ctx context.Context, _ string, fn func(unit.Tx) error) erro
 	return nil
 }
 
-// read answers one read of the unit of work, under the mutex.
-func read[T any](s *Store, fn func(*tx) (T, error)) (T, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return fn(&tx{s: s})
-}
-
 // tx is the memory store's unit.Tx.
 type tx struct {
 	s      *Store

@@ -9,7 +9,6 @@ import (
 
 	"github.com/stipend-mcp/stipend/entitlement"
 	"github.com/stipend-mcp/stipend/internal/pgfault"
-	"github.com/stipend-mcp/stipend/store"
 )
 
 const accountColumns = `agent_id, display_name, metadata, created_at, updated_at, limits`
@@ -26,18 +25,6 @@ func scanAccount(rows pgx.Row) (entitlement.Account, error) {
 	a.Limits = r.accountLimits(limits)
 	a.CreatedAt, a.UpdatedAt = r.required("created_at", created), r.required("updated_at", updated)
 	return a, r.err
-}
-
-// GetAccount implements store.EntitlementStore.
-func (s *Store) GetAccount(ctx context.Context, agentID string) (entitlement.Account, error) {
-	a, err := scanAccount(s.pool.QueryRow(ctx, `SELECT `+accountColumns+` FROM accounts WHERE agent_id = $1`, agentID))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return entitlement.Account{}, store.Errorf(store.CodeNotFound, "account %q", agentID)
-	}
-	if err != nil {
-		return entitlement.Account{}, pgfault.Read(err, "get account")
-	}
-	return a, nil
 }
 
 // ensureAccount creates the agent's account inside tx unless it exists.

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"strconv"
 	"strings"
@@ -37,18 +36,6 @@ func scanDelivery(rows pgx.Row) (store.Delivery, error) {
 		d.Payload = []byte{}
 	}
 	return d, r.err
-}
-
-// GetDelivery implements store.DeliveryStore.
-func (s *Store) GetDelivery(ctx context.Context, id string) (store.Delivery, error) {
-	d, err := scanDelivery(s.pool.QueryRow(ctx, `SELECT `+deliveryColumns+` FROM deliveries WHERE id = $1`, id))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return store.Delivery{}, store.Errorf(store.CodeNotFound, "delivery %s", id)
-	}
-	if err != nil {
-		return store.Delivery{}, pgfault.Read(err, "get delivery")
-	}
-	return d, nil
 }
 
 // ListDeliveries implements store.DeliveryStore.

@@ -9,7 +9,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stipend-mcp/stipend/entitlement"
-	"github.com/stipend-mcp/stipend/internal/pgfault"
 	"github.com/stipend-mcp/stipend/store"
 )
 
@@ -28,23 +27,6 @@ func stampOrZero(t time.Time) time.Time {
 		return t
 	}
 	return stamp(t)
-}
-
-// GetEntitlement implements store.EntitlementStore.
-func (s *Store) GetEntitlement(ctx context.Context, id string) (entitlement.Entitlement, error) {
-	e, err := scanEntitlement(s.pool.QueryRow(ctx, `SELECT `+entitlementColumns+` FROM entitlements WHERE id = $1`, id))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return entitlement.Entitlement{}, errEntitlementNotFound(id)
-	}
-	if err != nil {
-		return entitlement.Entitlement{}, pgfault.Read(err, "get entitlement")
-	}
-	e.Refresh(s.clock())
-	return e, nil
-}
-
-func errEntitlementNotFound(id string) error {
-	return store.Errorf(store.CodeNotFound, "entitlement %q", id)
 }
 
 // ListEntitlements implements store.EntitlementStore.
@@ -78,12 +60,12 @@ func (s *Store) ListEntitlements(ctx context.Context, agentID string, f store.En
 	}, func(e *entitlement.Entitlement) (time.Time, string) { return e.CreatedAt, e.ID })
 }
 
-// lockEntitlement reads the entitlement id inside tx and locks its row
-// until tx ends: ErrNotFound if absent.
-func lockEntitlement(ctx context.Context, tx pgx.Tx, id string) (entitlement.Entitlement, error) {
-	e, err := scanEntitlement(tx.QueryRow(ctx, `SELECT `+entitlementColumns+` FROM entitlements WHERE id = $1 FOR UPDATE`, id))
+// readEntitlement reads the entitlement id on q, locking its row with lock
+// (" FOR UPDATE" until the transaction ends): ErrNotFound if absent.
+func readEntitlement(ctx context.Context, q querier, id, lock string) (entitlement.Entitlement, error) {
+	e, err := scanEntitlement(q.QueryRow(ctx, `SELECT `+entitlementColumns+` FROM entitlements WHERE id = $1`+lock, id))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return entitlement.Entitlement{}, errEntitlementNotFound(id)
+		return entitlement.Entitlement{}, store.Errorf(store.CodeNotFound, "entitlement %q", id)
 	}
 	return e, err
 }

@@ -2,12 +2,10 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/stipend-mcp/stipend/internal/pgfault"
 	"github.com/stipend-mcp/stipend/money"
 	"github.com/stipend-mcp/stipend/payment"
 	"github.com/stipend-mcp/stipend/receipt"
@@ -96,37 +94,6 @@ func insertPayment(ctx context.Context, tx pgx.Tx, p *payment.Payment) error {
 	return err
 }
 
-// GetPayment implements store.EntitlementStore.
-func (s *Store) GetPayment(ctx context.Context, id string) (payment.Payment, error) {
-	return s.findPayment(ctx, "id", id, "payment %q", id)
-}
-
-// FindPaymentByIdempotencyKey implements store.EntitlementStore.
-func (s *Store) FindPaymentByIdempotencyKey(ctx context.Context, key string) (payment.Payment, error) {
-	return s.findPayment(ctx, "idempotency_key", key, "payment for idempotency key")
-}
-
-// FindPaymentByProviderIntentID implements store.EntitlementStore.
-func (s *Store) FindPaymentByProviderIntentID(ctx context.Context, intentID string) (payment.Payment, error) {
-	if intentID == "" {
-		return payment.Payment{}, store.Errorf(store.CodeNotFound, "payment for provider intent")
-	}
-	return s.findPayment(ctx, "provider_intent_id", intentID, "payment for provider intent %q", intentID)
-}
-
-// findPayment reads the payment whose unique column equals value; absent,
-// it is ErrNotFound with the message format.
-func (s *Store) findPayment(ctx context.Context, column, value, format string, args ...any) (payment.Payment, error) {
-	p, err := scanPayment(s.pool.QueryRow(ctx, `SELECT `+paymentColumns+` FROM payments WHERE `+column+` = $1`, value))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return payment.Payment{}, store.Errorf(store.CodeNotFound, format, args...)
-	}
-	if err != nil {
-		return payment.Payment{}, pgfault.Read(err, "get payment")
-	}
-	return p, nil
-}
-
 // receiptColumns are the columns scanReceipt reads, in its order.
 const receiptColumns = `id, payload, jws`
 
@@ -158,18 +125,6 @@ func insertReceipt(ctx context.Context, tx pgx.Tx, r *receipt.Signed) error {
 	_, err = tx.Exec(ctx, `INSERT INTO receipts (id, agent_id, payment_id, issued_at, payload, jws)
 		VALUES ($1, $2, $3, $4, $5, $6)`, r.ID, r.AgentID, r.PaymentID, r.IssuedAt, payload, r.JWS)
 	return err
-}
-
-// GetReceipt implements store.EntitlementStore.
-func (s *Store) GetReceipt(ctx context.Context, id string) (receipt.Signed, error) {
-	r, err := scanReceipt(s.pool.QueryRow(ctx, `SELECT `+receiptColumns+` FROM receipts WHERE id = $1`, id))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return receipt.Signed{}, store.Errorf(store.CodeNotFound, "receipt %q", id)
-	}
-	if err != nil {
-		return receipt.Signed{}, pgfault.Read(err, "get receipt")
-	}
-	return r, nil
 }
 
 // ListReceipts implements store.EntitlementStore.

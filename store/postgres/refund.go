@@ -27,7 +27,7 @@ func (s *Store) RefundConsumption(ctx context.Context, id string, amount entitle
 	}
 	var out store.RefundResult
 	err = s.run(ctx, "refund consumption", func(tx pgx.Tx) error {
-		e, err := lockEntitlement(ctx, tx, entitlementID)
+		e, err := readEntitlement(ctx, tx, entitlementID, " FOR UPDATE")
 		if err != nil {
 			return err
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stipend-mcp/stipend/entitlement"
 	"github.com/stipend-mcp/stipend/event"
+	"github.com/stipend-mcp/stipend/internal/pgfault"
 	"github.com/stipend-mcp/stipend/payment"
 	"github.com/stipend-mcp/stipend/receipt"
 	"github.com/stipend-mcp/stipend/store"
@@ -23,10 +24,15 @@ type shared = ops.Shared
 
 // unit runs fn in one transaction (unit.Run, on run's retries): reads are
 // queries made as fn asks, the rows of a change locked FOR UPDATE; writes
-// are queued and executed, in order, after fn returned.
+// are queued and executed, in order, after fn returned. A unit.ReadOnly
+// one makes its reads on the pool, each a statement of its own that locks
+// nothing.
 func (s *Store) unit(ctx context.Context, what string, fn func(unit.Tx) error) error {
+	if unit.IsReadOnly(ctx) {
+		return pgfault.Read(fn(&tx{s: s, ctx: ctx, q: s.pool}), "%s", what)
+	}
 	return s.run(ctx, what, func(ptx pgx.Tx) error {
-		t := &tx{s: s, ctx: ctx, tx: ptx}
+		t := &tx{s: s, ctx: ctx, tx: ptx, q: ptx, lock: " FOR UPDATE"}
 		if err := fn(t); err != nil {
 			return err
 		}
@@ -39,11 +45,14 @@ func (s *Store) unit(ctx context.Context, what string, fn func(unit.Tx) error) e
 	})
 }
 
-// tx is the PostgreSQL store's unit.Tx.
+// tx is the PostgreSQL store's unit.Tx: reads are made on q (the
+// transaction, or the pool when read-only); those of a change end with lock.
 type tx struct {
 	s      *Store
 	ctx    context.Context
 	tx     pgx.Tx
+	q      querier
+	lock   string
 	writes []func() error
 	now    time.Time
 	// accounts says which accounts Account found: PutAccount updates
@@ -90,9 +99,10 @@ func (t *tx) insert(q string, args ...any) {
 	})
 }
 
-// one reads the row q selects with scan: absent if there is none.
+// one reads the row q selects with scan: absent if there is none. A read
+// that locks what it reads ends q with t.lock.
 func one[T any](t *tx, scan func(pgx.Row) (T, error), absent error, q string, args ...any) (T, error) {
-	v, err := scan(t.tx.QueryRow(t.ctx, q, args...))
+	v, err := scan(t.q.QueryRow(t.ctx, q, args...))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return v, absent
 	}
@@ -101,7 +111,7 @@ func one[T any](t *tx, scan func(pgx.Row) (T, error), absent error, q string, ar
 
 func (t *tx) Payment(id string) (payment.Payment, error) {
 	return one(t, scanPayment, store.Errorf(store.CodeNotFound, "payment %q", id),
-		`SELECT `+paymentColumns+` FROM payments WHERE id = $1 FOR UPDATE`, id)
+		`SELECT `+paymentColumns+` FROM payments WHERE id = $1`+t.lock, id)
 }
 
 func (t *tx) PaymentByKey(key string) (payment.Payment, error) {
@@ -116,7 +126,7 @@ func (t *tx) PaymentByIntent(intentID string) (payment.Payment, error) {
 
 func (t *tx) Account(agentID string) (entitlement.Account, error) {
 	a, err := one(t, scanAccount, store.Errorf(store.CodeNotFound, "account %q", agentID),
-		`SELECT `+accountColumns+` FROM accounts WHERE agent_id = $1 FOR UPDATE`, agentID)
+		`SELECT `+accountColumns+` FROM accounts WHERE agent_id = $1`+t.lock, agentID)
 	if err == nil {
 		if t.accounts == nil {
 			t.accounts = make(map[string]bool)
@@ -126,16 +136,18 @@ func (t *tx) Account(agentID string) (entitlement.Account, error) {
 	return a, err
 }
 
-func (t *tx) TopUp(agentID string) (topup.TopUp, error) { return lockTopUp(t.ctx, t.tx, agentID) }
+func (t *tx) TopUp(agentID string) (topup.TopUp, error) {
+	return readTopUp(t.ctx, t.q, agentID, t.lock)
+}
 
 func (t *tx) Endpoint(id string) (store.Endpoint, error) {
 	return one(t, scanEndpoint, errEndpointNotFound(id),
-		`SELECT `+endpointColumns+` FROM webhook_endpoints WHERE id = $1 FOR UPDATE`, id)
+		`SELECT `+endpointColumns+` FROM webhook_endpoints WHERE id = $1`+t.lock, id)
 }
 
 func (t *tx) Delivery(id string) (store.Delivery, error) {
 	return one(t, scanDelivery, store.Errorf(store.CodeNotFound, "delivery %s", id),
-		`SELECT `+deliveryColumns+` FROM deliveries WHERE id = $1 FOR UPDATE`, id)
+		`SELECT `+deliveryColumns+` FROM deliveries WHERE id = $1`+t.lock, id)
 }
 
 func (t *tx) DeliveryByKey(key string) (store.Delivery, error) {
@@ -147,7 +159,7 @@ func (t *tx) Instant(at time.Time) time.Time { return stampOrZero(at) }
 
 func (t *tx) InboundSeen(in store.InboundEvent) (bool, error) {
 	var seen bool
-	err := t.tx.QueryRow(t.ctx, `SELECT EXISTS (SELECT 1 FROM inbound_events WHERE source = $1 AND event_id = $2)`,
+	err := t.q.QueryRow(t.ctx, `SELECT EXISTS (SELECT 1 FROM inbound_events WHERE source = $1 AND event_id = $2)`,
 		in.Source, in.EventID).Scan(&seen)
 	return seen, err
 }
@@ -158,21 +170,21 @@ func (t *tx) Receipt(id string) (receipt.Signed, error) {
 }
 
 func (t *tx) Entitlement(id string) (entitlement.Entitlement, error) {
-	return lockEntitlement(t.ctx, t.tx, id)
+	return readEntitlement(t.ctx, t.q, id, t.lock)
 }
 
 func (t *tx) Entitlements(ids []string) ([]entitlement.Entitlement, error) {
-	return entitlementsByID(t.ctx, t.tx, ids, false)
+	return entitlementsByID(t.ctx, t.q, ids, false)
 }
 
 func (t *tx) LockEntitlements(ids []string) ([]entitlement.Entitlement, error) {
-	return entitlementsByID(t.ctx, t.tx, ids, true)
+	return entitlementsByID(t.ctx, t.q, ids, true)
 }
 
 // entitlementsByID reads the entitlements ids inside tx, in that order,
 // locking them (in ID order, so two transactions never lock them in
 // opposite orders) when lock is set. A missing one is corruption.
-func entitlementsByID(ctx context.Context, tx pgx.Tx, ids []string, lock bool) ([]entitlement.Entitlement, error) {
+func entitlementsByID(ctx context.Context, tx querier, ids []string, lock bool) ([]entitlement.Entitlement, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
@@ -324,7 +336,7 @@ func (t *tx) RecordInbound(in store.InboundEvent) {
 
 func (t *tx) Claim(name string) (store.Claim, error) {
 	c := store.Claim{Name: name}
-	err := t.tx.QueryRow(t.ctx, `SELECT owner, until FROM job_claims WHERE name = $1 FOR UPDATE`, name).Scan(&c.Owner, &c.Until)
+	err := t.q.QueryRow(t.ctx, `SELECT owner, until FROM job_claims WHERE name = $1`+t.lock, name).Scan(&c.Owner, &c.Until)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.Claim{}, store.Errorf(store.CodeNotFound, "claim %q", name)
 	}

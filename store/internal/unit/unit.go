@@ -30,6 +30,17 @@ import (
 // only from what it reads. Errors are translated to store codes.
 type Run func(ctx context.Context, what string, fn func(Tx) error) error
 
+// readOnly is the context key of ReadOnly.
+type readOnly struct{}
+
+// ReadOnly returns ctx marking the unit of work run with it as one that
+// only reads and writes nothing: a backend may then make each read on its
+// own, without a transaction, and lock nothing (PostgreSQL does).
+func ReadOnly(ctx context.Context) context.Context { return context.WithValue(ctx, readOnly{}, true) }
+
+// IsReadOnly reports whether ctx marks a unit of work ReadOnly.
+func IsReadOnly(ctx context.Context) bool { return ctx.Value(readOnly{}) != nil }
+
 // Tx reads and writes inside one unit of work. Reads return store errors
 // (ErrNotFound for an absent document); writes cannot fail when called:
 // a backend reports their failure from Run.
