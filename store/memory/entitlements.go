@@ -20,19 +20,6 @@ func (s *Store) putEntitlement(e *entitlement.Entitlement) {
 	}
 }
 
-// normalizeTimes stores every instant of e in UTC.
-func normalizeTimes(e *entitlement.Entitlement) {
-	e.CreatedAt = utc(e.CreatedAt)
-	e.ExpiresAt = utcPtr(e.ExpiresAt)
-	e.RevokedAt = utcPtr(e.RevokedAt)
-	e.Quota.ResetAt = utc(e.Quota.ResetAt)
-	e.Quota.Anchor = utc(e.Quota.Anchor)
-	e.Subscription.ValidFrom = utc(e.Subscription.ValidFrom)
-	e.Subscription.ValidUntil = utcPtr(e.Subscription.ValidUntil)
-	e.Limits.Spend.ResetAt = utc(e.Limits.Spend.ResetAt)
-	e.Limits.Spend.Anchor = utc(e.Limits.Spend.Anchor)
-}
-
 // shown returns a copy of e with a pending lazy quota reset applied.
 func shown(e *entitlement.Entitlement, now time.Time) entitlement.Entitlement {
 	c := e.Clone()

@@ -106,8 +106,8 @@ func byPosition[T any](key func(T) position) func(a, b T) bool {
 }
 
 // pageOf sorts rows, gathered unordered, by their list position and returns
-// the page p of list.
-func pageOf[T any](rows []T, p store.Page, list string, pos func(T) position) ([]T, string, error) {
+// the page p of list, each row converted with conv.
+func pageOf[T, R any](rows []T, p store.Page, list string, pos func(T) position, conv func(T) R) ([]R, string, error) {
 	slices.SortFunc(rows, func(a, b T) int {
 		switch pa, pb := pos(a), pos(b); {
 		case pa.before(pb):
@@ -117,5 +117,5 @@ func pageOf[T any](rows []T, p store.Page, list string, pos func(T) position) ([
 		}
 		return 0
 	})
-	return paginate(rows, p, list, pos, nil, func(r T) T { return r })
+	return paginate(rows, p, list, pos, nil, conv)
 }

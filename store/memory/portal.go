@@ -22,9 +22,6 @@ func (s *Store) CreatePortalSession(ctx context.Context, ps portal.Session) (por
 	if err := markFence(ctx); err != nil {
 		return portal.Session{}, err
 	}
-	if s.portal == nil {
-		s.portal = make(map[string]*portal.Session)
-	}
 	s.portal[ps.ID] = &ps
 	return ps.Clone(), nil
 }

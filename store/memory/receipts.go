@@ -24,5 +24,5 @@ func (s *Store) ListReceipts(_ context.Context, agentID string, p store.Page) ([
 	if a := s.agents[agentID]; a != nil {
 		rows = a.receipts
 	}
-	return paginate(rows, p, listID("receipts", agentID), receiptPos, nil, copyReceipt)
+	return paginate(rows, p, listID("receipts", agentID), receiptPos, nil, (*receipt.Signed).Clone)
 }

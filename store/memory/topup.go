@@ -22,13 +22,5 @@ func (s *Store) ListTopUps(_ context.Context, p store.Page) ([]topup.TopUp, stri
 	}
 	// By agent ID alone: every row has the same instant (one a cursor keeps).
 	pos := func(t *topup.TopUp) position { return position{at: time.Unix(0, 0).UTC(), id: t.AgentID} }
-	page, next, err := pageOf(rows, p, listID("topups"), pos)
-	if err != nil {
-		return nil, "", err
-	}
-	out := make([]topup.TopUp, len(page))
-	for i, t := range page {
-		out[i] = t.Clone()
-	}
-	return out, next, nil
+	return pageOf(rows, p, listID("topups"), pos, (*topup.TopUp).Clone)
 }

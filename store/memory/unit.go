@@ -62,36 +62,33 @@ func (t *tx) at() time.Time {
 	return t.now
 }
 
-func (t *tx) Payment(id string) (payment.Payment, error) {
-	p := t.s.payments[id]
-	if p == nil {
-		return payment.Payment{}, store.Errorf(store.CodeNotFound, "payment %q", id)
+// found returns conv of what m holds under k, or notFound if it holds nothing.
+func found[V, T any](m map[string]V, k string, conv func(V) T, notFound error) (T, error) {
+	v, ok := m[k]
+	if !ok {
+		var zero T
+		return zero, notFound
 	}
-	return copyPayment(p), nil
+	return conv(v), nil
+}
+
+// payment is a copy of the stored payment id, which exists.
+func (t *tx) payment(id string) payment.Payment { return t.s.payments[id].Clone() }
+
+func (t *tx) Payment(id string) (payment.Payment, error) {
+	return found(t.s.payments, id, (*payment.Payment).Clone, store.Errorf(store.CodeNotFound, "payment %q", id))
 }
 
 func (t *tx) PaymentByKey(key string) (payment.Payment, error) {
-	id, ok := t.s.byPayKey[key]
-	if !ok {
-		return payment.Payment{}, store.Errorf(store.CodeNotFound, "payment with that idempotency key")
-	}
-	return copyPayment(t.s.payments[id]), nil
+	return found(t.s.byPayKey, key, t.payment, store.Errorf(store.CodeNotFound, "payment with that idempotency key"))
 }
 
 func (t *tx) PaymentByIntent(intentID string) (payment.Payment, error) {
-	id, ok := t.s.byIntent[intentID]
-	if !ok {
-		return payment.Payment{}, store.Errorf(store.CodeNotFound, "payment with provider intent %q", intentID)
-	}
-	return copyPayment(t.s.payments[id]), nil
+	return found(t.s.byIntent, intentID, t.payment, store.Errorf(store.CodeNotFound, "payment with provider intent %q", intentID))
 }
 
 func (t *tx) Account(agentID string) (entitlement.Account, error) {
-	a := t.s.accounts[agentID]
-	if a == nil {
-		return entitlement.Account{}, noAccount(agentID)
-	}
-	return copyAccount(a), nil
+	return found(t.s.accounts, agentID, copyAccount, noAccount(agentID))
 }
 
 func (t *tx) TopUp(agentID string) (topup.TopUp, error) {
@@ -105,27 +102,16 @@ func (t *tx) TopUp(agentID string) (topup.TopUp, error) {
 }
 
 func (t *tx) Endpoint(id string) (store.Endpoint, error) {
-	e, ok := t.s.deliveries().endpoints[id]
-	if !ok {
-		return store.Endpoint{}, endpointNotFound(id)
-	}
-	return copyEndpoint(e), nil
+	return found(t.s.endpoints, id, copyEndpoint, endpointNotFound(id))
 }
 
 func (t *tx) Delivery(id string) (store.Delivery, error) {
-	d, ok := t.s.deliveries().deliveries[id]
-	if !ok {
-		return store.Delivery{}, store.Errorf(store.CodeNotFound, "delivery %s", id)
-	}
-	return copyDelivery(d), nil
+	return found(t.s.deliveries, id, copyDelivery, store.Errorf(store.CodeNotFound, "delivery %s", id))
 }
 
 func (t *tx) DeliveryByKey(key string) (store.Delivery, error) {
-	id, ok := t.s.deliveries().byKey[key]
-	if !ok {
-		return store.Delivery{}, store.Errorf(store.CodeNotFound, "delivery with key %q", key)
-	}
-	return t.Delivery(id)
+	return found(t.s.byDeliveryKey, key, func(id string) store.Delivery { return copyDelivery(t.s.deliveries[id]) },
+		store.Errorf(store.CodeNotFound, "delivery with key %q", key))
 }
 
 func (t *tx) Instant(at time.Time) time.Time { return utc(at) }
@@ -136,19 +122,11 @@ func (t *tx) InboundSeen(in store.InboundEvent) (bool, error) {
 }
 
 func (t *tx) Receipt(id string) (receipt.Signed, error) {
-	r := t.s.receipts[id]
-	if r == nil {
-		return receipt.Signed{}, store.Errorf(store.CodeNotFound, "receipt %q", id)
-	}
-	return copyReceipt(r), nil
+	return found(t.s.receipts, id, (*receipt.Signed).Clone, store.Errorf(store.CodeNotFound, "receipt %q", id))
 }
 
 func (t *tx) Entitlement(id string) (entitlement.Entitlement, error) {
-	e := t.s.entitlements[id]
-	if e == nil {
-		return entitlement.Entitlement{}, store.Errorf(store.CodeNotFound, "entitlement %q", id)
-	}
-	return e.Clone(), nil
+	return found(t.s.entitlements, id, (*entitlement.Entitlement).Clone, store.Errorf(store.CodeNotFound, "entitlement %q", id))
 }
 
 func (t *tx) Entitlements(ids []string) ([]entitlement.Entitlement, error) {
@@ -168,15 +146,7 @@ func (t *tx) LockEntitlements(ids []string) ([]entitlement.Entitlement, error) {
 }
 
 func (t *tx) Normalize(e entitlement.Entitlement) entitlement.Entitlement {
-	e = e.Clone()
-	if e.Status == "" {
-		e.Status = entitlement.StatusActive
-	}
-	if e.CreatedAt.IsZero() {
-		e.CreatedAt = t.at()
-	}
-	normalizeTimes(&e)
-	return e
+	return unit.Normalized(e, t.at(), time.Time.UTC)
 }
 
 func (t *tx) Fence() error {
@@ -226,12 +196,7 @@ func (t *tx) PutAccount(a entitlement.Account) {
 
 func (t *tx) PutTopUp(u topup.TopUp) {
 	u = u.Clone()
-	t.writes = append(t.writes, func() {
-		if t.s.topups == nil {
-			t.s.topups = make(map[string]*topup.TopUp)
-		}
-		t.s.topups[u.AgentID] = &u
-	})
+	t.writes = append(t.writes, func() { t.s.topups[u.AgentID] = &u })
 }
 
 func (t *tx) PutPayment(p payment.Payment) {
@@ -248,17 +213,17 @@ func (t *tx) CreateEndpoint(e store.Endpoint) { t.PutEndpoint(e) }
 
 func (t *tx) PutEndpoint(e store.Endpoint) {
 	e = copyEndpoint(e)
-	t.writes = append(t.writes, func() { t.s.deliveries().endpoints[e.ID] = e })
+	t.writes = append(t.writes, func() { t.s.endpoints[e.ID] = e })
 }
 
 func (t *tx) CreateDelivery(d store.Delivery) {
 	t.PutDelivery(d)
-	t.writes = append(t.writes, func() { t.s.deliveries().byKey[d.Key] = d.ID })
+	t.writes = append(t.writes, func() { t.s.byDeliveryKey[d.Key] = d.ID })
 }
 
 func (t *tx) PutDelivery(d store.Delivery) {
 	d = copyDelivery(d)
-	t.writes = append(t.writes, func() { t.s.deliveries().deliveries[d.ID] = d })
+	t.writes = append(t.writes, func() { t.s.deliveries[d.ID] = d })
 }
 
 func (t *tx) CreateReceipt(r receipt.Signed) {
@@ -276,18 +241,9 @@ func (t *tx) RecordInbound(in store.InboundEvent) {
 }
 
 func (t *tx) Claim(name string) (store.Claim, error) {
-	c, ok := t.s.claims[name]
-	if !ok {
-		return store.Claim{}, store.Errorf(store.CodeNotFound, "claim %q", name)
-	}
-	return c, nil
+	return found(t.s.claims, name, func(c store.Claim) store.Claim { return c }, store.Errorf(store.CodeNotFound, "claim %q", name))
 }
 
 func (t *tx) PutClaim(c store.Claim, _ bool) {
-	t.writes = append(t.writes, func() {
-		if t.s.claims == nil {
-			t.s.claims = make(map[string]store.Claim)
-		}
-		t.s.claims[c.Name] = c
-	})
+	t.writes = append(t.writes, func() { t.s.claims[c.Name] = c })
 }
