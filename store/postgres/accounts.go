@@ -27,13 +27,6 @@ func scanAccount(rows pgx.Row) (entitlement.Account, error) {
 	return a, r.err
 }
 
-// ensureAccount creates the agent's account inside tx unless it exists.
-func ensureAccount(ctx context.Context, tx pgx.Tx, agentID string, now time.Time) error {
-	_, err := tx.Exec(ctx, `INSERT INTO accounts (agent_id, created_at, updated_at) VALUES ($1, $2, $2)
-		ON CONFLICT (agent_id) DO NOTHING`, agentID, now)
-	return err
-}
-
 // AccountLimits implements charge.Charger: one query, which charge.Consume
 // runs beside the key lookup. Charges never write the account row.
 func (s *Store) AccountLimits(ctx context.Context, agentID string) (entitlement.AccountLimits, error) {

@@ -2,9 +2,7 @@ package postgres
 
 import (
 	"context"
-	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -73,41 +71,19 @@ func (s *Store) ClaimDueDeliveries(ctx context.Context, now time.Time, limit int
 		ready AS (SELECT id, scheduled_at AS due FROM deliveries
 			WHERE status = 'pending' AND scheduled_at <= $1 ORDER BY scheduled_at, id LIMIT $3 FOR UPDATE SKIP LOCKED),
 		pick AS (SELECT id, due, rank FROM (SELECT id, due, 0 AS rank FROM stale UNION ALL SELECT id, due, 1 FROM ready) c
-			ORDER BY rank, due, id LIMIT $3)
-		UPDATE deliveries d SET status = 'in_flight', attempts = d.attempts + 1, claimed_by = $4, claimed_at = $1,
+			ORDER BY rank, due, id LIMIT $3),
+		claimed AS (UPDATE deliveries d SET status = 'in_flight', attempts = d.attempts + 1, claimed_by = $4, claimed_at = $1,
 			claim_token = gen_random_uuid()::text, updated_at = $5
 		FROM pick WHERE d.id = pick.id
-		RETURNING pick.rank, pick.due, `+prefixed("d.", deliveryColumns),
+		RETURNING pick.rank, pick.due, d.*)
+		SELECT `+deliveryColumns+` FROM claimed ORDER BY rank, due, id`,
 		now, now.Add(-claimTTL), limit, workerID, s.clock())
 	if err != nil {
 		return nil, pgfault.Write(err, "claim due deliveries")
 	}
-	type claimed struct {
-		rank int
-		due  time.Time
-		d    store.Delivery
-	}
-	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (claimed, error) {
-		var c claimed
-		var err error
-		c.d, err = scanDelivery(prefixScan{r, []any{&c.rank, &c.due}})
-		return c, err
-	})
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Delivery, error) { return scanDelivery(r) })
 	if err != nil {
 		return nil, pgfault.Write(err, "claim due deliveries")
-	}
-	slices.SortFunc(list, func(a, b claimed) int {
-		if a.rank != b.rank {
-			return a.rank - b.rank
-		}
-		if c := a.due.Compare(b.due); c != 0 {
-			return c
-		}
-		return strings.Compare(a.d.ID, b.d.ID)
-	})
-	out := make([]store.Delivery, len(list))
-	for i := range list {
-		out[i] = list[i].d
 	}
 	return out, nil
 }

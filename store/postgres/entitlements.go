@@ -12,16 +12,6 @@ import (
 	"github.com/stipend-mcp/stipend/store"
 )
 
-// insertEntitlement inserts e unless its ID exists, and reports whether it did.
-func insertEntitlement(ctx context.Context, tx pgx.Tx, e *entitlement.Entitlement) (bool, error) {
-	args, err := entitlementArgs(e)
-	if err != nil {
-		return false, err
-	}
-	tag, err := tx.Exec(ctx, insertEntitlementSQL, args...)
-	return tag.RowsAffected() == 1, err
-}
-
 func stampOrZero(t time.Time) time.Time {
 	if t.IsZero() {
 		return t

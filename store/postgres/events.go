@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -78,14 +79,8 @@ func (s *Store) PendingEvents(ctx context.Context, limit int) ([]event.Event, er
 	return out, nil
 }
 
-func knownEvent(t string) bool {
-	for _, k := range event.Types {
-		if string(k) == t {
-			return true
-		}
-	}
-	return false
-}
+// knownEvent reports whether t is the name of an event type.
+func knownEvent(t string) bool { return slices.Contains(event.Types, event.Type(t)) }
 
 // MarkEventsDispatched implements store.EntitlementStore: one statement,
 // so it is atomic here, which the contract allows.

@@ -70,30 +70,6 @@ func validPaymentStatus(s string) bool {
 	return false
 }
 
-// insertPayment inserts the new pending payment p inside tx; if a
-// concurrent transaction took its key, ID or intent, the unit starts over
-// and reads what that one wrote.
-func insertPayment(ctx context.Context, tx pgx.Tx, p *payment.Payment) error {
-	grant, err := jsonArg(p.Grant)
-	if err != nil {
-		return err
-	}
-	var sessionID, checkoutURL string
-	var checkoutExpires *time.Time
-	if c := p.Checkout; c != nil {
-		sessionID, checkoutURL, checkoutExpires = c.SessionID, c.URL, &c.ExpiresAt
-	}
-	tag, err := tx.Exec(ctx, `INSERT INTO payments (`+paymentColumns+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, NULL, NULL, '', NULL, '', '', '{}', $12, $13, $14, $15, $16, 0, NULL, '', NULL)
-		ON CONFLICT DO NOTHING`,
-		p.ID, p.AgentID, p.Amount.Cents, p.Amount.Currency, string(p.Provider), p.ProviderIntentID, p.Description,
-		grant, string(p.Status), p.CreatedAt, p.UpdatedAt, p.IdempotencyKey, p.Fingerprint, sessionID, checkoutURL, checkoutExpires)
-	if err == nil && tag.RowsAffected() != 1 {
-		return errRetry
-	}
-	return err
-}
-
 // receiptColumns are the columns scanReceipt reads, in its order.
 const receiptColumns = `id, payload, jws`
 
@@ -116,17 +92,6 @@ func scanReceipt(rows pgx.Row) (receipt.Signed, error) {
 	return out, r.err
 }
 
-// insertReceipt stores a signed receipt inside tx.
-func insertReceipt(ctx context.Context, tx pgx.Tx, r *receipt.Signed) error {
-	payload, err := jsonArg(r.Receipt)
-	if err != nil {
-		return err
-	}
-	_, err = tx.Exec(ctx, `INSERT INTO receipts (id, agent_id, payment_id, issued_at, payload, jws)
-		VALUES ($1, $2, $3, $4, $5, $6)`, r.ID, r.AgentID, r.PaymentID, r.IssuedAt, payload, r.JWS)
-	return err
-}
-
 // ListReceipts implements store.EntitlementStore.
 func (s *Store) ListReceipts(ctx context.Context, agentID string, p store.Page) ([]receipt.Signed, string, error) {
 	q := listQuery{
@@ -142,22 +107,3 @@ func (s *Store) ListReceipts(ctx context.Context, agentID string, p store.Page) 
 // The payment changes are package ops', on this store's unit of work
 // (unit.go): each locks the payment row first (and then its entitlements
 // in ID order), so concurrent changes of one payment wait for each other.
-
-// updatePayment writes p's changing fields inside tx.
-func updatePayment(ctx context.Context, tx pgx.Tx, p *payment.Payment) error {
-	ids := p.EntitlementIDs
-	if ids == nil {
-		ids = []string{}
-	}
-	var refunded int64
-	if p.RefundedAmount != nil {
-		refunded = p.RefundedAmount.Cents
-	}
-	_, err := tx.Exec(ctx, `UPDATE payments SET status = $2, updated_at = $3, succeeded_at = $4, failed_at = $5,
-		failure_reason = $6, refunded_at = $7, receipt_id = $8, refund_receipt_id = $9, entitlement_ids = $10,
-		refunded_cents = $11, disputed_at = $12, dispute_reason = $13, provider_intent_id = $14, dispute_won_at = $15
-		WHERE id = $1`, p.ID, string(p.Status), p.UpdatedAt, p.SucceededAt, p.FailedAt,
-		p.FailureReason, p.RefundedAt, p.ReceiptID, p.RefundReceiptID, ids, refunded, p.DisputedAt, p.DisputeReason,
-		p.ProviderIntentID, p.DisputeWonAt)
-	return err
-}

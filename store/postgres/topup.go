@@ -43,15 +43,6 @@ func readTopUp(ctx context.Context, q querier, agentID, lock string) (topup.TopU
 	return decodeTopUp(agentID, raw)
 }
 
-func writeTopUp(ctx context.Context, tx pgx.Tx, t *topup.TopUp) error {
-	raw, err := jsonArg(t)
-	if err != nil {
-		return err
-	}
-	_, err = tx.Exec(ctx, `UPDATE accounts SET topup = $2, topup_watched = $3 WHERE agent_id = $1`, t.AgentID, raw, t.Watched())
-	return err
-}
-
 // topUpRow is a listed top-up with its account's creation, the list order.
 type topUpRow struct {
 	t  topup.TopUp

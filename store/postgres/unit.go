@@ -220,19 +220,20 @@ func (t *tx) Normalize(e entitlement.Entitlement) entitlement.Entitlement {
 func (t *tx) Fence() error { return t.s.markFence(t.ctx, t.tx, t.at()) }
 
 func (t *tx) EnsureAccount(agentID string) error {
-	now := t.at()
-	t.write(func() error { return ensureAccount(t.ctx, t.tx, agentID, now) })
+	t.exec(`INSERT INTO accounts (agent_id, created_at, updated_at) VALUES ($1, $2, $2)
+		ON CONFLICT (agent_id) DO NOTHING`, agentID, t.at())
 	return nil
 }
 
+// CreateEntitlement inserts e; if its fresh UUID collided, the unit starts
+// over with another.
 func (t *tx) CreateEntitlement(e entitlement.Entitlement) {
-	t.write(func() error {
-		created, err := insertEntitlement(t.ctx, t.tx, &e)
-		if err == nil && !created {
-			return errRetry // a fresh UUID collided: try again
-		}
-		return err
-	})
+	args, err := entitlementArgs(&e)
+	if err != nil {
+		t.write(func() error { return err })
+		return
+	}
+	t.insert(insertEntitlementSQL, args...)
 }
 
 func (t *tx) UpdateEntitlement(e entitlement.Entitlement, expired, released []string) {
@@ -248,44 +249,58 @@ func (t *tx) UpdateEntitlement(e entitlement.Entitlement, expired, released []st
 	})
 }
 
+// CreatePayment inserts the new pending payment p; if a concurrent
+// transaction took its key, ID or intent, the unit starts over and reads
+// what that one wrote.
 func (t *tx) CreatePayment(p payment.Payment) {
-	t.write(func() error { return insertPayment(t.ctx, t.tx, &p) })
+	var sessionID, checkoutURL string
+	var checkoutExpires *time.Time
+	if c := p.Checkout; c != nil {
+		sessionID, checkoutURL, checkoutExpires = c.SessionID, c.URL, &c.ExpiresAt
+	}
+	t.insert(`INSERT INTO payments (`+paymentColumns+`)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, NULL, NULL, '', NULL, '', '', '{}', $12, $13, $14, $15, $16, 0, NULL, '', NULL)
+		ON CONFLICT DO NOTHING`,
+		p.ID, p.AgentID, p.Amount.Cents, p.Amount.Currency, string(p.Provider), p.ProviderIntentID, p.Description,
+		p.Grant, string(p.Status), p.CreatedAt, p.UpdatedAt, p.IdempotencyKey, p.Fingerprint, sessionID, checkoutURL, checkoutExpires)
 }
 
 // PutAccount updates an account Account found, or inserts a new one; if a
 // concurrent transaction inserted it meanwhile, the unit starts over and
 // reads it.
+// (pgx encodes the jsonb columns' values as their JSON.)
 func (t *tx) PutAccount(a entitlement.Account) {
-	found := t.accounts[a.AgentID]
-	t.write(func() error {
-		metadata, err := jsonArg(metadataOrEmpty(a.Metadata))
-		if err != nil {
-			return err
-		}
-		limits, err := jsonArg(a.Limits)
-		if err != nil {
-			return err
-		}
-		if found {
-			_, err := t.tx.Exec(t.ctx, `UPDATE accounts SET display_name = $2, metadata = $3, updated_at = $4, limits = $5
-				WHERE agent_id = $1`, a.AgentID, a.DisplayName, metadata, a.UpdatedAt, limits)
-			return err
-		}
-		tag, err := t.tx.Exec(t.ctx, `INSERT INTO accounts (`+accountColumns+`) VALUES ($1, $2, $3, $4, $5, $6)
-			ON CONFLICT (agent_id) DO NOTHING`, a.AgentID, a.DisplayName, metadata, a.CreatedAt, a.UpdatedAt, limits)
-		if err == nil && tag.RowsAffected() != 1 {
-			return errRetry
-		}
-		return err
-	})
+	metadata := metadataOrEmpty(a.Metadata)
+	if t.accounts[a.AgentID] {
+		t.exec(`UPDATE accounts SET display_name = $2, metadata = $3, updated_at = $4, limits = $5
+			WHERE agent_id = $1`, a.AgentID, a.DisplayName, metadata, a.UpdatedAt, a.Limits)
+		return
+	}
+	t.insert(`INSERT INTO accounts (`+accountColumns+`) VALUES ($1, $2, $3, $4, $5, $6)
+		ON CONFLICT (agent_id) DO NOTHING`, a.AgentID, a.DisplayName, metadata, a.CreatedAt, a.UpdatedAt, a.Limits)
 }
 
+// PutTopUp writes the top-up document of its account (migration 00005).
 func (t *tx) PutTopUp(u topup.TopUp) {
-	t.write(func() error { return writeTopUp(t.ctx, t.tx, &u) })
+	t.exec(`UPDATE accounts SET topup = $2, topup_watched = $3 WHERE agent_id = $1`, u.AgentID, &u, u.Watched())
 }
 
+// PutPayment writes p's changing fields.
 func (t *tx) PutPayment(p payment.Payment) {
-	t.write(func() error { return updatePayment(t.ctx, t.tx, &p) })
+	ids := p.EntitlementIDs
+	if ids == nil {
+		ids = []string{}
+	}
+	var refunded int64
+	if p.RefundedAmount != nil {
+		refunded = p.RefundedAmount.Cents
+	}
+	t.exec(`UPDATE payments SET status = $2, updated_at = $3, succeeded_at = $4, failed_at = $5,
+		failure_reason = $6, refunded_at = $7, receipt_id = $8, refund_receipt_id = $9, entitlement_ids = $10,
+		refunded_cents = $11, disputed_at = $12, dispute_reason = $13, provider_intent_id = $14, dispute_won_at = $15
+		WHERE id = $1`, p.ID, string(p.Status), p.UpdatedAt, p.SucceededAt, p.FailedAt,
+		p.FailureReason, p.RefundedAt, p.ReceiptID, p.RefundReceiptID, ids, refunded, p.DisputedAt, p.DisputeReason,
+		p.ProviderIntentID, p.DisputeWonAt)
 }
 
 // CreateEndpoint inserts e; if a concurrent transaction took its ID, the
@@ -317,8 +332,10 @@ func (t *tx) PutDelivery(d store.Delivery) {
 		d.LastStatusCode, d.LastError, d.LastAttemptAt, d.UpdatedAt)
 }
 
+// CreateReceipt inserts the signed receipt r, its payload as its JSON.
 func (t *tx) CreateReceipt(r receipt.Signed) {
-	t.write(func() error { return insertReceipt(t.ctx, t.tx, &r) })
+	t.exec(`INSERT INTO receipts (id, agent_id, payment_id, issued_at, payload, jws)
+		VALUES ($1, $2, $3, $4, $5, $6)`, r.ID, r.AgentID, r.PaymentID, r.IssuedAt, r.Receipt, r.JWS)
 }
 
 func (t *tx) AddEvents(evs ...event.Event) {
