@@ -38,7 +38,7 @@ func (s *Store) used(agentID, key string, now time.Time) (charge.Used, bool) {
 	return out, true
 }
 
-func consumptionPos(c *entitlement.Consumption) position { return position{c.OccurredAt, c.ID} }
+func consumptionPos(c *entitlement.Consumption) position { return position{At: c.OccurredAt, ID: c.ID} }
 
 // putConsumption stores and indexes c itself, a new consumption (of a
 // consume, or of the capture of a hold stored under the same key) that the

@@ -20,7 +20,7 @@ func (s *Store) ListEndpoints(_ context.Context, p store.Page) ([]store.Endpoint
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	all := slices.Collect(maps.Values(s.endpoints))
-	return pageOf(all, p, listID("endpoints"), func(e store.Endpoint) position { return position{e.CreatedAt, e.ID} }, copyEndpoint)
+	return pageOf(all, p, listID("endpoints"), func(e store.Endpoint) position { return position{At: e.CreatedAt, ID: e.ID} }, copyEndpoint)
 }
 
 // DeleteEndpoint implements store.DeliveryStore. The endpoint's deliveries
@@ -50,7 +50,7 @@ func (s *Store) ListDeliveries(_ context.Context, f store.DeliveryFilter, p stor
 		}
 	}
 	list := listID("deliveries", string(f.Status), string(f.EventType))
-	return pageOf(all, p, list, func(d store.Delivery) position { return position{d.CreatedAt, d.ID} }, copyDelivery)
+	return pageOf(all, p, list, func(d store.Delivery) position { return position{At: d.CreatedAt, ID: d.ID} }, copyDelivery)
 }
 
 // ClaimDueDeliveries implements store.DeliveryStore. Under the store's one

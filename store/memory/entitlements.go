@@ -8,7 +8,7 @@ import (
 	"github.com/stipend-mcp/stipend/store"
 )
 
-func entitlementPos(e *entitlement.Entitlement) position { return position{e.CreatedAt, e.ID} }
+func entitlementPos(e *entitlement.Entitlement) position { return position{At: e.CreatedAt, ID: e.ID} }
 
 // putEntitlement indexes a new entitlement. Callers hold s.mu.
 func (s *Store) putEntitlement(e *entitlement.Entitlement) {

@@ -7,7 +7,7 @@ import (
 	"github.com/stipend-mcp/stipend/store"
 )
 
-func receiptPos(r *receipt.Signed) position { return position{r.IssuedAt, r.ID} }
+func receiptPos(r *receipt.Signed) position { return position{At: r.IssuedAt, ID: r.ID} }
 
 // putReceipt stores and indexes a new receipt. Callers hold s.mu.
 func (s *Store) putReceipt(r *receipt.Signed) {

@@ -20,6 +20,6 @@ func (s *Store) ListPendingPayments(_ context.Context, f store.PendingFilter, p 
 			rows = append(rows, pay)
 		}
 	}
-	pos := func(p *payment.Payment) position { return position{p.CreatedAt, p.ID} }
+	pos := func(p *payment.Payment) position { return position{At: p.CreatedAt, ID: p.ID} }
 	return pageOf(rows, p, listID("pending-payments", string(f.Provider), f.CreatedBefore.UTC().String()), pos, (*payment.Payment).Clone)
 }

@@ -21,6 +21,6 @@ func (s *Store) ListTopUps(_ context.Context, p store.Page) ([]topup.TopUp, stri
 		}
 	}
 	// By agent ID alone: every row has the same instant (one a cursor keeps).
-	pos := func(t *topup.TopUp) position { return position{at: time.Unix(0, 0).UTC(), id: t.AgentID} }
+	pos := func(t *topup.TopUp) position { return position{At: time.Unix(0, 0).UTC(), ID: t.AgentID} }
 	return pageOf(rows, p, listID("topups"), pos, (*topup.TopUp).Clone)
 }
