@@ -10,14 +10,6 @@ import (
 // The copy functions return values that share no maps, slices or pointers
 // with stored state, so callers may change them freely.
 
-func copyTime(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	c := *t
-	return &c
-}
-
 func copyAccount(a *entitlement.Account) entitlement.Account {
 	c := *a
 	c.Metadata = maps.Clone(a.Metadata)

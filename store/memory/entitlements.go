@@ -14,7 +14,7 @@ func entitlementPos(e *entitlement.Entitlement) position { return position{At: e
 func (s *Store) putEntitlement(e *entitlement.Entitlement) {
 	s.entitlements[e.ID] = e
 	a := s.agent(e.AgentID)
-	a.entitlements = insertSorted(a.entitlements, e, byPosition(entitlementPos))
+	a.entitlements = insertSorted(a.entitlements, e, entitlementPos)
 	if e.Status == entitlement.StatusActive {
 		a.active = append(a.active, e)
 	}

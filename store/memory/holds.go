@@ -102,13 +102,9 @@ func (s *Store) AuthorizeOne(_ context.Context, req *entitlement.HoldRequest, en
 func (s *Store) GetHold(_ context.Context, id string) (entitlement.Hold, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	h := s.holds[id]
-	if h == nil {
-		return entitlement.Hold{}, store.Errorf(store.CodeNotFound, "hold %q", id)
-	}
-	out := copyHold(h)
-	out.Refresh(s.clock())
-	return out, nil
+	h, err := found(s.holds, id, copyHold, store.Errorf(store.CodeNotFound, "hold %q", id))
+	h.Refresh(s.clock())
+	return h, err
 }
 
 // ownHold returns the stored hold id if agentID owns it; another agent's

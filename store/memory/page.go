@@ -44,19 +44,14 @@ func paginate[T, R any](rows []T, p store.Page, list string, key func(T) positio
 	return items, "", nil
 }
 
-// insertSorted adds r to rows, which are sorted by before, keeping the
-// order. Rows mostly arrive in order, so it searches from the end.
-func insertSorted[T any](rows []T, r T, before func(a, b T) bool) []T {
+// insertSorted adds r to rows, which are sorted by their position pos,
+// keeping the order. Rows mostly arrive in order, so it searches from the end.
+func insertSorted[T any](rows []T, r T, pos func(T) position) []T {
 	i := len(rows)
-	for i > 0 && before(r, rows[i-1]) {
+	for i > 0 && pos(r).Before(pos(rows[i-1])) {
 		i--
 	}
 	return slices.Insert(rows, i, r)
-}
-
-// byPosition orders rows by their list position.
-func byPosition[T any](key func(T) position) func(a, b T) bool {
-	return func(a, b T) bool { return key(a).Before(key(b)) }
 }
 
 // pageOf sorts rows, gathered unordered, by their list position and returns

@@ -13,7 +13,7 @@ func receiptPos(r *receipt.Signed) position { return position{At: r.IssuedAt, ID
 func (s *Store) putReceipt(r *receipt.Signed) {
 	s.receipts[r.ID] = r
 	a := s.agent(r.AgentID)
-	a.receipts = insertSorted(a.receipts, r, byPosition(receiptPos))
+	a.receipts = insertSorted(a.receipts, r, receiptPos)
 }
 
 // ListReceipts lists an agent's receipts, oldest first.

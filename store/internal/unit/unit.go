@@ -41,6 +41,23 @@ func ReadOnly(ctx context.Context) context.Context { return context.WithValue(ct
 // IsReadOnly reports whether ctx marks a unit of work ReadOnly.
 func IsReadOnly(ctx context.Context) bool { return ctx.Value(readOnly{}) != nil }
 
+// FenceOf returns the fence ctx carries (store.FenceOf) as a T, the kind
+// of fence the backend named backend checks, and false when ctx carries
+// none. A fence of another kind is Internal: a ledger of another backend,
+// which this one cannot check.
+func FenceOf[T any](ctx context.Context, backend string) (T, bool, error) {
+	var zero T
+	f := store.FenceOf(ctx)
+	if f == nil {
+		return zero, false, nil
+	}
+	t, ok := f.(T)
+	if !ok {
+		return zero, false, store.Errorf(store.CodeInternal, "%s: the %s store cannot check this fence (a ledger of another backend)", f.Claim(), backend)
+	}
+	return t, true, nil
+}
+
 // Tx reads and writes inside one unit of work. Reads return store errors
 // (ErrNotFound for an absent document); writes cannot fail when called:
 // a backend reports their failure from Run.
