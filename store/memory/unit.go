@@ -24,7 +24,7 @@ type shared = ops.Shared
 func (s *Store) unit(ctx context.Context, _ string, fn func(unit.Tx) error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	t := &tx{s: s}
+	t := &tx{s: s, Clock: unit.Clock{Read: s.clock}}
 	if err := fn(t); err != nil {
 		return err
 	}
@@ -41,26 +41,13 @@ func (s *Store) unit(ctx context.Context, _ string, fn func(unit.Tx) error) erro
 
 // tx is the memory store's unit.Tx.
 type tx struct {
-	s      *Store
+	s *Store
+	unit.Clock
 	writes []func()
 	fenced bool
-	now    time.Time
 }
 
 var _ unit.Tx = (*tx)(nil)
-
-func (t *tx) Now() time.Time {
-	t.now = t.s.clock()
-	return t.now
-}
-
-// at is the instant of the change: Now's, or the clock's if never asked.
-func (t *tx) at() time.Time {
-	if t.now.IsZero() {
-		return t.s.clock()
-	}
-	return t.now
-}
 
 // found returns conv of what m holds under k, or notFound if it holds nothing.
 func found[V, T any](m map[string]V, k string, conv func(V) T, notFound error) (T, error) {
@@ -146,7 +133,7 @@ func (t *tx) LockEntitlements(ids []string) ([]entitlement.Entitlement, error) {
 }
 
 func (t *tx) Normalize(e entitlement.Entitlement) entitlement.Entitlement {
-	return unit.Normalized(e, t.at(), time.Time.UTC)
+	return unit.Normalized(e, t.At(), time.Time.UTC)
 }
 
 func (t *tx) Fence() error {
@@ -165,7 +152,7 @@ func (t *tx) CreateEntitlement(e entitlement.Entitlement) {
 }
 
 func (t *tx) UpdateEntitlement(e entitlement.Entitlement, expired, released []string) {
-	e, now := e.Clone(), t.at()
+	e, now := e.Clone(), t.At()
 	t.writes = append(t.writes, func() {
 		stored := t.s.entitlements[e.ID]
 		*stored = e
@@ -236,7 +223,7 @@ func (t *tx) AddEvents(evs ...event.Event) {
 }
 
 func (t *tx) RecordInbound(in store.InboundEvent) {
-	key, now := unit.InboundKey(in.Source, in.EventID), t.at()
+	key, now := unit.InboundKey(in.Source, in.EventID), t.At()
 	t.writes = append(t.writes, func() { t.s.inbound[key] = now })
 }
 

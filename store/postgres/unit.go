@@ -29,10 +29,10 @@ type shared = ops.Shared
 // nothing.
 func (s *Store) unit(ctx context.Context, what string, fn func(unit.Tx) error) error {
 	if unit.IsReadOnly(ctx) {
-		return pgfault.Read(fn(&tx{s: s, ctx: ctx, q: s.pool}), "%s", what)
+		return pgfault.Read(fn(&tx{s: s, Clock: unit.Clock{Read: s.clock}, ctx: ctx, q: s.pool}), "%s", what)
 	}
 	return s.run(ctx, what, func(ptx pgx.Tx) error {
-		t := &tx{s: s, ctx: ctx, tx: ptx, q: ptx, lock: " FOR UPDATE"}
+		t := &tx{s: s, Clock: unit.Clock{Read: s.clock}, ctx: ctx, tx: ptx, q: ptx, lock: " FOR UPDATE"}
 		if err := fn(t); err != nil {
 			return err
 		}
@@ -48,33 +48,21 @@ func (s *Store) unit(ctx context.Context, what string, fn func(unit.Tx) error) e
 // tx is the PostgreSQL store's unit.Tx: reads are made on q (the
 // transaction, or the pool when read-only); those of a change end with lock.
 type tx struct {
-	s      *Store
+	s *Store
+	// Clock reads the store's clock after the locks taken so far: see
+	// Store.clock.
+	unit.Clock
 	ctx    context.Context
 	tx     pgx.Tx
 	q      querier
 	lock   string
 	writes []func() error
-	now    time.Time
 	// accounts says which accounts Account found: PutAccount updates
 	// those and inserts the others.
 	accounts map[string]bool
 }
 
 var _ unit.Tx = (*tx)(nil)
-
-// Now reads the clock after the locks taken so far: see Store.clock.
-func (t *tx) Now() time.Time {
-	t.now = t.s.clock()
-	return t.now
-}
-
-// at is the instant of the change: Now's, or the clock's if never asked.
-func (t *tx) at() time.Time {
-	if t.now.IsZero() {
-		return t.s.clock()
-	}
-	return t.now
-}
 
 func (t *tx) write(w func() error) { t.writes = append(t.writes, w) }
 
@@ -212,16 +200,16 @@ func entitlementsByID(ctx context.Context, tx querier, ids []string, lock bool) 
 }
 
 func (t *tx) Normalize(e entitlement.Entitlement) entitlement.Entitlement {
-	return unit.Normalized(e, t.at(), stamp)
+	return unit.Normalized(e, t.At(), stamp)
 }
 
 // Fence marks the fence at once: the UPDATE locks the ledger row until the
 // transaction ends.
-func (t *tx) Fence() error { return t.s.markFence(t.ctx, t.tx, t.at()) }
+func (t *tx) Fence() error { return t.s.markFence(t.ctx, t.tx, t.At()) }
 
 func (t *tx) EnsureAccount(agentID string) error {
 	t.exec(`INSERT INTO accounts (agent_id, created_at, updated_at) VALUES ($1, $2, $2)
-		ON CONFLICT (agent_id) DO NOTHING`, agentID, t.at())
+		ON CONFLICT (agent_id) DO NOTHING`, agentID, t.At())
 	return nil
 }
 
@@ -237,7 +225,7 @@ func (t *tx) CreateEntitlement(e entitlement.Entitlement) {
 }
 
 func (t *tx) UpdateEntitlement(e entitlement.Entitlement, expired, released []string) {
-	now := t.at()
+	now := t.At()
 	t.write(func() error {
 		if err := endHolds(t.ctx, t.tx, expired, entitlement.HoldExpired, now); err != nil {
 			return err
@@ -348,7 +336,7 @@ func (t *tx) AddEvents(evs ...event.Event) {
 // transaction recorded it meanwhile, the whole unit starts over and then
 // answers as the replay it is.
 func (t *tx) RecordInbound(in store.InboundEvent) {
-	t.insert(insertInboundSQL, in.Source, in.EventID, t.at())
+	t.insert(insertInboundSQL, in.Source, in.EventID, t.At())
 }
 
 func (t *tx) Claim(name string) (store.Claim, error) {

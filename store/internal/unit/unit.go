@@ -41,6 +41,28 @@ func ReadOnly(ctx context.Context) context.Context { return context.WithValue(ct
 // IsReadOnly reports whether ctx marks a unit of work ReadOnly.
 func IsReadOnly(ctx context.Context) bool { return ctx.Value(readOnly{}) != nil }
 
+// Clock is the instant of one unit of work's change, for a backend's Tx to
+// embed: its Now (Tx.Now) reads Read and keeps the instant; At is that
+// instant, or Read's if Now was never called.
+type Clock struct {
+	Read func() time.Time
+	now  time.Time
+}
+
+// Now implements Tx.Now.
+func (c *Clock) Now() time.Time {
+	c.now = c.Read()
+	return c.now
+}
+
+// At is the instant of the change: Now's, or Read's if Now was never called.
+func (c *Clock) At() time.Time {
+	if c.now.IsZero() {
+		return c.Read()
+	}
+	return c.now
+}
+
 // FenceOf returns the fence ctx carries (store.FenceOf) as a T, the kind
 // of fence the backend named backend checks, and false when ctx carries
 // none. A fence of another kind is Internal: a ledger of another backend,
