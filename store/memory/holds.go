@@ -11,6 +11,7 @@ import (
 	"github.com/stipend-mcp/stipend/event"
 	"github.com/stipend-mcp/stipend/store"
 	"github.com/stipend-mcp/stipend/store/internal/charge"
+	"github.com/stipend-mcp/stipend/store/internal/unit"
 )
 
 // Every change of a stored entitlement goes through the charge engine
@@ -43,13 +44,13 @@ func (s *Store) commitBatch(e *entitlement.Entitlement, b *charge.Batch, expired
 		return nil
 	}
 	var evs []event.Event
-	if len(b.Events) > 0 {
-		ps := make([]pendingEvent, len(b.Events))
+	if len(b.Events) > 0 { // the clock is read only for events
+		ps := make([]unit.Pending, len(b.Events))
 		for i, ev := range b.Events {
-			ps[i] = pending(ev.Type, ev.AgentID, ev.Data)
+			ps[i] = unit.Pending(ev)
 		}
 		var err error
-		if evs, err = s.newEvents(ps...); err != nil {
+		if evs, err = unit.Events(s.clock(), ps...); err != nil {
 			return err
 		}
 	}

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -30,12 +29,6 @@ func scanAccount(rows pgx.Row) (entitlement.Account, error) {
 // AccountLimits implements charge.Charger: one query, which charge.Consume
 // runs beside the key lookup. Charges never write the account row.
 func (s *Store) AccountLimits(ctx context.Context, agentID string) (entitlement.AccountLimits, error) {
-	a, err := scanAccount(s.pool.QueryRow(ctx, `SELECT `+accountColumns+` FROM accounts WHERE agent_id = $1`, agentID))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return entitlement.AccountLimits{}, nil
-	}
-	if err != nil {
-		return entitlement.AccountLimits{}, pgfault.Read(err, "account limits")
-	}
-	return a.Limits, nil
+	a, err := one(ctx, s.pool, scanAccount, nil, `SELECT `+accountColumns+` FROM accounts WHERE agent_id = $1`, agentID)
+	return a.Limits, pgfault.Read(err, "account limits") // no account: no limits
 }

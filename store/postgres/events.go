@@ -37,20 +37,6 @@ func eventArgs(e *event.Event) []any {
 	return []any{e.ID, string(e.Type), e.AgentID, e.OccurredAt, []byte(e.Data)}
 }
 
-// enqueue writes outbox events inside tx, in order.
-func enqueue(ctx context.Context, tx pgx.Tx, now time.Time, events ...pendingEvent) error {
-	for _, p := range events {
-		q, args, err := insertEvent(p, now)
-		if err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, q, args...); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // PendingEvents implements store.EntitlementStore.
 func (s *Store) PendingEvents(ctx context.Context, limit int) ([]event.Event, error) {
 	if limit <= 0 {

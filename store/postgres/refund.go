@@ -10,6 +10,7 @@ import (
 	"github.com/stipend-mcp/stipend/internal/pgfault"
 	"github.com/stipend-mcp/stipend/store"
 	"github.com/stipend-mcp/stipend/store/internal/charge"
+	"github.com/stipend-mcp/stipend/store/internal/unit"
 )
 
 // RefundConsumption implements store.EntitlementStore: one transaction that
@@ -17,11 +18,8 @@ import (
 // refund and the entitlement's batches wait for each other), then reads the
 // consumption, refunds it with the charge engine and writes both.
 func (s *Store) RefundConsumption(ctx context.Context, id string, amount entitlement.Amount) (store.RefundResult, error) {
-	var entitlementID string
-	err := s.pool.QueryRow(ctx, `SELECT entitlement_id FROM consumptions WHERE id = $1`, id).Scan(&entitlementID)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return store.RefundResult{}, store.Errorf(store.CodeNotFound, "consumption %q", id)
-	}
+	entitlementID, err := one(ctx, s.pool, func(r pgx.Row) (id string, err error) { err = r.Scan(&id); return },
+		store.Errorf(store.CodeNotFound, "consumption %q", id), `SELECT entitlement_id FROM consumptions WHERE id = $1`, id)
 	if err != nil {
 		return store.RefundResult{}, pgfault.Read(err, "read consumption")
 	}
@@ -54,7 +52,11 @@ func (s *Store) RefundConsumption(ctx context.Context, id string, amount entitle
 			return err
 		}
 		for _, ev := range b.Events {
-			if err := enqueue(ctx, tx, b.Now, pending(ev.Type, ev.AgentID, ev.Data)); err != nil {
+			q, args, err := insertEvent(unit.Pending(ev), b.Now)
+			if err == nil {
+				_, err = tx.Exec(ctx, q, args...)
+			}
+			if err != nil {
 				return err
 			}
 		}
@@ -87,10 +89,9 @@ func (s *Store) ExpireHolds(ctx context.Context, limit int) (int, error) {
 		n := 0
 		err := s.run(ctx, "expire holds", func(tx pgx.Tx) error {
 			n = 0
-			e, err := scanEntitlement(tx.QueryRow(ctx, `SELECT `+entitlementColumns+` FROM entitlements
-				WHERE id = $1 FOR UPDATE SKIP LOCKED`, id))
-			if errors.Is(err, pgx.ErrNoRows) {
-				return nil
+			e, err := readEntitlement(ctx, tx, id, " FOR UPDATE SKIP LOCKED")
+			if errors.Is(err, store.ErrNotFound) {
+				return nil // another transaction holds it
 			}
 			if err != nil {
 				return err

@@ -87,10 +87,10 @@ func (t *tx) insert(q string, args ...any) {
 	})
 }
 
-// one reads the row q selects with scan: absent if there is none. A read
-// that locks what it reads ends q with t.lock.
-func one[T any](t *tx, scan func(pgx.Row) (T, error), absent error, q string, args ...any) (T, error) {
-	v, err := scan(t.q.QueryRow(t.ctx, q, args...))
+// one reads on db the row sql selects, with scan: absent if there is none.
+// A read of a unit's that locks what it reads ends sql with t.lock.
+func one[T any](ctx context.Context, db querier, scan func(pgx.Row) (T, error), absent error, sql string, args ...any) (T, error) {
+	v, err := scan(db.QueryRow(ctx, sql, args...))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return v, absent
 	}
@@ -98,22 +98,22 @@ func one[T any](t *tx, scan func(pgx.Row) (T, error), absent error, q string, ar
 }
 
 func (t *tx) Payment(id string) (payment.Payment, error) {
-	return one(t, scanPayment, store.Errorf(store.CodeNotFound, "payment %q", id),
+	return one(t.ctx, t.q, scanPayment, store.Errorf(store.CodeNotFound, "payment %q", id),
 		`SELECT `+paymentColumns+` FROM payments WHERE id = $1`+t.lock, id)
 }
 
 func (t *tx) PaymentByKey(key string) (payment.Payment, error) {
-	return one(t, scanPayment, store.Errorf(store.CodeNotFound, "payment for idempotency key"),
+	return one(t.ctx, t.q, scanPayment, store.Errorf(store.CodeNotFound, "payment for idempotency key"),
 		`SELECT `+paymentColumns+` FROM payments WHERE idempotency_key = $1`, key)
 }
 
 func (t *tx) PaymentByIntent(intentID string) (payment.Payment, error) {
-	return one(t, scanPayment, store.Errorf(store.CodeNotFound, "payment for provider intent %q", intentID),
+	return one(t.ctx, t.q, scanPayment, store.Errorf(store.CodeNotFound, "payment for provider intent %q", intentID),
 		`SELECT `+paymentColumns+` FROM payments WHERE provider_intent_id = $1`, intentID)
 }
 
 func (t *tx) Account(agentID string) (entitlement.Account, error) {
-	a, err := one(t, scanAccount, store.Errorf(store.CodeNotFound, "account %q", agentID),
+	a, err := one(t.ctx, t.q, scanAccount, store.Errorf(store.CodeNotFound, "account %q", agentID),
 		`SELECT `+accountColumns+` FROM accounts WHERE agent_id = $1`+t.lock, agentID)
 	if err == nil {
 		if t.accounts == nil {
@@ -129,17 +129,17 @@ func (t *tx) TopUp(agentID string) (topup.TopUp, error) {
 }
 
 func (t *tx) Endpoint(id string) (store.Endpoint, error) {
-	return one(t, scanEndpoint, errEndpointNotFound(id),
+	return one(t.ctx, t.q, scanEndpoint, errEndpointNotFound(id),
 		`SELECT `+endpointColumns+` FROM webhook_endpoints WHERE id = $1`+t.lock, id)
 }
 
 func (t *tx) Delivery(id string) (store.Delivery, error) {
-	return one(t, scanDelivery, store.Errorf(store.CodeNotFound, "delivery %s", id),
+	return one(t.ctx, t.q, scanDelivery, store.Errorf(store.CodeNotFound, "delivery %s", id),
 		`SELECT `+deliveryColumns+` FROM deliveries WHERE id = $1`+t.lock, id)
 }
 
 func (t *tx) DeliveryByKey(key string) (store.Delivery, error) {
-	return one(t, scanDelivery, store.Errorf(store.CodeNotFound, "delivery with key %q", key),
+	return one(t.ctx, t.q, scanDelivery, store.Errorf(store.CodeNotFound, "delivery with key %q", key),
 		`SELECT `+deliveryColumns+` FROM deliveries WHERE key = $1`, key)
 }
 
@@ -153,7 +153,7 @@ func (t *tx) InboundSeen(in store.InboundEvent) (bool, error) {
 }
 
 func (t *tx) Receipt(id string) (receipt.Signed, error) {
-	return one(t, scanReceipt, store.Errorf(store.CodeNotFound, "receipt %q", id),
+	return one(t.ctx, t.q, scanReceipt, store.Errorf(store.CodeNotFound, "receipt %q", id),
 		`SELECT `+receiptColumns+` FROM receipts WHERE id = $1`, id)
 }
 

@@ -2,6 +2,7 @@ package ops
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/stipend-mcp/stipend/entitlement"
@@ -20,8 +21,8 @@ func (o Shared) CreateEntitlement(ctx context.Context, e entitlement.Entitlement
 	}
 	var out entitlement.Entitlement
 	err := o.run(ctx, "create entitlement", func(tx unit.Tx) error {
-		if err := absent(tx.Entitlement(e.ID)); err != nil {
-			return orConflict(err, "entitlement %q exists", e.ID)
+		if _, err := tx.Entitlement(e.ID); !errors.Is(err, store.ErrNotFound) {
+			return found(err, store.CodeConflict, "entitlement %q exists", e.ID)
 		}
 		if err := tx.EnsureAccount(e.AgentID); err != nil {
 			return err
