@@ -108,16 +108,6 @@ func (s *Store) GetHold(_ context.Context, id string) (entitlement.Hold, error) 
 	return h, err
 }
 
-// ownHold returns the stored hold id if agentID owns it; another agent's
-// hold is NotFound, as if absent. Callers hold s.mu.
-func (s *Store) ownHold(id, agentID string) (*entitlement.Hold, error) {
-	h := s.holds[id]
-	if h == nil || h.AgentID != agentID {
-		return nil, store.Errorf(store.CodeNotFound, "hold %q", id)
-	}
-	return h, nil
-}
-
 // CaptureHold charges amount (nil fields: the hold's maximum) to the open
 // hold id of agentID, returning the rest of the reservation.
 func (s *Store) CaptureHold(_ context.Context, id, agentID string, amount entitlement.Amount) (store.HoldResult, error) {
@@ -139,9 +129,9 @@ func (s *Store) ReleaseHold(_ context.Context, id, agentID string) (store.HoldRe
 func (s *Store) finishHold(id, agentID string, apply func(*charge.Batch, *charge.Record) (store.HoldResult, error)) (store.HoldResult, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	h, err := s.ownHold(id, agentID)
-	if err != nil {
-		return store.HoldResult{}, err
+	h := s.holds[id]
+	if h == nil || h.AgentID != agentID { // another agent's hold is as if absent
+		return store.HoldResult{}, store.Errorf(store.CodeNotFound, "hold %q", id)
 	}
 	e := s.entitlements[h.EntitlementID]
 	b := &charge.Batch{}

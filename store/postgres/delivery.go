@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -45,12 +44,10 @@ func (s *Store) ListDeliveries(ctx context.Context, f store.DeliveryFilter, p st
 		parts: []string{string(f.Status), string(f.EventType)},
 	}
 	if f.Status != "" {
-		q.args = append(q.args, string(f.Status))
-		q.from += " AND status = $" + strconv.Itoa(len(q.args))
+		q.where("status", "=", string(f.Status))
 	}
 	if f.EventType != "" {
-		q.args = append(q.args, string(f.EventType))
-		q.from += " AND event_type = $" + strconv.Itoa(len(q.args))
+		q.where("event_type", "=", string(f.EventType))
 	}
 	return list(ctx, s.pool, q, p, scanDelivery, func(d *store.Delivery) (time.Time, string) { return d.CreatedAt, d.ID })
 }

@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"errors"
-	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -28,19 +27,14 @@ func (s *Store) ListEntitlements(ctx context.Context, agentID string, f store.En
 		order: "created_at",
 		parts: []string{agentID, string(f.Status), string(f.Type), f.Service},
 	}
-	// where adds the condition column op ($n), $n being arg.
-	where := func(column, op string, arg any) {
-		q.args = append(q.args, arg)
-		q.from += " AND " + column + " " + op + " ($" + strconv.Itoa(len(q.args)) + ")"
-	}
 	if f.Status != "" {
-		where("status", "=", string(f.Status))
+		q.where("status", "=", string(f.Status))
 	}
 	if f.Type != "" {
-		where("type", "=", string(f.Type))
+		q.where("type", "=", string(f.Type))
 	}
 	if f.Service != "" {
-		where("scope_service", "= ANY", []string{f.Service, entitlement.AnyService})
+		q.where("scope_service", "= ANY", []string{f.Service, entitlement.AnyService})
 	}
 	now := s.clock()
 	return list(ctx, s.pool, q, p, func(r pgx.Row) (entitlement.Entitlement, error) {

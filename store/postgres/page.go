@@ -24,6 +24,12 @@ type listQuery struct {
 	parts []string
 }
 
+// where adds the condition "column op ($n)" to q, $n being arg.
+func (q *listQuery) where(column, op string, arg any) {
+	q.args = append(q.args, arg)
+	q.from += " AND " + column + " " + op + " ($" + strconv.Itoa(len(q.args)) + ")"
+}
+
 // list returns the page p of q, scanning each row with scan; pos gives an
 // item's order value and ID for the next cursor, "" on the last page.
 func list[T any](ctx context.Context, db querier, q listQuery, p store.Page, scan func(pgx.Row) (T, error), pos func(*T) (time.Time, string)) ([]T, string, error) {
