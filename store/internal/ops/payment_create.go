@@ -21,21 +21,15 @@ func (o Shared) CreatePayment(ctx context.Context, p payment.Payment) (store.Cre
 	}
 	var out store.CreatePaymentResult
 	err := o.run(ctx, "create payment", func(tx unit.Tx) error {
-		switch prior, err := tx.PaymentByKey(p.IdempotencyKey); {
-		case err == nil:
-			if prior.Fingerprint != p.Fingerprint {
-				return store.Errorf(store.CodeConflict, "payment idempotency key reused with different parameters")
-			}
-			out = store.CreatePaymentResult{Payment: prior}
-			return nil
-		case !errors.Is(err, store.ErrNotFound):
-			return err
+		got, err := tx.PaymentByKey(p.IdempotencyKey)
+		fresh := false
+		if errors.Is(err, store.ErrNotFound) {
+			got, fresh, err = createPayment(tx, p)
 		}
-		created, fresh, err := createPayment(tx, p)
-		if err == nil && !fresh && created.Fingerprint != p.Fingerprint {
+		if err == nil && !fresh && got.Fingerprint != p.Fingerprint {
 			err = store.Errorf(store.CodeConflict, "payment idempotency key reused with different parameters")
 		}
-		out = store.CreatePaymentResult{Payment: created, Created: fresh}
+		out = store.CreatePaymentResult{Payment: got, Created: fresh}
 		return err
 	})
 	return out, err
