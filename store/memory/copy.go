@@ -2,7 +2,6 @@ package memory
 
 import (
 	"maps"
-	"time"
 
 	"github.com/stipend-mcp/stipend/entitlement"
 )
@@ -15,12 +14,4 @@ func copyAccount(a *entitlement.Account) entitlement.Account {
 	c.Metadata = maps.Clone(a.Metadata)
 	c.Limits = a.Limits.Clone()
 	return c
-}
-
-// utc returns t in UTC, leaving the zero time alone.
-func utc(t time.Time) time.Time {
-	if t.IsZero() {
-		return t
-	}
-	return t.UTC()
 }

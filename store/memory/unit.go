@@ -101,7 +101,8 @@ func (t *tx) DeliveryByKey(key string) (store.Delivery, error) {
 		store.Errorf(store.CodeNotFound, "delivery with key %q", key))
 }
 
-func (t *tx) Instant(at time.Time) time.Time { return utc(at) }
+// Instant is at in UTC (the zero time stays zero).
+func (t *tx) Instant(at time.Time) time.Time { return at.UTC() }
 
 func (t *tx) InboundSeen(in store.InboundEvent) (bool, error) {
 	_, ok := t.s.inbound[unit.InboundKey(in.Source, in.EventID)]

@@ -11,13 +11,6 @@ import (
 	"github.com/stipend-mcp/stipend/store"
 )
 
-func stampOrZero(t time.Time) time.Time {
-	if t.IsZero() {
-		return t
-	}
-	return stamp(t)
-}
-
 // ListEntitlements implements store.EntitlementStore.
 func (s *Store) ListEntitlements(ctx context.Context, agentID string, f store.EntitlementFilter, p store.Page) ([]entitlement.Entitlement, string, error) {
 	q := listQuery{

@@ -143,7 +143,8 @@ func (t *tx) DeliveryByKey(key string) (store.Delivery, error) {
 		`SELECT `+deliveryColumns+` FROM deliveries WHERE key = $1`, key)
 }
 
-func (t *tx) Instant(at time.Time) time.Time { return stampOrZero(at) }
+// Instant is stamp's: the zero time stays zero.
+func (t *tx) Instant(at time.Time) time.Time { return stamp(at) }
 
 func (t *tx) InboundSeen(in store.InboundEvent) (bool, error) {
 	var seen bool
