@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -42,7 +43,8 @@ func scanPayment(rows pgx.Row) (payment.Payment, error) {
 	r := &row{table: "payments", id: p.ID}
 	p.Amount = r.amount("amount_cents", cents, currency)
 	p.Provider = payment.Provider(r.oneOf("provider", provider, payment.Provider(provider).Valid()))
-	p.Status = payment.Status(r.oneOf("status", status, validPaymentStatus(status)))
+	p.Status = payment.Status(status)
+	r.oneOf("status", status, slices.Contains([]payment.Status{payment.StatusPending, payment.StatusSucceeded, payment.StatusFailed, payment.StatusRefunded}, p.Status))
 	if err := strictJSON(grant, &p.Grant); err != nil || !p.Grant.Type.Valid() {
 		r.corrupt("grant_template", "not a grant: %v", err)
 	}
@@ -60,14 +62,6 @@ func scanPayment(rows pgx.Row) (payment.Payment, error) {
 		p.Checkout = &payment.Checkout{SessionID: sessionID, URL: checkoutURL, ExpiresAt: r.required("checkout_expires_at", checkoutExpires)}
 	}
 	return p, r.err
-}
-
-func validPaymentStatus(s string) bool {
-	switch payment.Status(s) {
-	case payment.StatusPending, payment.StatusSucceeded, payment.StatusFailed, payment.StatusRefunded:
-		return true
-	}
-	return false
 }
 
 // receiptColumns are the columns scanReceipt reads, in its order.
