@@ -19,6 +19,9 @@ const paymentColumns = `id, agent_id, amount_cents, amount_currency, provider, p
 	receipt_id, refund_receipt_id, entitlement_ids, idempotency_key, fingerprint,
 	checkout_session_id, checkout_url, checkout_expires_at, refunded_cents, disputed_at, dispute_reason, dispute_won_at`
 
+// paymentStatuses are the statuses a stored payment may have.
+var paymentStatuses = []payment.Status{payment.StatusPending, payment.StatusSucceeded, payment.StatusFailed, payment.StatusRefunded}
+
 // scanPayment reads one row of paymentColumns strictly.
 func scanPayment(rows pgx.Row) (payment.Payment, error) {
 	var (
@@ -43,8 +46,7 @@ func scanPayment(rows pgx.Row) (payment.Payment, error) {
 	r := &row{table: "payments", id: p.ID}
 	p.Amount = r.amount("amount_cents", cents, currency)
 	p.Provider = payment.Provider(r.oneOf("provider", provider, payment.Provider(provider).Valid()))
-	p.Status = payment.Status(status)
-	r.oneOf("status", status, slices.Contains([]payment.Status{payment.StatusPending, payment.StatusSucceeded, payment.StatusFailed, payment.StatusRefunded}, p.Status))
+	p.Status = payment.Status(r.oneOf("status", status, slices.Contains(paymentStatuses, payment.Status(status))))
 	if err := strictJSON(grant, &p.Grant); err != nil || !p.Grant.Type.Valid() {
 		r.corrupt("grant_template", "not a grant: %v", err)
 	}
