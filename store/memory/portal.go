@@ -30,11 +30,7 @@ func (s *Store) CreatePortalSession(ctx context.Context, ps portal.Session) (por
 func (s *Store) GetPortalSession(_ context.Context, id string) (portal.Session, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ps, ok := s.portal[id]
-	if !ok {
-		return portal.Session{}, store.Errorf(store.CodeNotFound, "portal session %q", id)
-	}
-	return ps.Clone(), nil
+	return found(s.portal, id, (*portal.Session).Clone, store.Errorf(store.CodeNotFound, "portal session %q", id))
 }
 
 // RevokePortalSession revokes a portal session.
