@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/stipend-mcp/stipend/event"
@@ -28,11 +29,7 @@ const (
 
 // Valid reports whether s is a known status.
 func (s DeliveryStatus) Valid() bool {
-	switch s {
-	case DeliveryPending, DeliveryInFlight, DeliverySucceeded, DeliveryFailed, DeliveryDead:
-		return true
-	}
-	return false
+	return slices.Contains([]DeliveryStatus{DeliveryPending, DeliveryInFlight, DeliverySucceeded, DeliveryFailed, DeliveryDead}, s)
 }
 
 // Delivery is one event on its way to one endpoint.

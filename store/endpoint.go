@@ -2,6 +2,7 @@ package store
 
 import (
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -39,15 +40,7 @@ func (e *Endpoint) Subscribes(t event.Type) bool {
 	if e.Disabled {
 		return false
 	}
-	if len(e.EventTypes) == 0 {
-		return true
-	}
-	for _, et := range e.EventTypes {
-		if et == t {
-			return true
-		}
-	}
-	return false
+	return len(e.EventTypes) == 0 || slices.Contains(e.EventTypes, t)
 }
 
 // SigningSecrets returns the secrets that sign a request sent at now:
@@ -77,15 +70,15 @@ func (e *Endpoint) Validate() error {
 		return err
 	}
 	for i, t := range e.EventTypes {
-		if !knownEventType(t) {
+		if !slices.Contains(event.Types, t) {
 			return Errorf(CodeInvalid, "eventTypes[%d]: unknown event type %q", i, t)
 		}
 	}
-	if !ValidSecret(e.Secret) {
-		return Errorf(CodeInvalid, "secret: must start with %q and hold at least 16 more characters", SecretPrefix)
+	if err := CheckSecret("secret", e.Secret); err != nil {
+		return err
 	}
-	if e.PreviousSecret != "" && !ValidSecret(e.PreviousSecret) {
-		return Errorf(CodeInvalid, "previousSecret: must start with %q and hold at least 16 more characters", SecretPrefix)
+	if e.PreviousSecret != "" {
+		return CheckSecret("previousSecret", e.PreviousSecret)
 	}
 	return nil
 }
@@ -94,6 +87,15 @@ func (e *Endpoint) Validate() error {
 // SecretPrefix and at least 16 more characters.
 func ValidSecret(s string) bool {
 	return strings.HasPrefix(s, SecretPrefix) && len(s) >= len(SecretPrefix)+16
+}
+
+// CheckSecret is nil when s is ValidSecret, and otherwise an Invalid error
+// naming field.
+func CheckSecret(field, s string) error {
+	if ValidSecret(s) {
+		return nil
+	}
+	return Errorf(CodeInvalid, "%s: must start with %q and hold at least 16 more characters", field, SecretPrefix)
 }
 
 // ValidateURL is Validate's rule for an endpoint URL: absolute http or
@@ -110,15 +112,6 @@ func ValidateURL(raw string) error {
 		}
 	}
 	return nil
-}
-
-func knownEventType(t event.Type) bool {
-	for _, k := range event.Types {
-		if k == t {
-			return true
-		}
-	}
-	return false
 }
 
 // EndpointUpdate is a change UpdateEndpoint makes; nil fields and a false

@@ -6,11 +6,6 @@ import (
 	"github.com/stipend-mcp/stipend/entitlement"
 )
 
-// GetAccount returns the account, or ErrNotFound.
-func (s *Store) GetAccount(_ context.Context, agentID string) (entitlement.Account, error) {
-	return read(s, func(t *tx) (entitlement.Account, error) { return t.Account(agentID) })
-}
-
 // ensureAccount creates the account agentID if absent. Callers hold s.mu.
 func (s *Store) ensureAccount(agentID string) {
 	if s.accounts[agentID] == nil {

@@ -38,7 +38,7 @@ func (s *Store) used(agentID, key string, now time.Time) (charge.Used, bool) {
 	return out, true
 }
 
-func consumptionPos(c *entitlement.Consumption) position { return position{c.OccurredAt, c.ID} }
+func consumptionPos(c *entitlement.Consumption) position { return position{At: c.OccurredAt, ID: c.ID} }
 
 // putConsumption stores and indexes c itself, a new consumption (of a
 // consume, or of the capture of a hold stored under the same key) that the
@@ -57,7 +57,7 @@ func (s *Store) putConsumption(c *entitlement.Consumption) {
 	u.consumption = stored
 	s.keys[k] = u
 	a := s.agent(c.AgentID)
-	a.consumptions = insertSorted(a.consumptions, stored, byPosition(consumptionPos))
+	a.consumptions = insertSorted(a.consumptions, stored, consumptionPos)
 }
 
 // putHold stores and indexes a copy of h, a new hold. Callers hold s.mu.
@@ -67,27 +67,11 @@ func (s *Store) putHold(h *entitlement.Hold) {
 	s.keys[consumptionKey{h.AgentID, h.IdempotencyKey}] = use{hold: &stored}
 }
 
-// copyConsumption returns a copy of c that shares nothing with it.
+// copyConsumption returns a copy of c that shares nothing with it
+// (charge.Record.Clone).
 func copyConsumption(c *entitlement.Consumption) entitlement.Consumption {
-	out := *c
-	if c.RemainingAfter != nil {
-		rem := *c.RemainingAfter
-		out.RemainingAfter = &rem
-	}
-	if c.Refund != nil {
-		r := *c.Refund
-		out.Refund = &r
-	}
-	return out
+	return *(&charge.Record{Cons: c}).Clone().Cons
 }
 
 // copyHold returns a copy of h that shares nothing with it.
-func copyHold(h *entitlement.Hold) entitlement.Hold {
-	out := *h
-	out.EndedAt = copyTime(h.EndedAt)
-	if h.Captured != nil {
-		c := *h.Captured
-		out.Captured = &c
-	}
-	return out
-}
+func copyHold(h *entitlement.Hold) entitlement.Hold { return *(&charge.Record{Hold: h}).Clone().Hold }

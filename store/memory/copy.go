@@ -2,47 +2,16 @@ package memory
 
 import (
 	"maps"
-	"time"
 
 	"github.com/stipend-mcp/stipend/entitlement"
-	"github.com/stipend-mcp/stipend/payment"
-	"github.com/stipend-mcp/stipend/receipt"
 )
 
 // The copy functions return values that share no maps, slices or pointers
 // with stored state, so callers may change them freely.
-
-func copyTime(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	c := *t
-	return &c
-}
 
 func copyAccount(a *entitlement.Account) entitlement.Account {
 	c := *a
 	c.Metadata = maps.Clone(a.Metadata)
 	c.Limits = a.Limits.Clone()
 	return c
-}
-
-func copyPayment(p *payment.Payment) payment.Payment { return p.Clone() }
-
-func copyReceipt(r *receipt.Signed) receipt.Signed { return r.Clone() }
-
-// utc returns t in UTC, leaving the zero time alone.
-func utc(t time.Time) time.Time {
-	if t.IsZero() {
-		return t
-	}
-	return t.UTC()
-}
-
-func utcPtr(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	u := t.UTC()
-	return &u
 }

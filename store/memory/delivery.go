@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"time"
 
@@ -14,39 +15,12 @@ import (
 
 var _ store.DeliveryStore = (*Store)(nil)
 
-// deliveryState is the webhook delivery state of a Store, guarded by s.mu.
-type deliveryState struct {
-	endpoints  map[string]store.Endpoint
-	deliveries map[string]store.Delivery
-	// byKey maps an EnqueueDelivery key to its delivery ID.
-	byKey map[string]string
-}
-
-// deliveries returns the state, creating its maps on first use. s.mu must be held.
-func (s *Store) deliveries() *deliveryState {
-	d := &s.delivery
-	if d.endpoints == nil {
-		d.endpoints = make(map[string]store.Endpoint)
-		d.deliveries = make(map[string]store.Delivery)
-		d.byKey = make(map[string]string)
-	}
-	return d
-}
-
-// GetEndpoint implements store.DeliveryStore.
-func (s *Store) GetEndpoint(_ context.Context, id string) (store.Endpoint, error) {
-	return read(s, func(t *tx) (store.Endpoint, error) { return t.Endpoint(id) })
-}
-
 // ListEndpoints implements store.DeliveryStore.
 func (s *Store) ListEndpoints(_ context.Context, p store.Page) ([]store.Endpoint, string, error) {
 	s.mu.Lock()
-	all := make([]store.Endpoint, 0, len(s.deliveries().endpoints))
-	for _, e := range s.deliveries().endpoints {
-		all = append(all, copyEndpoint(e))
-	}
-	s.mu.Unlock()
-	return pageOf(all, p, listID("endpoints"), func(e store.Endpoint) position { return position{e.CreatedAt, e.ID} })
+	defer s.mu.Unlock()
+	all := slices.Collect(maps.Values(s.endpoints))
+	return pageOf(all, p, listID("endpoints"), func(e store.Endpoint) position { return position{At: e.CreatedAt, ID: e.ID} }, copyEndpoint)
 }
 
 // DeleteEndpoint implements store.DeliveryStore. The endpoint's deliveries
@@ -54,11 +28,10 @@ func (s *Store) ListEndpoints(_ context.Context, p store.Page) ([]store.Endpoint
 func (s *Store) DeleteEndpoint(_ context.Context, id string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := s.deliveries()
-	if _, ok := st.endpoints[id]; !ok {
+	if _, ok := s.endpoints[id]; !ok {
 		return endpointNotFound(id)
 	}
-	delete(st.endpoints, id)
+	delete(s.endpoints, id)
 	return nil
 }
 
@@ -66,23 +39,18 @@ func endpointNotFound(id string) error {
 	return store.Errorf(store.CodeNotFound, "webhook endpoint %s", id)
 }
 
-// GetDelivery implements store.DeliveryStore.
-func (s *Store) GetDelivery(_ context.Context, id string) (store.Delivery, error) {
-	return read(s, func(t *tx) (store.Delivery, error) { return t.Delivery(id) })
-}
-
 // ListDeliveries implements store.DeliveryStore.
 func (s *Store) ListDeliveries(_ context.Context, f store.DeliveryFilter, p store.Page) ([]store.Delivery, string, error) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	var all []store.Delivery
-	for _, d := range s.deliveries().deliveries {
+	for _, d := range s.deliveries {
 		if (f.Status == "" || d.Status == f.Status) && (f.EventType == "" || d.EventType == f.EventType) {
-			all = append(all, copyDelivery(d))
+			all = append(all, d)
 		}
 	}
-	s.mu.Unlock()
 	list := listID("deliveries", string(f.Status), string(f.EventType))
-	return pageOf(all, p, list, func(d store.Delivery) position { return position{d.CreatedAt, d.ID} })
+	return pageOf(all, p, list, func(d store.Delivery) position { return position{At: d.CreatedAt, ID: d.ID} }, copyDelivery)
 }
 
 // ClaimDueDeliveries implements store.DeliveryStore. Under the store's one
@@ -93,34 +61,21 @@ func (s *Store) ClaimDueDeliveries(_ context.Context, now time.Time, limit int, 
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := s.deliveries()
-	// Keep the limit earliest due rows, in order, without sorting them all.
-	due := make([]store.Delivery, 0, limit+1)
-	for _, d := range st.deliveries {
-		if !deliveryDue(&d, now, claimTTL) {
-			continue
-		}
-		if len(due) == limit && !d.ScheduledAt.Before(due[limit-1].ScheduledAt) {
-			continue
-		}
-		i, _ := slices.BinarySearchFunc(due, d.ScheduledAt, func(x store.Delivery, t time.Time) int {
-			if x.ScheduledAt.After(t) {
-				return 1
-			}
-			return -1
-		})
-		due = slices.Insert(due, i, d)
-		if len(due) > limit {
-			due = due[:limit]
+	// The limit earliest due rows, by when they are due.
+	var due []store.Delivery
+	for _, d := range s.deliveries {
+		if deliveryDue(&d, now, claimTTL) {
+			due = append(due, d)
 		}
 	}
-	out := make([]store.Delivery, 0, len(due))
-	for _, d := range due {
+	slices.SortFunc(due, func(a, b store.Delivery) int { return a.ScheduledAt.Compare(b.ScheduledAt) })
+	out := make([]store.Delivery, 0, min(limit, len(due)))
+	for _, d := range due[:min(limit, len(due))] {
 		t := now.UTC()
 		d.Status, d.Attempts = store.DeliveryInFlight, d.Attempts+1
 		d.ClaimedBy, d.ClaimedAt, d.ClaimToken = workerID, &t, uuid.NewString()
 		d.UpdatedAt = s.now().UTC()
-		st.deliveries[d.ID] = d
+		s.deliveries[d.ID] = d
 		out = append(out, copyDelivery(d))
 	}
 	return out, nil

@@ -8,29 +8,16 @@ import (
 	"github.com/stipend-mcp/stipend/store"
 )
 
-func entitlementPos(e *entitlement.Entitlement) position { return position{e.CreatedAt, e.ID} }
+func entitlementPos(e *entitlement.Entitlement) position { return position{At: e.CreatedAt, ID: e.ID} }
 
 // putEntitlement indexes a new entitlement. Callers hold s.mu.
 func (s *Store) putEntitlement(e *entitlement.Entitlement) {
 	s.entitlements[e.ID] = e
 	a := s.agent(e.AgentID)
-	a.entitlements = insertSorted(a.entitlements, e, byPosition(entitlementPos))
+	a.entitlements = insertSorted(a.entitlements, e, entitlementPos)
 	if e.Status == entitlement.StatusActive {
 		a.active = append(a.active, e)
 	}
-}
-
-// normalizeTimes stores every instant of e in UTC.
-func normalizeTimes(e *entitlement.Entitlement) {
-	e.CreatedAt = utc(e.CreatedAt)
-	e.ExpiresAt = utcPtr(e.ExpiresAt)
-	e.RevokedAt = utcPtr(e.RevokedAt)
-	e.Quota.ResetAt = utc(e.Quota.ResetAt)
-	e.Quota.Anchor = utc(e.Quota.Anchor)
-	e.Subscription.ValidFrom = utc(e.Subscription.ValidFrom)
-	e.Subscription.ValidUntil = utcPtr(e.Subscription.ValidUntil)
-	e.Limits.Spend.ResetAt = utc(e.Limits.Spend.ResetAt)
-	e.Limits.Spend.Anchor = utc(e.Limits.Spend.Anchor)
 }
 
 // shown returns a copy of e with a pending lazy quota reset applied.
@@ -38,17 +25,6 @@ func shown(e *entitlement.Entitlement, now time.Time) entitlement.Entitlement {
 	c := e.Clone()
 	c.Refresh(now)
 	return c
-}
-
-// GetEntitlement returns the entitlement, or ErrNotFound.
-func (s *Store) GetEntitlement(_ context.Context, id string) (entitlement.Entitlement, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e := s.entitlements[id]
-	if e == nil {
-		return entitlement.Entitlement{}, store.Errorf(store.CodeNotFound, "entitlement %q", id)
-	}
-	return shown(e, s.clock()), nil
 }
 
 // ListEntitlements lists an agent's entitlements, oldest first.

@@ -6,7 +6,6 @@ import (
 
 	"github.com/stipend-mcp/stipend/event"
 	"github.com/stipend-mcp/stipend/store"
-	"github.com/stipend-mcp/stipend/store/internal/unit"
 )
 
 // outbox is the event outbox: events in the order they were written, and
@@ -24,20 +23,6 @@ type outboxRow struct {
 }
 
 func newOutbox() outbox { return outbox{byID: make(map[string]*outboxRow)} }
-
-// pendingEvent is an event about to be written: its data is encoded by newEvents.
-type pendingEvent = unit.Pending
-
-func pending(t event.Type, agentID string, data any) pendingEvent {
-	return pendingEvent{Type: t, AgentID: agentID, Data: data}
-}
-
-// newEvents builds the events of one change (unit.Events). Build them
-// before changing anything, so an encoding failure leaves the store
-// untouched. Callers hold s.mu.
-func (s *Store) newEvents(ps ...pendingEvent) ([]event.Event, error) {
-	return unit.Events(s.clock(), ps...)
-}
 
 // add appends events to the outbox. Callers hold s.mu.
 func (o *outbox) add(events ...event.Event) {

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/stipend-mcp/stipend/store"
+	"github.com/stipend-mcp/stipend/store/internal/unit"
 )
 
 // markable is what the memory store needs of a fence (see store.Fence):
@@ -23,13 +24,9 @@ type markable interface {
 // applied. Callers hold s.mu and apply the change only on a nil answer. A
 // fence of another kind fails the change: the memory store cannot check it.
 func markFence(ctx context.Context) error {
-	f := store.FenceOf(ctx)
-	if f == nil {
-		return nil
-	}
-	m, ok := f.(markable)
+	m, ok, err := unit.FenceOf[markable](ctx, "memory")
 	if !ok {
-		return store.Errorf(store.CodeInternal, "%s: the memory store cannot check this fence (a ledger of another backend)", f.Claim())
+		return err
 	}
 	return m.Mark()
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/stipend-mcp/stipend/event"
 	"github.com/stipend-mcp/stipend/store"
 	"github.com/stipend-mcp/stipend/store/internal/charge"
+	"github.com/stipend-mcp/stipend/store/internal/unit"
 )
 
 // Every change of a stored entitlement goes through the charge engine
@@ -43,13 +44,13 @@ func (s *Store) commitBatch(e *entitlement.Entitlement, b *charge.Batch, expired
 		return nil
 	}
 	var evs []event.Event
-	if len(b.Events) > 0 {
-		ps := make([]pendingEvent, len(b.Events))
+	if len(b.Events) > 0 { // the clock is read only for events
+		ps := make([]unit.Pending, len(b.Events))
 		for i, ev := range b.Events {
-			ps[i] = pending(ev.Type, ev.AgentID, ev.Data)
+			ps[i] = unit.Pending(ev)
 		}
 		var err error
-		if evs, err = s.newEvents(ps...); err != nil {
+		if evs, err = unit.Events(s.clock(), ps...); err != nil {
 			return err
 		}
 	}
@@ -102,23 +103,9 @@ func (s *Store) AuthorizeOne(_ context.Context, req *entitlement.HoldRequest, en
 func (s *Store) GetHold(_ context.Context, id string) (entitlement.Hold, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	h := s.holds[id]
-	if h == nil {
-		return entitlement.Hold{}, store.Errorf(store.CodeNotFound, "hold %q", id)
-	}
-	out := copyHold(h)
-	out.Refresh(s.clock())
-	return out, nil
-}
-
-// ownHold returns the stored hold id if agentID owns it; another agent's
-// hold is NotFound, as if absent. Callers hold s.mu.
-func (s *Store) ownHold(id, agentID string) (*entitlement.Hold, error) {
-	h := s.holds[id]
-	if h == nil || h.AgentID != agentID {
-		return nil, store.Errorf(store.CodeNotFound, "hold %q", id)
-	}
-	return h, nil
+	h, err := found(s.holds, id, copyHold, store.Errorf(store.CodeNotFound, "hold %q", id))
+	h.Refresh(s.clock())
+	return h, err
 }
 
 // CaptureHold charges amount (nil fields: the hold's maximum) to the open
@@ -142,9 +129,9 @@ func (s *Store) ReleaseHold(_ context.Context, id, agentID string) (store.HoldRe
 func (s *Store) finishHold(id, agentID string, apply func(*charge.Batch, *charge.Record) (store.HoldResult, error)) (store.HoldResult, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	h, err := s.ownHold(id, agentID)
-	if err != nil {
-		return store.HoldResult{}, err
+	h := s.holds[id]
+	if h == nil || h.AgentID != agentID { // another agent's hold is as if absent
+		return store.HoldResult{}, store.Errorf(store.CodeNotFound, "hold %q", id)
 	}
 	e := s.entitlements[h.EntitlementID]
 	b := &charge.Batch{}

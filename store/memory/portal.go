@@ -22,9 +22,6 @@ func (s *Store) CreatePortalSession(ctx context.Context, ps portal.Session) (por
 	if err := markFence(ctx); err != nil {
 		return portal.Session{}, err
 	}
-	if s.portal == nil {
-		s.portal = make(map[string]*portal.Session)
-	}
 	s.portal[ps.ID] = &ps
 	return ps.Clone(), nil
 }
@@ -33,11 +30,7 @@ func (s *Store) CreatePortalSession(ctx context.Context, ps portal.Session) (por
 func (s *Store) GetPortalSession(_ context.Context, id string) (portal.Session, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ps, ok := s.portal[id]
-	if !ok {
-		return portal.Session{}, store.Errorf(store.CodeNotFound, "portal session %q", id)
-	}
-	return ps.Clone(), nil
+	return found(s.portal, id, (*portal.Session).Clone, store.Errorf(store.CodeNotFound, "portal session %q", id))
 }
 
 // RevokePortalSession revokes a portal session.

@@ -7,18 +7,13 @@ import (
 	"github.com/stipend-mcp/stipend/store"
 )
 
-func receiptPos(r *receipt.Signed) position { return position{r.IssuedAt, r.ID} }
+func receiptPos(r *receipt.Signed) position { return position{At: r.IssuedAt, ID: r.ID} }
 
 // putReceipt stores and indexes a new receipt. Callers hold s.mu.
 func (s *Store) putReceipt(r *receipt.Signed) {
 	s.receipts[r.ID] = r
 	a := s.agent(r.AgentID)
-	a.receipts = insertSorted(a.receipts, r, byPosition(receiptPos))
-}
-
-// GetReceipt returns the receipt, or ErrNotFound.
-func (s *Store) GetReceipt(_ context.Context, id string) (receipt.Signed, error) {
-	return read(s, func(t *tx) (receipt.Signed, error) { return t.Receipt(id) })
+	a.receipts = insertSorted(a.receipts, r, receiptPos)
 }
 
 // ListReceipts lists an agent's receipts, oldest first.
@@ -29,5 +24,5 @@ func (s *Store) ListReceipts(_ context.Context, agentID string, p store.Page) ([
 	if a := s.agents[agentID]; a != nil {
 		rows = a.receipts
 	}
-	return paginate(rows, p, listID("receipts", agentID), receiptPos, nil, copyReceipt)
+	return paginate(rows, p, listID("receipts", agentID), receiptPos, nil, (*receipt.Signed).Clone)
 }

@@ -12,11 +12,7 @@ import (
 func (s *Store) GetConsumption(_ context.Context, id string) (entitlement.Consumption, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c := s.consumptions[id]
-	if c == nil {
-		return entitlement.Consumption{}, store.Errorf(store.CodeNotFound, "consumption %q", id)
-	}
-	return copyConsumption(c), nil
+	return found(s.consumptions, id, copyConsumption, store.Errorf(store.CodeNotFound, "consumption %q", id))
 }
 
 // RefundConsumption gives amount (nil fields: all that was charged) of the

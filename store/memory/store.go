@@ -39,8 +39,11 @@ type Store struct {
 	// inbound holds recorded provider events by unit.InboundKey, with the
 	// time each was first seen; payment changes and RecordInboundEvent share it.
 	inbound map[string]time.Time
-	// delivery is the webhook delivery state (delivery.go).
-	delivery deliveryState
+	// endpoints and deliveries are the webhook state by ID (delivery.go);
+	// byDeliveryKey maps an EnqueueDelivery key to its delivery ID.
+	endpoints     map[string]store.Endpoint
+	deliveries    map[string]store.Delivery
+	byDeliveryKey map[string]string
 
 	accounts map[string]*entitlement.Account
 	// claims are the background jobs' claims by name (store.Claimer).
@@ -98,6 +101,13 @@ func New(opts ...Option) *Store {
 		byIntent:     make(map[string]string),
 		receipts:     make(map[string]*receipt.Signed),
 		events:       newOutbox(),
+		topups:       make(map[string]*topup.TopUp),
+		claims:       make(map[string]store.Claim),
+		portal:       make(map[string]*portal.Session),
+
+		endpoints:     make(map[string]store.Endpoint),
+		deliveries:    make(map[string]store.Delivery),
+		byDeliveryKey: make(map[string]string),
 	}
 	for _, o := range opts {
 		o(s)

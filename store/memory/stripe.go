@@ -20,14 +20,6 @@ func (s *Store) ListPendingPayments(_ context.Context, f store.PendingFilter, p 
 			rows = append(rows, pay)
 		}
 	}
-	pos := func(p *payment.Payment) position { return position{p.CreatedAt, p.ID} }
-	page, next, err := pageOf(rows, p, listID("pending-payments", string(f.Provider), f.CreatedBefore.UTC().String()), pos)
-	if err != nil {
-		return nil, "", err
-	}
-	out := make([]payment.Payment, len(page))
-	for i, pay := range page {
-		out[i] = copyPayment(pay)
-	}
-	return out, next, nil
+	pos := func(p *payment.Payment) position { return position{At: p.CreatedAt, ID: p.ID} }
+	return pageOf(rows, p, listID("pending-payments", string(f.Provider), f.CreatedBefore.UTC().String()), pos, (*payment.Payment).Clone)
 }

@@ -10,11 +10,6 @@ import (
 
 func noAccount(agentID string) error { return store.Errorf(store.CodeNotFound, "account %q", agentID) }
 
-// GetTopUp returns the top-up of agentID.
-func (s *Store) GetTopUp(_ context.Context, agentID string) (topup.TopUp, error) {
-	return read(s, func(t *tx) (topup.TopUp, error) { return t.TopUp(agentID) })
-}
-
 // ListTopUps lists the watched top-ups by agent ID.
 func (s *Store) ListTopUps(_ context.Context, p store.Page) ([]topup.TopUp, string, error) {
 	s.mu.Lock()
@@ -26,14 +21,6 @@ func (s *Store) ListTopUps(_ context.Context, p store.Page) ([]topup.TopUp, stri
 		}
 	}
 	// By agent ID alone: every row has the same instant (one a cursor keeps).
-	pos := func(t *topup.TopUp) position { return position{at: time.Unix(0, 0).UTC(), id: t.AgentID} }
-	page, next, err := pageOf(rows, p, listID("topups"), pos)
-	if err != nil {
-		return nil, "", err
-	}
-	out := make([]topup.TopUp, len(page))
-	for i, t := range page {
-		out[i] = t.Clone()
-	}
-	return out, next, nil
+	pos := func(t *topup.TopUp) position { return position{At: time.Unix(0, 0).UTC(), ID: t.AgentID} }
+	return pageOf(rows, p, listID("topups"), pos, (*topup.TopUp).Clone)
 }

@@ -24,7 +24,7 @@ type shared = ops.Shared
 func (s *Store) unit(ctx context.Context, _ string, fn func(unit.Tx) error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	t := &tx{s: s}
+	t := &tx{s: s, Clock: unit.Clock{Read: s.clock}}
 	if err := fn(t); err != nil {
 		return err
 	}
@@ -39,66 +39,43 @@ func (s *Store) unit(ctx context.Context, _ string, fn func(unit.Tx) error) erro
 	return nil
 }
 
-// read answers one read of the unit of work, under the mutex.
-func read[T any](s *Store, fn func(*tx) (T, error)) (T, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return fn(&tx{s: s})
-}
-
 // tx is the memory store's unit.Tx.
 type tx struct {
-	s      *Store
+	s *Store
+	unit.Clock
 	writes []func()
 	fenced bool
-	now    time.Time
 }
 
 var _ unit.Tx = (*tx)(nil)
 
-func (t *tx) Now() time.Time {
-	t.now = t.s.clock()
-	return t.now
+// found returns conv of what m holds under k, or notFound if it holds nothing.
+func found[V, T any](m map[string]V, k string, conv func(V) T, notFound error) (T, error) {
+	v, ok := m[k]
+	if !ok {
+		var zero T
+		return zero, notFound
+	}
+	return conv(v), nil
 }
 
-// at is the instant of the change: Now's, or the clock's if never asked.
-func (t *tx) at() time.Time {
-	if t.now.IsZero() {
-		return t.s.clock()
-	}
-	return t.now
-}
+// payment is a copy of the stored payment id, which exists.
+func (t *tx) payment(id string) payment.Payment { return t.s.payments[id].Clone() }
 
 func (t *tx) Payment(id string) (payment.Payment, error) {
-	p := t.s.payments[id]
-	if p == nil {
-		return payment.Payment{}, store.Errorf(store.CodeNotFound, "payment %q", id)
-	}
-	return copyPayment(p), nil
+	return found(t.s.payments, id, (*payment.Payment).Clone, store.Errorf(store.CodeNotFound, "payment %q", id))
 }
 
 func (t *tx) PaymentByKey(key string) (payment.Payment, error) {
-	id, ok := t.s.byPayKey[key]
-	if !ok {
-		return payment.Payment{}, store.Errorf(store.CodeNotFound, "payment with that idempotency key")
-	}
-	return copyPayment(t.s.payments[id]), nil
+	return found(t.s.byPayKey, key, t.payment, store.Errorf(store.CodeNotFound, "payment with that idempotency key"))
 }
 
 func (t *tx) PaymentByIntent(intentID string) (payment.Payment, error) {
-	id, ok := t.s.byIntent[intentID]
-	if !ok {
-		return payment.Payment{}, store.Errorf(store.CodeNotFound, "payment with provider intent %q", intentID)
-	}
-	return copyPayment(t.s.payments[id]), nil
+	return found(t.s.byIntent, intentID, t.payment, store.Errorf(store.CodeNotFound, "payment with provider intent %q", intentID))
 }
 
 func (t *tx) Account(agentID string) (entitlement.Account, error) {
-	a := t.s.accounts[agentID]
-	if a == nil {
-		return entitlement.Account{}, noAccount(agentID)
-	}
-	return copyAccount(a), nil
+	return found(t.s.accounts, agentID, copyAccount, noAccount(agentID))
 }
 
 func (t *tx) TopUp(agentID string) (topup.TopUp, error) {
@@ -112,30 +89,20 @@ func (t *tx) TopUp(agentID string) (topup.TopUp, error) {
 }
 
 func (t *tx) Endpoint(id string) (store.Endpoint, error) {
-	e, ok := t.s.deliveries().endpoints[id]
-	if !ok {
-		return store.Endpoint{}, endpointNotFound(id)
-	}
-	return copyEndpoint(e), nil
+	return found(t.s.endpoints, id, copyEndpoint, endpointNotFound(id))
 }
 
 func (t *tx) Delivery(id string) (store.Delivery, error) {
-	d, ok := t.s.deliveries().deliveries[id]
-	if !ok {
-		return store.Delivery{}, store.Errorf(store.CodeNotFound, "delivery %s", id)
-	}
-	return copyDelivery(d), nil
+	return found(t.s.deliveries, id, copyDelivery, store.Errorf(store.CodeNotFound, "delivery %s", id))
 }
 
 func (t *tx) DeliveryByKey(key string) (store.Delivery, error) {
-	id, ok := t.s.deliveries().byKey[key]
-	if !ok {
-		return store.Delivery{}, store.Errorf(store.CodeNotFound, "delivery with key %q", key)
-	}
-	return t.Delivery(id)
+	return found(t.s.byDeliveryKey, key, func(id string) store.Delivery { return copyDelivery(t.s.deliveries[id]) },
+		store.Errorf(store.CodeNotFound, "delivery with key %q", key))
 }
 
-func (t *tx) Instant(at time.Time) time.Time { return utc(at) }
+// Instant is at in UTC (the zero time stays zero).
+func (t *tx) Instant(at time.Time) time.Time { return at.UTC() }
 
 func (t *tx) InboundSeen(in store.InboundEvent) (bool, error) {
 	_, ok := t.s.inbound[unit.InboundKey(in.Source, in.EventID)]
@@ -143,19 +110,11 @@ func (t *tx) InboundSeen(in store.InboundEvent) (bool, error) {
 }
 
 func (t *tx) Receipt(id string) (receipt.Signed, error) {
-	r := t.s.receipts[id]
-	if r == nil {
-		return receipt.Signed{}, store.Errorf(store.CodeNotFound, "receipt %q", id)
-	}
-	return copyReceipt(r), nil
+	return found(t.s.receipts, id, (*receipt.Signed).Clone, store.Errorf(store.CodeNotFound, "receipt %q", id))
 }
 
 func (t *tx) Entitlement(id string) (entitlement.Entitlement, error) {
-	e := t.s.entitlements[id]
-	if e == nil {
-		return entitlement.Entitlement{}, store.Errorf(store.CodeNotFound, "entitlement %q", id)
-	}
-	return e.Clone(), nil
+	return found(t.s.entitlements, id, (*entitlement.Entitlement).Clone, store.Errorf(store.CodeNotFound, "entitlement %q", id))
 }
 
 func (t *tx) Entitlements(ids []string) ([]entitlement.Entitlement, error) {
@@ -175,15 +134,7 @@ func (t *tx) LockEntitlements(ids []string) ([]entitlement.Entitlement, error) {
 }
 
 func (t *tx) Normalize(e entitlement.Entitlement) entitlement.Entitlement {
-	e = e.Clone()
-	if e.Status == "" {
-		e.Status = entitlement.StatusActive
-	}
-	if e.CreatedAt.IsZero() {
-		e.CreatedAt = t.at()
-	}
-	normalizeTimes(&e)
-	return e
+	return unit.Normalized(e, t.At(), time.Time.UTC)
 }
 
 func (t *tx) Fence() error {
@@ -202,7 +153,7 @@ func (t *tx) CreateEntitlement(e entitlement.Entitlement) {
 }
 
 func (t *tx) UpdateEntitlement(e entitlement.Entitlement, expired, released []string) {
-	e, now := e.Clone(), t.at()
+	e, now := e.Clone(), t.At()
 	t.writes = append(t.writes, func() {
 		stored := t.s.entitlements[e.ID]
 		*stored = e
@@ -233,12 +184,7 @@ func (t *tx) PutAccount(a entitlement.Account) {
 
 func (t *tx) PutTopUp(u topup.TopUp) {
 	u = u.Clone()
-	t.writes = append(t.writes, func() {
-		if t.s.topups == nil {
-			t.s.topups = make(map[string]*topup.TopUp)
-		}
-		t.s.topups[u.AgentID] = &u
-	})
+	t.writes = append(t.writes, func() { t.s.topups[u.AgentID] = &u })
 }
 
 func (t *tx) PutPayment(p payment.Payment) {
@@ -255,17 +201,17 @@ func (t *tx) CreateEndpoint(e store.Endpoint) { t.PutEndpoint(e) }
 
 func (t *tx) PutEndpoint(e store.Endpoint) {
 	e = copyEndpoint(e)
-	t.writes = append(t.writes, func() { t.s.deliveries().endpoints[e.ID] = e })
+	t.writes = append(t.writes, func() { t.s.endpoints[e.ID] = e })
 }
 
 func (t *tx) CreateDelivery(d store.Delivery) {
 	t.PutDelivery(d)
-	t.writes = append(t.writes, func() { t.s.deliveries().byKey[d.Key] = d.ID })
+	t.writes = append(t.writes, func() { t.s.byDeliveryKey[d.Key] = d.ID })
 }
 
 func (t *tx) PutDelivery(d store.Delivery) {
 	d = copyDelivery(d)
-	t.writes = append(t.writes, func() { t.s.deliveries().deliveries[d.ID] = d })
+	t.writes = append(t.writes, func() { t.s.deliveries[d.ID] = d })
 }
 
 func (t *tx) CreateReceipt(r receipt.Signed) {
@@ -278,23 +224,14 @@ func (t *tx) AddEvents(evs ...event.Event) {
 }
 
 func (t *tx) RecordInbound(in store.InboundEvent) {
-	key, now := unit.InboundKey(in.Source, in.EventID), t.at()
+	key, now := unit.InboundKey(in.Source, in.EventID), t.At()
 	t.writes = append(t.writes, func() { t.s.inbound[key] = now })
 }
 
 func (t *tx) Claim(name string) (store.Claim, error) {
-	c, ok := t.s.claims[name]
-	if !ok {
-		return store.Claim{}, store.Errorf(store.CodeNotFound, "claim %q", name)
-	}
-	return c, nil
+	return found(t.s.claims, name, func(c store.Claim) store.Claim { return c }, store.Errorf(store.CodeNotFound, "claim %q", name))
 }
 
 func (t *tx) PutClaim(c store.Claim, _ bool) {
-	t.writes = append(t.writes, func() {
-		if t.s.claims == nil {
-			t.s.claims = make(map[string]store.Claim)
-		}
-		t.s.claims[c.Name] = c
-	})
+	t.writes = append(t.writes, func() { t.s.claims[c.Name] = c })
 }

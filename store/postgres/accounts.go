@@ -2,14 +2,12 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stipend-mcp/stipend/entitlement"
 	"github.com/stipend-mcp/stipend/internal/pgfault"
-	"github.com/stipend-mcp/stipend/store"
 )
 
 const accountColumns = `agent_id, display_name, metadata, created_at, updated_at, limits`
@@ -28,34 +26,9 @@ func scanAccount(rows pgx.Row) (entitlement.Account, error) {
 	return a, r.err
 }
 
-// GetAccount implements store.EntitlementStore.
-func (s *Store) GetAccount(ctx context.Context, agentID string) (entitlement.Account, error) {
-	a, err := scanAccount(s.pool.QueryRow(ctx, `SELECT `+accountColumns+` FROM accounts WHERE agent_id = $1`, agentID))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return entitlement.Account{}, store.Errorf(store.CodeNotFound, "account %q", agentID)
-	}
-	if err != nil {
-		return entitlement.Account{}, pgfault.Read(err, "get account")
-	}
-	return a, nil
-}
-
-// ensureAccount creates the agent's account inside tx unless it exists.
-func ensureAccount(ctx context.Context, tx pgx.Tx, agentID string, now time.Time) error {
-	_, err := tx.Exec(ctx, `INSERT INTO accounts (agent_id, created_at, updated_at) VALUES ($1, $2, $2)
-		ON CONFLICT (agent_id) DO NOTHING`, agentID, now)
-	return err
-}
-
 // AccountLimits implements charge.Charger: one query, which charge.Consume
 // runs beside the key lookup. Charges never write the account row.
 func (s *Store) AccountLimits(ctx context.Context, agentID string) (entitlement.AccountLimits, error) {
-	a, err := scanAccount(s.pool.QueryRow(ctx, `SELECT `+accountColumns+` FROM accounts WHERE agent_id = $1`, agentID))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return entitlement.AccountLimits{}, nil
-	}
-	if err != nil {
-		return entitlement.AccountLimits{}, pgfault.Read(err, "account limits")
-	}
-	return a.Limits, nil
+	a, err := one(ctx, s.pool, scanAccount, nil, `SELECT `+accountColumns+` FROM accounts WHERE agent_id = $1`, agentID)
+	return a.Limits, pgfault.Read(err, "account limits") // no account: no limits
 }

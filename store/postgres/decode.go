@@ -4,10 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/stipend-mcp/stipend/money"
 	"github.com/stipend-mcp/stipend/store"
@@ -152,22 +149,3 @@ func jsonArg(v any) ([]byte, error) {
 	}
 	return b, nil
 }
-
-// prefixed qualifies each of a comma-separated column list with prefix.
-func prefixed(prefix, columns string) string {
-	parts := strings.Split(columns, ",")
-	for i, c := range parts {
-		parts[i] = prefix + strings.TrimSpace(c)
-	}
-	return strings.Join(parts, ", ")
-}
-
-// prefixScan is a row whose first columns go to lead and the rest to the
-// scanner it is passed to.
-type prefixScan struct {
-	row  pgx.Row
-	lead []any
-}
-
-// Scan implements pgx.Row.
-func (p prefixScan) Scan(dest ...any) error { return p.row.Scan(append(p.lead, dest...)...) }

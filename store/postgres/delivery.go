@@ -2,10 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
-	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -39,18 +35,6 @@ func scanDelivery(rows pgx.Row) (store.Delivery, error) {
 	return d, r.err
 }
 
-// GetDelivery implements store.DeliveryStore.
-func (s *Store) GetDelivery(ctx context.Context, id string) (store.Delivery, error) {
-	d, err := scanDelivery(s.pool.QueryRow(ctx, `SELECT `+deliveryColumns+` FROM deliveries WHERE id = $1`, id))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return store.Delivery{}, store.Errorf(store.CodeNotFound, "delivery %s", id)
-	}
-	if err != nil {
-		return store.Delivery{}, pgfault.Read(err, "get delivery")
-	}
-	return d, nil
-}
-
 // ListDeliveries implements store.DeliveryStore.
 func (s *Store) ListDeliveries(ctx context.Context, f store.DeliveryFilter, p store.Page) ([]store.Delivery, string, error) {
 	q := listQuery{
@@ -60,12 +44,10 @@ func (s *Store) ListDeliveries(ctx context.Context, f store.DeliveryFilter, p st
 		parts: []string{string(f.Status), string(f.EventType)},
 	}
 	if f.Status != "" {
-		q.args = append(q.args, string(f.Status))
-		q.from += " AND status = $" + strconv.Itoa(len(q.args))
+		q.where("status", "=", string(f.Status))
 	}
 	if f.EventType != "" {
-		q.args = append(q.args, string(f.EventType))
-		q.from += " AND event_type = $" + strconv.Itoa(len(q.args))
+		q.where("event_type", "=", string(f.EventType))
 	}
 	return list(ctx, s.pool, q, p, scanDelivery, func(d *store.Delivery) (time.Time, string) { return d.CreatedAt, d.ID })
 }
@@ -86,41 +68,19 @@ func (s *Store) ClaimDueDeliveries(ctx context.Context, now time.Time, limit int
 		ready AS (SELECT id, scheduled_at AS due FROM deliveries
 			WHERE status = 'pending' AND scheduled_at <= $1 ORDER BY scheduled_at, id LIMIT $3 FOR UPDATE SKIP LOCKED),
 		pick AS (SELECT id, due, rank FROM (SELECT id, due, 0 AS rank FROM stale UNION ALL SELECT id, due, 1 FROM ready) c
-			ORDER BY rank, due, id LIMIT $3)
-		UPDATE deliveries d SET status = 'in_flight', attempts = d.attempts + 1, claimed_by = $4, claimed_at = $1,
+			ORDER BY rank, due, id LIMIT $3),
+		claimed AS (UPDATE deliveries d SET status = 'in_flight', attempts = d.attempts + 1, claimed_by = $4, claimed_at = $1,
 			claim_token = gen_random_uuid()::text, updated_at = $5
 		FROM pick WHERE d.id = pick.id
-		RETURNING pick.rank, pick.due, `+prefixed("d.", deliveryColumns),
+		RETURNING pick.rank, pick.due, d.*)
+		SELECT `+deliveryColumns+` FROM claimed ORDER BY rank, due, id`,
 		now, now.Add(-claimTTL), limit, workerID, s.clock())
 	if err != nil {
 		return nil, pgfault.Write(err, "claim due deliveries")
 	}
-	type claimed struct {
-		rank int
-		due  time.Time
-		d    store.Delivery
-	}
-	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (claimed, error) {
-		var c claimed
-		var err error
-		c.d, err = scanDelivery(prefixScan{r, []any{&c.rank, &c.due}})
-		return c, err
-	})
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Delivery, error) { return scanDelivery(r) })
 	if err != nil {
 		return nil, pgfault.Write(err, "claim due deliveries")
-	}
-	slices.SortFunc(list, func(a, b claimed) int {
-		if a.rank != b.rank {
-			return a.rank - b.rank
-		}
-		if c := a.due.Compare(b.due); c != 0 {
-			return c
-		}
-		return strings.Compare(a.d.ID, b.d.ID)
-	})
-	out := make([]store.Delivery, len(list))
-	for i := range list {
-		out[i] = list[i].d
 	}
 	return out, nil
 }

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -43,18 +42,6 @@ func eventTypeStrings(ts []event.Type) []string {
 		out[i] = string(t)
 	}
 	return out
-}
-
-// GetEndpoint implements store.DeliveryStore.
-func (s *Store) GetEndpoint(ctx context.Context, id string) (store.Endpoint, error) {
-	e, err := scanEndpoint(s.pool.QueryRow(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints WHERE id = $1`, id))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return store.Endpoint{}, errEndpointNotFound(id)
-	}
-	if err != nil {
-		return store.Endpoint{}, pgfault.Read(err, "get webhook endpoint")
-	}
-	return e, nil
 }
 
 // ListEndpoints implements store.DeliveryStore.

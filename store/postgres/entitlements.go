@@ -3,49 +3,13 @@ package postgres
 import (
 	"context"
 	"errors"
-	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stipend-mcp/stipend/entitlement"
-	"github.com/stipend-mcp/stipend/internal/pgfault"
 	"github.com/stipend-mcp/stipend/store"
 )
-
-// insertEntitlement inserts e unless its ID exists, and reports whether it did.
-func insertEntitlement(ctx context.Context, tx pgx.Tx, e *entitlement.Entitlement) (bool, error) {
-	args, err := entitlementArgs(e)
-	if err != nil {
-		return false, err
-	}
-	tag, err := tx.Exec(ctx, insertEntitlementSQL, args...)
-	return tag.RowsAffected() == 1, err
-}
-
-func stampOrZero(t time.Time) time.Time {
-	if t.IsZero() {
-		return t
-	}
-	return stamp(t)
-}
-
-// GetEntitlement implements store.EntitlementStore.
-func (s *Store) GetEntitlement(ctx context.Context, id string) (entitlement.Entitlement, error) {
-	e, err := scanEntitlement(s.pool.QueryRow(ctx, `SELECT `+entitlementColumns+` FROM entitlements WHERE id = $1`, id))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return entitlement.Entitlement{}, errEntitlementNotFound(id)
-	}
-	if err != nil {
-		return entitlement.Entitlement{}, pgfault.Read(err, "get entitlement")
-	}
-	e.Refresh(s.clock())
-	return e, nil
-}
-
-func errEntitlementNotFound(id string) error {
-	return store.Errorf(store.CodeNotFound, "entitlement %q", id)
-}
 
 // ListEntitlements implements store.EntitlementStore.
 func (s *Store) ListEntitlements(ctx context.Context, agentID string, f store.EntitlementFilter, p store.Page) ([]entitlement.Entitlement, string, error) {
@@ -56,19 +20,14 @@ func (s *Store) ListEntitlements(ctx context.Context, agentID string, f store.En
 		order: "created_at",
 		parts: []string{agentID, string(f.Status), string(f.Type), f.Service},
 	}
-	// where adds the condition column op ($n), $n being arg.
-	where := func(column, op string, arg any) {
-		q.args = append(q.args, arg)
-		q.from += " AND " + column + " " + op + " ($" + strconv.Itoa(len(q.args)) + ")"
-	}
 	if f.Status != "" {
-		where("status", "=", string(f.Status))
+		q.where("status", "=", string(f.Status))
 	}
 	if f.Type != "" {
-		where("type", "=", string(f.Type))
+		q.where("type", "=", string(f.Type))
 	}
 	if f.Service != "" {
-		where("scope_service", "= ANY", []string{f.Service, entitlement.AnyService})
+		q.where("scope_service", "= ANY", []string{f.Service, entitlement.AnyService})
 	}
 	now := s.clock()
 	return list(ctx, s.pool, q, p, func(r pgx.Row) (entitlement.Entitlement, error) {
@@ -78,12 +37,12 @@ func (s *Store) ListEntitlements(ctx context.Context, agentID string, f store.En
 	}, func(e *entitlement.Entitlement) (time.Time, string) { return e.CreatedAt, e.ID })
 }
 
-// lockEntitlement reads the entitlement id inside tx and locks its row
-// until tx ends: ErrNotFound if absent.
-func lockEntitlement(ctx context.Context, tx pgx.Tx, id string) (entitlement.Entitlement, error) {
-	e, err := scanEntitlement(tx.QueryRow(ctx, `SELECT `+entitlementColumns+` FROM entitlements WHERE id = $1 FOR UPDATE`, id))
+// readEntitlement reads the entitlement id on q, locking its row with lock
+// (" FOR UPDATE" until the transaction ends): ErrNotFound if absent.
+func readEntitlement(ctx context.Context, q querier, id, lock string) (entitlement.Entitlement, error) {
+	e, err := scanEntitlement(q.QueryRow(ctx, `SELECT `+entitlementColumns+` FROM entitlements WHERE id = $1`+lock, id))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return entitlement.Entitlement{}, errEntitlementNotFound(id)
+		return entitlement.Entitlement{}, store.Errorf(store.CodeNotFound, "entitlement %q", id)
 	}
 	return e, err
 }

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -36,20 +37,6 @@ func eventArgs(e *event.Event) []any {
 	return []any{e.ID, string(e.Type), e.AgentID, e.OccurredAt, []byte(e.Data)}
 }
 
-// enqueue writes outbox events inside tx, in order.
-func enqueue(ctx context.Context, tx pgx.Tx, now time.Time, events ...pendingEvent) error {
-	for _, p := range events {
-		q, args, err := insertEvent(p, now)
-		if err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, q, args...); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // PendingEvents implements store.EntitlementStore.
 func (s *Store) PendingEvents(ctx context.Context, limit int) ([]event.Event, error) {
 	if limit <= 0 {
@@ -78,14 +65,8 @@ func (s *Store) PendingEvents(ctx context.Context, limit int) ([]event.Event, er
 	return out, nil
 }
 
-func knownEvent(t string) bool {
-	for _, k := range event.Types {
-		if string(k) == t {
-			return true
-		}
-	}
-	return false
-}
+// knownEvent reports whether t is the name of an event type.
+func knownEvent(t string) bool { return slices.Contains(event.Types, event.Type(t)) }
 
 // MarkEventsDispatched implements store.EntitlementStore: one statement,
 // so it is atomic here, which the contract allows.

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/stipend-mcp/stipend/store"
+	"github.com/stipend-mcp/stipend/store/internal/unit"
 )
 
 // txFence is what the store needs of a fence (see store.Fence):
@@ -28,16 +29,12 @@ type txFence interface {
 // then changes nothing. A fence the store cannot check (of another backend,
 // or of a ledger on another pool) is an Internal error.
 func (s *Store) markFence(ctx context.Context, tx pgx.Tx, now time.Time) error {
-	f := store.FenceOf(ctx)
-	if f == nil {
-		return nil
-	}
-	tf, ok := f.(txFence)
+	tf, ok, err := unit.FenceOf[txFence](ctx, "PostgreSQL")
 	if !ok {
-		return store.Errorf(store.CodeInternal, "%s: the PostgreSQL store cannot check this fence (a ledger of another backend)", f.Claim())
+		return err
 	}
 	if tf.Pool() != s.pool {
-		return store.Errorf(store.CodeInternal, "%s: the ledger is on another pool than the store", f.Claim())
+		return store.Errorf(store.CodeInternal, "%s: the ledger is on another pool than the store", tf.Claim())
 	}
 	return tf.Mark(ctx, tx, now)
 }

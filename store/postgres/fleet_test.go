@@ -19,11 +19,21 @@ import (
 // database is the same.
 type fleet struct {
 	store.EntitlementStore
+	members
+}
+
+// members are the stores of a fleet.
+type members struct {
 	all  []*postgres.Store
 	next atomic.Uint64
 }
 
-func newFleetOf(all []*postgres.Store) *fleet { return &fleet{EntitlementStore: all[0], all: all} }
+// pick returns the next instance in turn.
+func (i *members) pick() *postgres.Store { return i.all[i.next.Add(1)%uint64(len(i.all))] }
+
+func newFleetOf(all []*postgres.Store) *fleet {
+	return &fleet{EntitlementStore: all[0], members: members{all: all}}
+}
 
 // Close closes every instance.
 func (f *fleet) Close() error {
@@ -32,8 +42,6 @@ func (f *fleet) Close() error {
 	}
 	return nil
 }
-
-func (f *fleet) pick() *postgres.Store { return f.all[f.next.Add(1)%uint64(len(f.all))] }
 
 func (f *fleet) UpsertAccount(ctx context.Context, a entitlement.Account) (entitlement.Account, error) {
 	return f.pick().UpsertAccount(ctx, a)
@@ -98,15 +106,12 @@ func (f *fleet) MarkEventsDispatched(ctx context.Context, ids []string) error {
 // deliveryFleet is fleet for store.DeliveryStore.
 type deliveryFleet struct {
 	store.DeliveryStore
-	all  []*postgres.Store
-	next atomic.Uint64
+	members
 }
 
 func newDeliveryFleetOf(all []*postgres.Store) *deliveryFleet {
-	return &deliveryFleet{DeliveryStore: all[0], all: all}
+	return &deliveryFleet{DeliveryStore: all[0], members: members{all: all}}
 }
-
-func (f *deliveryFleet) pick() *postgres.Store { return f.all[f.next.Add(1)%uint64(len(f.all))] }
 
 func (f *deliveryFleet) EnqueueDelivery(ctx context.Context, d store.Delivery) (store.Delivery, bool, error) {
 	return f.pick().EnqueueDelivery(ctx, d)

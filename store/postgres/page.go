@@ -2,10 +2,6 @@ package postgres
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/hex"
-	"encoding/json"
 	"strconv"
 	"time"
 
@@ -13,12 +9,13 @@ import (
 
 	"github.com/stipend-mcp/stipend/internal/pgfault"
 	"github.com/stipend-mcp/stipend/store"
+	"github.com/stipend-mcp/stipend/store/internal/cursor"
 )
 
 // listQuery is one list the store pages through: rows of from (a SELECT
 // with its WHERE clause, using args), ordered by order and then id, which
-// an index covers. name and parts identify the list and its filter, so a
-// cursor of one list is refused by another.
+// an index covers. name and parts identify the list and its filter
+// (cursor.List), so a cursor of one list is refused by another.
 type listQuery struct {
 	name  string
 	from  string
@@ -27,43 +24,25 @@ type listQuery struct {
 	parts []string
 }
 
-// key is the list's identity inside its cursors.
-func (q *listQuery) key() string {
-	h := sha256.New()
-	h.Write([]byte(q.name))
-	for _, p := range q.parts {
-		h.Write([]byte{0})
-		h.Write([]byte(p))
-	}
-	return hex.EncodeToString(h.Sum(nil)[:8])
-}
-
-// cursor is the decoded form of a page cursor: the last item's order value
-// and ID, and the list it belongs to. The next page starts strictly after
-// that position, so rows added meanwhile neither repeat nor shift pages.
-type cursor struct {
-	List  string    `json:"l"`
-	After time.Time `json:"t"`
-	ID    string    `json:"d"`
+// where adds the condition "column op ($n)" to q, $n being arg.
+func (q *listQuery) where(column, op string, arg any) {
+	q.args = append(q.args, arg)
+	q.from += " AND " + column + " " + op + " ($" + strconv.Itoa(len(q.args)) + ")"
 }
 
 // list returns the page p of q, scanning each row with scan; pos gives an
 // item's order value and ID for the next cursor, "" on the last page.
 func list[T any](ctx context.Context, db querier, q listQuery, p store.Page, scan func(pgx.Row) (T, error), pos func(*T) (time.Time, string)) ([]T, string, error) {
-	size := p.Size()
+	size, key := p.Size(), cursor.List(q.name, q.parts...)
 	sql, args := q.from, q.args
-	if p.Cursor != "" {
-		raw, err := base64.RawURLEncoding.DecodeString(p.Cursor)
-		var c cursor
-		if err == nil {
-			err = json.Unmarshal(raw, &c)
-		}
-		if err != nil || c.List != q.key() || c.ID == "" {
-			return nil, "", store.Errorf(store.CodeInvalid, "cursor: malformed, or not of this list")
-		}
+	after, ok, err := cursor.Decode(p.Cursor, key)
+	if err != nil {
+		return nil, "", err
+	}
+	if ok {
 		n := len(args)
 		sql += " AND (" + q.order + ", id) > ($" + strconv.Itoa(n+1) + ", $" + strconv.Itoa(n+2) + ")"
-		args = append(args[:n:n], c.After, c.ID)
+		args = append(args[:n:n], after.At, after.ID)
 	}
 	sql += " ORDER BY " + q.order + ", id LIMIT " + strconv.Itoa(size+1)
 	rows, err := db.Query(ctx, sql, args...)
@@ -78,7 +57,6 @@ func list[T any](ctx context.Context, db querier, q listQuery, p store.Page, sca
 		return items, "", nil
 	}
 	items = items[:size]
-	after, id := pos(&items[size-1])
-	b, _ := json.Marshal(cursor{List: q.key(), After: after, ID: id})
-	return items, base64.RawURLEncoding.EncodeToString(b), nil
+	at, id := pos(&items[size-1])
+	return items, cursor.Encode(key, cursor.Position{At: at, ID: id}), nil
 }

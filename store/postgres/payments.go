@@ -2,12 +2,11 @@ package postgres
 
 import (
 	"context"
-	"errors"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/stipend-mcp/stipend/internal/pgfault"
 	"github.com/stipend-mcp/stipend/money"
 	"github.com/stipend-mcp/stipend/payment"
 	"github.com/stipend-mcp/stipend/receipt"
@@ -19,6 +18,9 @@ const paymentColumns = `id, agent_id, amount_cents, amount_currency, provider, p
 	grant_template, status, created_at, updated_at, succeeded_at, failed_at, failure_reason, refunded_at,
 	receipt_id, refund_receipt_id, entitlement_ids, idempotency_key, fingerprint,
 	checkout_session_id, checkout_url, checkout_expires_at, refunded_cents, disputed_at, dispute_reason, dispute_won_at`
+
+// paymentStatuses are the statuses a stored payment may have.
+var paymentStatuses = []payment.Status{payment.StatusPending, payment.StatusSucceeded, payment.StatusFailed, payment.StatusRefunded}
 
 // scanPayment reads one row of paymentColumns strictly.
 func scanPayment(rows pgx.Row) (payment.Payment, error) {
@@ -44,7 +46,7 @@ func scanPayment(rows pgx.Row) (payment.Payment, error) {
 	r := &row{table: "payments", id: p.ID}
 	p.Amount = r.amount("amount_cents", cents, currency)
 	p.Provider = payment.Provider(r.oneOf("provider", provider, payment.Provider(provider).Valid()))
-	p.Status = payment.Status(r.oneOf("status", status, validPaymentStatus(status)))
+	p.Status = payment.Status(r.oneOf("status", status, slices.Contains(paymentStatuses, payment.Status(status))))
 	if err := strictJSON(grant, &p.Grant); err != nil || !p.Grant.Type.Valid() {
 		r.corrupt("grant_template", "not a grant: %v", err)
 	}
@@ -62,69 +64,6 @@ func scanPayment(rows pgx.Row) (payment.Payment, error) {
 		p.Checkout = &payment.Checkout{SessionID: sessionID, URL: checkoutURL, ExpiresAt: r.required("checkout_expires_at", checkoutExpires)}
 	}
 	return p, r.err
-}
-
-func validPaymentStatus(s string) bool {
-	switch payment.Status(s) {
-	case payment.StatusPending, payment.StatusSucceeded, payment.StatusFailed, payment.StatusRefunded:
-		return true
-	}
-	return false
-}
-
-// insertPayment inserts the new pending payment p inside tx; if a
-// concurrent transaction took its key, ID or intent, the unit starts over
-// and reads what that one wrote.
-func insertPayment(ctx context.Context, tx pgx.Tx, p *payment.Payment) error {
-	grant, err := jsonArg(p.Grant)
-	if err != nil {
-		return err
-	}
-	var sessionID, checkoutURL string
-	var checkoutExpires *time.Time
-	if c := p.Checkout; c != nil {
-		sessionID, checkoutURL, checkoutExpires = c.SessionID, c.URL, &c.ExpiresAt
-	}
-	tag, err := tx.Exec(ctx, `INSERT INTO payments (`+paymentColumns+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, NULL, NULL, '', NULL, '', '', '{}', $12, $13, $14, $15, $16, 0, NULL, '', NULL)
-		ON CONFLICT DO NOTHING`,
-		p.ID, p.AgentID, p.Amount.Cents, p.Amount.Currency, string(p.Provider), p.ProviderIntentID, p.Description,
-		grant, string(p.Status), p.CreatedAt, p.UpdatedAt, p.IdempotencyKey, p.Fingerprint, sessionID, checkoutURL, checkoutExpires)
-	if err == nil && tag.RowsAffected() != 1 {
-		return errRetry
-	}
-	return err
-}
-
-// GetPayment implements store.EntitlementStore.
-func (s *Store) GetPayment(ctx context.Context, id string) (payment.Payment, error) {
-	return s.findPayment(ctx, "id", id, "payment %q", id)
-}
-
-// FindPaymentByIdempotencyKey implements store.EntitlementStore.
-func (s *Store) FindPaymentByIdempotencyKey(ctx context.Context, key string) (payment.Payment, error) {
-	return s.findPayment(ctx, "idempotency_key", key, "payment for idempotency key")
-}
-
-// FindPaymentByProviderIntentID implements store.EntitlementStore.
-func (s *Store) FindPaymentByProviderIntentID(ctx context.Context, intentID string) (payment.Payment, error) {
-	if intentID == "" {
-		return payment.Payment{}, store.Errorf(store.CodeNotFound, "payment for provider intent")
-	}
-	return s.findPayment(ctx, "provider_intent_id", intentID, "payment for provider intent %q", intentID)
-}
-
-// findPayment reads the payment whose unique column equals value; absent,
-// it is ErrNotFound with the message format.
-func (s *Store) findPayment(ctx context.Context, column, value, format string, args ...any) (payment.Payment, error) {
-	p, err := scanPayment(s.pool.QueryRow(ctx, `SELECT `+paymentColumns+` FROM payments WHERE `+column+` = $1`, value))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return payment.Payment{}, store.Errorf(store.CodeNotFound, format, args...)
-	}
-	if err != nil {
-		return payment.Payment{}, pgfault.Read(err, "get payment")
-	}
-	return p, nil
 }
 
 // receiptColumns are the columns scanReceipt reads, in its order.
@@ -149,29 +88,6 @@ func scanReceipt(rows pgx.Row) (receipt.Signed, error) {
 	return out, r.err
 }
 
-// insertReceipt stores a signed receipt inside tx.
-func insertReceipt(ctx context.Context, tx pgx.Tx, r *receipt.Signed) error {
-	payload, err := jsonArg(r.Receipt)
-	if err != nil {
-		return err
-	}
-	_, err = tx.Exec(ctx, `INSERT INTO receipts (id, agent_id, payment_id, issued_at, payload, jws)
-		VALUES ($1, $2, $3, $4, $5, $6)`, r.ID, r.AgentID, r.PaymentID, r.IssuedAt, payload, r.JWS)
-	return err
-}
-
-// GetReceipt implements store.EntitlementStore.
-func (s *Store) GetReceipt(ctx context.Context, id string) (receipt.Signed, error) {
-	r, err := scanReceipt(s.pool.QueryRow(ctx, `SELECT `+receiptColumns+` FROM receipts WHERE id = $1`, id))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return receipt.Signed{}, store.Errorf(store.CodeNotFound, "receipt %q", id)
-	}
-	if err != nil {
-		return receipt.Signed{}, pgfault.Read(err, "get receipt")
-	}
-	return r, nil
-}
-
 // ListReceipts implements store.EntitlementStore.
 func (s *Store) ListReceipts(ctx context.Context, agentID string, p store.Page) ([]receipt.Signed, string, error) {
 	q := listQuery{
@@ -187,22 +103,3 @@ func (s *Store) ListReceipts(ctx context.Context, agentID string, p store.Page) 
 // The payment changes are package ops', on this store's unit of work
 // (unit.go): each locks the payment row first (and then its entitlements
 // in ID order), so concurrent changes of one payment wait for each other.
-
-// updatePayment writes p's changing fields inside tx.
-func updatePayment(ctx context.Context, tx pgx.Tx, p *payment.Payment) error {
-	ids := p.EntitlementIDs
-	if ids == nil {
-		ids = []string{}
-	}
-	var refunded int64
-	if p.RefundedAmount != nil {
-		refunded = p.RefundedAmount.Cents
-	}
-	_, err := tx.Exec(ctx, `UPDATE payments SET status = $2, updated_at = $3, succeeded_at = $4, failed_at = $5,
-		failure_reason = $6, refunded_at = $7, receipt_id = $8, refund_receipt_id = $9, entitlement_ids = $10,
-		refunded_cents = $11, disputed_at = $12, dispute_reason = $13, provider_intent_id = $14, dispute_won_at = $15
-		WHERE id = $1`, p.ID, string(p.Status), p.UpdatedAt, p.SucceededAt, p.FailedAt,
-		p.FailureReason, p.RefundedAt, p.ReceiptID, p.RefundReceiptID, ids, refunded, p.DisputedAt, p.DisputeReason,
-		p.ProviderIntentID, p.DisputeWonAt)
-	return err
-}

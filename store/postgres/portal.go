@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -58,26 +57,14 @@ func (s *Store) CreatePortalSession(ctx context.Context, ps portal.Session) (por
 
 // GetPortalSession implements store.PortalSessions.
 func (s *Store) GetPortalSession(ctx context.Context, id string) (portal.Session, error) {
-	ps, err := scanPortal(s.pool.QueryRow(ctx, `SELECT `+portalColumns+` FROM portal_sessions WHERE id = $1`, id))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return portal.Session{}, portalNotFound(id)
-	}
-	if err != nil {
-		return portal.Session{}, pgfault.Read(err, "get portal session")
-	}
-	return ps, nil
+	ps, err := one(ctx, s.pool, scanPortal, portalNotFound(id), `SELECT `+portalColumns+` FROM portal_sessions WHERE id = $1`, id)
+	return ps, pgfault.Read(err, "get portal session")
 }
 
 // RevokePortalSession implements store.PortalSessions. One statement: the
 // first revocation's instant stays.
 func (s *Store) RevokePortalSession(ctx context.Context, id string, at time.Time) (portal.Session, error) {
-	ps, err := scanPortal(s.pool.QueryRow(ctx, `UPDATE portal_sessions SET revoked_at = COALESCE(revoked_at, $2)
-		WHERE id = $1 RETURNING `+portalColumns, id, stamp(at)))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return portal.Session{}, portalNotFound(id)
-	}
-	if err != nil {
-		return portal.Session{}, pgfault.Write(err, "revoke portal session")
-	}
-	return ps, nil
+	ps, err := one(ctx, s.pool, scanPortal, portalNotFound(id), `UPDATE portal_sessions SET revoked_at = COALESCE(revoked_at, $2)
+		WHERE id = $1 RETURNING `+portalColumns, id, stamp(at))
+	return ps, pgfault.Write(err, "revoke portal session")
 }

@@ -7,73 +7,59 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stipend-mcp/stipend/entitlement"
-	"github.com/stipend-mcp/stipend/event"
 	"github.com/stipend-mcp/stipend/internal/pgfault"
 	"github.com/stipend-mcp/stipend/store"
+	"github.com/stipend-mcp/stipend/store/internal/charge"
+	"github.com/stipend-mcp/stipend/store/internal/unit"
 )
 
 // RefundConsumption implements store.EntitlementStore: one transaction that
 // locks the consumption's entitlement (as every change of it does, so a
 // refund and the entitlement's batches wait for each other), then reads the
-// consumption, refunds it and writes both.
+// consumption, refunds it with the charge engine and writes both.
 func (s *Store) RefundConsumption(ctx context.Context, id string, amount entitlement.Amount) (store.RefundResult, error) {
-	var entitlementID string
-	err := s.pool.QueryRow(ctx, `SELECT entitlement_id FROM consumptions WHERE id = $1`, id).Scan(&entitlementID)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return store.RefundResult{}, store.Errorf(store.CodeNotFound, "consumption %q", id)
-	}
+	entitlementID, err := one(ctx, s.pool, func(r pgx.Row) (id string, err error) { err = r.Scan(&id); return },
+		store.Errorf(store.CodeNotFound, "consumption %q", id), `SELECT entitlement_id FROM consumptions WHERE id = $1`, id)
 	if err != nil {
 		return store.RefundResult{}, pgfault.Read(err, "read consumption")
 	}
 	var out store.RefundResult
 	err = s.run(ctx, "refund consumption", func(tx pgx.Tx) error {
-		e, err := lockEntitlement(ctx, tx, entitlementID)
+		e, err := readEntitlement(ctx, tx, entitlementID, " FOR UPDATE")
 		if err != nil {
 			return err
 		}
-		now := s.clock() // after the lock: see Store.clock
+		// The clock after the lock: see Store.clock.
+		b := charge.Batch{Now: s.clock(), ID: entitlementID, E: e, Found: true}
+		expired := b.Start()
 		c, err := scanConsumption(tx.QueryRow(ctx, `SELECT `+consumptionColumns+` FROM consumptions WHERE id = $1`, id))
 		if err != nil {
 			return err
 		}
-		ch, err := c.RefundCharge(amount)
-		if err != nil {
-			return store.Wrap(store.CodeInvalid, err, "refund of consumption %q", id)
-		}
-		if c.Refund != nil {
-			if c.Refund.Charge != ch {
-				return store.Wrap(store.CodeConflict, entitlement.ErrRefundRefused, "consumption %q was refunded with another amount", id)
-			}
-			e.Refresh(now)
-			out = store.RefundResult{Consumption: c, Entitlement: e, Replayed: true}
-			return nil
-		}
-		expired := e.ExpireHolds(now)
-		if err := e.Refund(now, &c, amount); err != nil {
-			if errors.Is(err, entitlement.ErrRefundRefused) {
-				return store.Wrap(store.CodeConflict, err, "refund of consumption %q", id)
-			}
-			return store.Wrap(store.CodeInvalid, err, "refund of consumption %q", id)
-		}
-		if err := s.markFence(ctx, tx, now); err != nil {
+		r := charge.Record{Cons: &c}
+		if out, err = b.Refund(&r, id, amount, func() error { return s.markFence(ctx, tx, b.Now) }); err != nil || out.Replayed {
 			return err
 		}
-		if err := endHolds(ctx, tx, expired, entitlement.HoldExpired, now); err != nil {
+		if err := endHolds(ctx, tx, expired, entitlement.HoldExpired, b.Now); err != nil {
 			return err
 		}
-		if err := updateEntitlement(ctx, tx, &e); err != nil {
+		if err := updateEntitlement(ctx, tx, &b.E); err != nil {
 			return err
 		}
-		r := c.Refund
+		f := r.Cons.Refund
 		if _, err := tx.Exec(ctx, `UPDATE consumptions SET refund_cost_cents = $2, refund_cost_currency = $3,
-			refund_units = $4, refunded_at = $5 WHERE id = $1`, id, r.Cost.Cents, r.Cost.Currency, r.Units, r.RefundedAt); err != nil {
+			refund_units = $4, refunded_at = $5 WHERE id = $1`, id, f.Cost.Cents, f.Cost.Currency, f.Units, f.RefundedAt); err != nil {
 			return err
 		}
-		if err := enqueue(ctx, tx, now, pending(event.ConsumptionRefunded, c.AgentID, &c)); err != nil {
-			return err
+		for _, ev := range b.Events {
+			q, args, err := insertEvent(unit.Pending(ev), b.Now)
+			if err == nil {
+				_, err = tx.Exec(ctx, q, args...)
+			}
+			if err != nil {
+				return err
+			}
 		}
-		e.Refresh(now)
-		out = store.RefundResult{Consumption: c, Entitlement: e}
 		return nil
 	})
 	return out, err
@@ -103,10 +89,9 @@ func (s *Store) ExpireHolds(ctx context.Context, limit int) (int, error) {
 		n := 0
 		err := s.run(ctx, "expire holds", func(tx pgx.Tx) error {
 			n = 0
-			e, err := scanEntitlement(tx.QueryRow(ctx, `SELECT `+entitlementColumns+` FROM entitlements
-				WHERE id = $1 FOR UPDATE SKIP LOCKED`, id))
-			if errors.Is(err, pgx.ErrNoRows) {
-				return nil
+			e, err := readEntitlement(ctx, tx, id, " FOR UPDATE SKIP LOCKED")
+			if errors.Is(err, store.ErrNotFound) {
+				return nil // another transaction holds it
 			}
 			if err != nil {
 				return err

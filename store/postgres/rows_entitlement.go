@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"encoding/json"
 	"slices"
 	"time"
 
@@ -96,13 +95,14 @@ func (r *row) openHolds(raw []byte) []entitlement.OpenHold {
 	return out
 }
 
-// holdsArg encodes e's open holds for the holds column.
-func holdsArg(e *entitlement.Entitlement) ([]byte, error) {
+// holdsArg is e's open holds for the holds column (pgx encodes a jsonb
+// parameter as its JSON, as it does metadata's map).
+func holdsArg(e *entitlement.Entitlement) []openHoldJSON {
 	list := make([]openHoldJSON, len(e.Holds))
 	for i, h := range e.Holds {
 		list[i] = openHoldJSON{ID: h.ID, Amount: h.Amount, ExpiresAt: stamp(h.ExpiresAt)}
 	}
-	return json.Marshal(list)
+	return list
 }
 
 // insertEntitlementSQL inserts one entitlement unless its ID exists.
@@ -112,14 +112,6 @@ const insertEntitlementSQL = `INSERT INTO entitlements (` + entitlementColumns +
 
 // entitlementArgs are the parameters of insertEntitlementSQL for e.
 func entitlementArgs(e *entitlement.Entitlement) ([]any, error) {
-	metadata, err := jsonArg(metadataOrEmpty(e.Metadata))
-	if err != nil {
-		return nil, err
-	}
-	holds, err := holdsArg(e)
-	if err != nil {
-		return nil, err
-	}
 	controls, err := controlsArg(e)
 	if err != nil {
 		return nil, err
@@ -130,10 +122,10 @@ func entitlementArgs(e *entitlement.Entitlement) ([]any, error) {
 	}
 	return []any{
 		e.ID, e.AgentID, string(e.Type), e.Scope.Service, tools, string(e.Status), e.CreatedAt, nullTimePtr(e.ExpiresAt),
-		nullTimePtr(e.RevokedAt), e.PaymentID, metadata, e.Credits.Balance.Cents, e.Credits.Balance.Currency,
+		nullTimePtr(e.RevokedAt), e.PaymentID, metadataOrEmpty(e.Metadata), e.Credits.Balance.Cents, e.Credits.Balance.Currency,
 		e.Credits.Granted.Cents, e.Credits.Granted.Currency,
 		e.Quota.Limit, string(e.Quota.Period), e.Quota.Remaining, nullTime(e.Quota.ResetAt), nullTime(e.Quota.Anchor),
-		nullTime(e.Subscription.ValidFrom), nullTimePtr(e.Subscription.ValidUntil), holds, controls,
+		nullTime(e.Subscription.ValidFrom), nullTimePtr(e.Subscription.ValidUntil), holdsArg(e), controls,
 	}, nil
 }
 
@@ -146,20 +138,12 @@ const updateEntitlementSQL = `UPDATE entitlements SET balance_cents = $2, quota_
 
 // updateEntitlementArgs are the parameters of updateEntitlementSQL for e.
 func updateEntitlementArgs(e *entitlement.Entitlement) ([]any, error) {
-	holds, err := holdsArg(e)
-	if err != nil {
-		return nil, err
-	}
 	controls, err := controlsArg(e)
 	if err != nil {
 		return nil, err
 	}
-	metadata, err := jsonArg(metadataOrEmpty(e.Metadata))
-	if err != nil {
-		return nil, err
-	}
-	return []any{e.ID, e.Credits.Balance.Cents, e.Quota.Remaining, nullTime(e.Quota.ResetAt), holds,
-		string(e.Status), nullTimePtr(e.RevokedAt), controls, metadata, nullTimePtr(e.ExpiresAt)}, nil
+	return []any{e.ID, e.Credits.Balance.Cents, e.Quota.Remaining, nullTime(e.Quota.ResetAt), holdsArg(e),
+		string(e.Status), nullTimePtr(e.RevokedAt), controls, metadataOrEmpty(e.Metadata), nullTimePtr(e.ExpiresAt)}, nil
 }
 
 func metadataOrEmpty(m map[string]string) map[string]string {

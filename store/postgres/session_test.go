@@ -5,12 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/stipend-mcp/stipend/entitlement"
 	"github.com/stipend-mcp/stipend/internal/pgfault"
 	"github.com/stipend-mcp/stipend/internal/pgtest"
-	"github.com/stipend-mcp/stipend/money"
 	"github.com/stipend-mcp/stipend/store"
 	"github.com/stipend-mcp/stipend/store/postgres"
 )
@@ -36,13 +33,7 @@ func TestSessionTimeouts(t *testing.T) {
 		t.Fatalf("a pooled connection's lock_timeout, idle_in_transaction_session_timeout = %q, %q; want 200ms, 1s", lock, idle)
 	}
 
-	usd := money.Money{Cents: 100, Currency: "USD"}
-	ent, err := st.CreateEntitlement(ctx, entitlement.Entitlement{ID: uuid.NewString(), AgentID: "agent-frozen",
-		Type: entitlement.TypeCredits, Scope: entitlement.Scope{Service: "s"}, Status: entitlement.StatusActive,
-		CreatedAt: time.Now(), Credits: entitlement.Credits{Balance: usd, Granted: usd}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ent := createCredits(t, st, "agent-frozen", 100)
 	// The frozen instance: its transaction locked the row and says nothing more.
 	frozen, err := pool.Begin(ctx)
 	if err != nil {
@@ -54,8 +45,8 @@ func TestSessionTimeouts(t *testing.T) {
 	consume := func(key string) error {
 		cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 		defer cancel()
-		_, err := st.CheckAndConsume(cctx, entitlement.ConsumeRequest{AgentID: "agent-frozen", Service: "s", Tool: "t",
-			IdempotencyKey: key, Cost: &money.Money{Cents: 1, Currency: "USD"}})
+		_, err := st.CheckAndConsume(cctx, entitlement.ConsumeRequest{AgentID: "agent-frozen", Service: "search", Tool: "t",
+			IdempotencyKey: key, Cost: new(usd(1))})
 		return err
 	}
 	err = consume("while-frozen")

@@ -8,7 +8,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/stipend-mcp/stipend/internal/pgfault"
 	"github.com/stipend-mcp/stipend/store"
 	"github.com/stipend-mcp/stipend/topup"
 )
@@ -30,37 +29,16 @@ func decodeTopUp(agentID string, raw []byte) (topup.TopUp, error) {
 	return t, nil
 }
 
-// lockTopUp reads and locks the top-up of agentID inside tx.
-func lockTopUp(ctx context.Context, tx pgx.Tx, agentID string) (topup.TopUp, error) {
+// readTopUp reads the top-up of agentID on q, locking the account's row
+// with lock (" FOR UPDATE", or "" in a view).
+func readTopUp(ctx context.Context, q querier, agentID, lock string) (topup.TopUp, error) {
 	var raw []byte
-	err := tx.QueryRow(ctx, `SELECT topup FROM accounts WHERE agent_id = $1 FOR UPDATE`, agentID).Scan(&raw)
+	err := q.QueryRow(ctx, `SELECT topup FROM accounts WHERE agent_id = $1`+lock, agentID).Scan(&raw)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return topup.TopUp{}, store.Errorf(store.CodeNotFound, "account %q", agentID)
 	}
 	if err != nil {
 		return topup.TopUp{}, err
-	}
-	return decodeTopUp(agentID, raw)
-}
-
-func writeTopUp(ctx context.Context, tx pgx.Tx, t *topup.TopUp) error {
-	raw, err := jsonArg(t)
-	if err != nil {
-		return err
-	}
-	_, err = tx.Exec(ctx, `UPDATE accounts SET topup = $2, topup_watched = $3 WHERE agent_id = $1`, t.AgentID, raw, t.Watched())
-	return err
-}
-
-// GetTopUp implements store.TopUps.
-func (s *Store) GetTopUp(ctx context.Context, agentID string) (topup.TopUp, error) {
-	var raw []byte
-	err := s.pool.QueryRow(ctx, `SELECT topup FROM accounts WHERE agent_id = $1`, agentID).Scan(&raw)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return topup.TopUp{}, store.Errorf(store.CodeNotFound, "account %q", agentID)
-	}
-	if err != nil {
-		return topup.TopUp{}, pgfault.Read(err, "get top-up")
 	}
 	return decodeTopUp(agentID, raw)
 }

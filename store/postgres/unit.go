@@ -10,6 +10,7 @@ import (
 
 	"github.com/stipend-mcp/stipend/entitlement"
 	"github.com/stipend-mcp/stipend/event"
+	"github.com/stipend-mcp/stipend/internal/pgfault"
 	"github.com/stipend-mcp/stipend/payment"
 	"github.com/stipend-mcp/stipend/receipt"
 	"github.com/stipend-mcp/stipend/store"
@@ -23,10 +24,15 @@ type shared = ops.Shared
 
 // unit runs fn in one transaction (unit.Run, on run's retries): reads are
 // queries made as fn asks, the rows of a change locked FOR UPDATE; writes
-// are queued and executed, in order, after fn returned.
+// are queued and executed, in order, after fn returned. A unit.ReadOnly
+// one makes its reads on the pool, each a statement of its own that locks
+// nothing.
 func (s *Store) unit(ctx context.Context, what string, fn func(unit.Tx) error) error {
+	if unit.IsReadOnly(ctx) {
+		return pgfault.Read(fn(&tx{s: s, Clock: unit.Clock{Read: s.clock}, ctx: ctx, q: s.pool}), "%s", what)
+	}
 	return s.run(ctx, what, func(ptx pgx.Tx) error {
-		t := &tx{s: s, ctx: ctx, tx: ptx}
+		t := &tx{s: s, Clock: unit.Clock{Read: s.clock}, ctx: ctx, tx: ptx, q: ptx, lock: " FOR UPDATE"}
 		if err := fn(t); err != nil {
 			return err
 		}
@@ -39,33 +45,24 @@ func (s *Store) unit(ctx context.Context, what string, fn func(unit.Tx) error) e
 	})
 }
 
-// tx is the PostgreSQL store's unit.Tx.
+// tx is the PostgreSQL store's unit.Tx: reads are made on q (the
+// transaction, or the pool when read-only); those of a change end with lock.
 type tx struct {
-	s      *Store
+	s *Store
+	// Clock reads the store's clock after the locks taken so far: see
+	// Store.clock.
+	unit.Clock
 	ctx    context.Context
 	tx     pgx.Tx
+	q      querier
+	lock   string
 	writes []func() error
-	now    time.Time
 	// accounts says which accounts Account found: PutAccount updates
 	// those and inserts the others.
 	accounts map[string]bool
 }
 
 var _ unit.Tx = (*tx)(nil)
-
-// Now reads the clock after the locks taken so far: see Store.clock.
-func (t *tx) Now() time.Time {
-	t.now = t.s.clock()
-	return t.now
-}
-
-// at is the instant of the change: Now's, or the clock's if never asked.
-func (t *tx) at() time.Time {
-	if t.now.IsZero() {
-		return t.s.clock()
-	}
-	return t.now
-}
 
 func (t *tx) write(w func() error) { t.writes = append(t.writes, w) }
 
@@ -90,9 +87,10 @@ func (t *tx) insert(q string, args ...any) {
 	})
 }
 
-// one reads the row q selects with scan: absent if there is none.
-func one[T any](t *tx, scan func(pgx.Row) (T, error), absent error, q string, args ...any) (T, error) {
-	v, err := scan(t.tx.QueryRow(t.ctx, q, args...))
+// one reads on db the row sql selects, with scan: absent if there is none.
+// A read of a unit's that locks what it reads ends sql with t.lock.
+func one[T any](ctx context.Context, db querier, scan func(pgx.Row) (T, error), absent error, sql string, args ...any) (T, error) {
+	v, err := scan(db.QueryRow(ctx, sql, args...))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return v, absent
 	}
@@ -100,23 +98,23 @@ func one[T any](t *tx, scan func(pgx.Row) (T, error), absent error, q string, ar
 }
 
 func (t *tx) Payment(id string) (payment.Payment, error) {
-	return one(t, scanPayment, store.Errorf(store.CodeNotFound, "payment %q", id),
-		`SELECT `+paymentColumns+` FROM payments WHERE id = $1 FOR UPDATE`, id)
+	return one(t.ctx, t.q, scanPayment, store.Errorf(store.CodeNotFound, "payment %q", id),
+		`SELECT `+paymentColumns+` FROM payments WHERE id = $1`+t.lock, id)
 }
 
 func (t *tx) PaymentByKey(key string) (payment.Payment, error) {
-	return one(t, scanPayment, store.Errorf(store.CodeNotFound, "payment for idempotency key"),
+	return one(t.ctx, t.q, scanPayment, store.Errorf(store.CodeNotFound, "payment for idempotency key"),
 		`SELECT `+paymentColumns+` FROM payments WHERE idempotency_key = $1`, key)
 }
 
 func (t *tx) PaymentByIntent(intentID string) (payment.Payment, error) {
-	return one(t, scanPayment, store.Errorf(store.CodeNotFound, "payment for provider intent %q", intentID),
+	return one(t.ctx, t.q, scanPayment, store.Errorf(store.CodeNotFound, "payment for provider intent %q", intentID),
 		`SELECT `+paymentColumns+` FROM payments WHERE provider_intent_id = $1`, intentID)
 }
 
 func (t *tx) Account(agentID string) (entitlement.Account, error) {
-	a, err := one(t, scanAccount, store.Errorf(store.CodeNotFound, "account %q", agentID),
-		`SELECT `+accountColumns+` FROM accounts WHERE agent_id = $1 FOR UPDATE`, agentID)
+	a, err := one(t.ctx, t.q, scanAccount, store.Errorf(store.CodeNotFound, "account %q", agentID),
+		`SELECT `+accountColumns+` FROM accounts WHERE agent_id = $1`+t.lock, agentID)
 	if err == nil {
 		if t.accounts == nil {
 			t.accounts = make(map[string]bool)
@@ -126,53 +124,56 @@ func (t *tx) Account(agentID string) (entitlement.Account, error) {
 	return a, err
 }
 
-func (t *tx) TopUp(agentID string) (topup.TopUp, error) { return lockTopUp(t.ctx, t.tx, agentID) }
+func (t *tx) TopUp(agentID string) (topup.TopUp, error) {
+	return readTopUp(t.ctx, t.q, agentID, t.lock)
+}
 
 func (t *tx) Endpoint(id string) (store.Endpoint, error) {
-	return one(t, scanEndpoint, errEndpointNotFound(id),
-		`SELECT `+endpointColumns+` FROM webhook_endpoints WHERE id = $1 FOR UPDATE`, id)
+	return one(t.ctx, t.q, scanEndpoint, errEndpointNotFound(id),
+		`SELECT `+endpointColumns+` FROM webhook_endpoints WHERE id = $1`+t.lock, id)
 }
 
 func (t *tx) Delivery(id string) (store.Delivery, error) {
-	return one(t, scanDelivery, store.Errorf(store.CodeNotFound, "delivery %s", id),
-		`SELECT `+deliveryColumns+` FROM deliveries WHERE id = $1 FOR UPDATE`, id)
+	return one(t.ctx, t.q, scanDelivery, store.Errorf(store.CodeNotFound, "delivery %s", id),
+		`SELECT `+deliveryColumns+` FROM deliveries WHERE id = $1`+t.lock, id)
 }
 
 func (t *tx) DeliveryByKey(key string) (store.Delivery, error) {
-	return one(t, scanDelivery, store.Errorf(store.CodeNotFound, "delivery with key %q", key),
+	return one(t.ctx, t.q, scanDelivery, store.Errorf(store.CodeNotFound, "delivery with key %q", key),
 		`SELECT `+deliveryColumns+` FROM deliveries WHERE key = $1`, key)
 }
 
-func (t *tx) Instant(at time.Time) time.Time { return stampOrZero(at) }
+// Instant is stamp's: the zero time stays zero.
+func (t *tx) Instant(at time.Time) time.Time { return stamp(at) }
 
 func (t *tx) InboundSeen(in store.InboundEvent) (bool, error) {
 	var seen bool
-	err := t.tx.QueryRow(t.ctx, `SELECT EXISTS (SELECT 1 FROM inbound_events WHERE source = $1 AND event_id = $2)`,
+	err := t.q.QueryRow(t.ctx, `SELECT EXISTS (SELECT 1 FROM inbound_events WHERE source = $1 AND event_id = $2)`,
 		in.Source, in.EventID).Scan(&seen)
 	return seen, err
 }
 
 func (t *tx) Receipt(id string) (receipt.Signed, error) {
-	return one(t, scanReceipt, store.Errorf(store.CodeNotFound, "receipt %q", id),
+	return one(t.ctx, t.q, scanReceipt, store.Errorf(store.CodeNotFound, "receipt %q", id),
 		`SELECT `+receiptColumns+` FROM receipts WHERE id = $1`, id)
 }
 
 func (t *tx) Entitlement(id string) (entitlement.Entitlement, error) {
-	return lockEntitlement(t.ctx, t.tx, id)
+	return readEntitlement(t.ctx, t.q, id, t.lock)
 }
 
 func (t *tx) Entitlements(ids []string) ([]entitlement.Entitlement, error) {
-	return entitlementsByID(t.ctx, t.tx, ids, false)
+	return entitlementsByID(t.ctx, t.q, ids, false)
 }
 
 func (t *tx) LockEntitlements(ids []string) ([]entitlement.Entitlement, error) {
-	return entitlementsByID(t.ctx, t.tx, ids, true)
+	return entitlementsByID(t.ctx, t.q, ids, true)
 }
 
 // entitlementsByID reads the entitlements ids inside tx, in that order,
 // locking them (in ID order, so two transactions never lock them in
 // opposite orders) when lock is set. A missing one is corruption.
-func entitlementsByID(ctx context.Context, tx pgx.Tx, ids []string, lock bool) ([]entitlement.Entitlement, error) {
+func entitlementsByID(ctx context.Context, tx querier, ids []string, lock bool) ([]entitlement.Entitlement, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
@@ -200,31 +201,32 @@ func entitlementsByID(ctx context.Context, tx pgx.Tx, ids []string, lock bool) (
 }
 
 func (t *tx) Normalize(e entitlement.Entitlement) entitlement.Entitlement {
-	return unit.Normalized(e, t.at(), stamp)
+	return unit.Normalized(e, t.At(), stamp)
 }
 
 // Fence marks the fence at once: the UPDATE locks the ledger row until the
 // transaction ends.
-func (t *tx) Fence() error { return t.s.markFence(t.ctx, t.tx, t.at()) }
+func (t *tx) Fence() error { return t.s.markFence(t.ctx, t.tx, t.At()) }
 
 func (t *tx) EnsureAccount(agentID string) error {
-	now := t.at()
-	t.write(func() error { return ensureAccount(t.ctx, t.tx, agentID, now) })
+	t.exec(`INSERT INTO accounts (agent_id, created_at, updated_at) VALUES ($1, $2, $2)
+		ON CONFLICT (agent_id) DO NOTHING`, agentID, t.At())
 	return nil
 }
 
+// CreateEntitlement inserts e; if its fresh UUID collided, the unit starts
+// over with another.
 func (t *tx) CreateEntitlement(e entitlement.Entitlement) {
-	t.write(func() error {
-		created, err := insertEntitlement(t.ctx, t.tx, &e)
-		if err == nil && !created {
-			return errRetry // a fresh UUID collided: try again
-		}
-		return err
-	})
+	args, err := entitlementArgs(&e)
+	if err != nil {
+		t.write(func() error { return err })
+		return
+	}
+	t.insert(insertEntitlementSQL, args...)
 }
 
 func (t *tx) UpdateEntitlement(e entitlement.Entitlement, expired, released []string) {
-	now := t.at()
+	now := t.At()
 	t.write(func() error {
 		if err := endHolds(t.ctx, t.tx, expired, entitlement.HoldExpired, now); err != nil {
 			return err
@@ -236,44 +238,58 @@ func (t *tx) UpdateEntitlement(e entitlement.Entitlement, expired, released []st
 	})
 }
 
+// CreatePayment inserts the new pending payment p; if a concurrent
+// transaction took its key, ID or intent, the unit starts over and reads
+// what that one wrote.
 func (t *tx) CreatePayment(p payment.Payment) {
-	t.write(func() error { return insertPayment(t.ctx, t.tx, &p) })
+	var sessionID, checkoutURL string
+	var checkoutExpires *time.Time
+	if c := p.Checkout; c != nil {
+		sessionID, checkoutURL, checkoutExpires = c.SessionID, c.URL, &c.ExpiresAt
+	}
+	t.insert(`INSERT INTO payments (`+paymentColumns+`)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, NULL, NULL, '', NULL, '', '', '{}', $12, $13, $14, $15, $16, 0, NULL, '', NULL)
+		ON CONFLICT DO NOTHING`,
+		p.ID, p.AgentID, p.Amount.Cents, p.Amount.Currency, string(p.Provider), p.ProviderIntentID, p.Description,
+		p.Grant, string(p.Status), p.CreatedAt, p.UpdatedAt, p.IdempotencyKey, p.Fingerprint, sessionID, checkoutURL, checkoutExpires)
 }
 
 // PutAccount updates an account Account found, or inserts a new one; if a
 // concurrent transaction inserted it meanwhile, the unit starts over and
 // reads it.
+// (pgx encodes the jsonb columns' values as their JSON.)
 func (t *tx) PutAccount(a entitlement.Account) {
-	found := t.accounts[a.AgentID]
-	t.write(func() error {
-		metadata, err := jsonArg(metadataOrEmpty(a.Metadata))
-		if err != nil {
-			return err
-		}
-		limits, err := jsonArg(a.Limits)
-		if err != nil {
-			return err
-		}
-		if found {
-			_, err := t.tx.Exec(t.ctx, `UPDATE accounts SET display_name = $2, metadata = $3, updated_at = $4, limits = $5
-				WHERE agent_id = $1`, a.AgentID, a.DisplayName, metadata, a.UpdatedAt, limits)
-			return err
-		}
-		tag, err := t.tx.Exec(t.ctx, `INSERT INTO accounts (`+accountColumns+`) VALUES ($1, $2, $3, $4, $5, $6)
-			ON CONFLICT (agent_id) DO NOTHING`, a.AgentID, a.DisplayName, metadata, a.CreatedAt, a.UpdatedAt, limits)
-		if err == nil && tag.RowsAffected() != 1 {
-			return errRetry
-		}
-		return err
-	})
+	metadata := metadataOrEmpty(a.Metadata)
+	if t.accounts[a.AgentID] {
+		t.exec(`UPDATE accounts SET display_name = $2, metadata = $3, updated_at = $4, limits = $5
+			WHERE agent_id = $1`, a.AgentID, a.DisplayName, metadata, a.UpdatedAt, a.Limits)
+		return
+	}
+	t.insert(`INSERT INTO accounts (`+accountColumns+`) VALUES ($1, $2, $3, $4, $5, $6)
+		ON CONFLICT (agent_id) DO NOTHING`, a.AgentID, a.DisplayName, metadata, a.CreatedAt, a.UpdatedAt, a.Limits)
 }
 
+// PutTopUp writes the top-up document of its account (migration 00005).
 func (t *tx) PutTopUp(u topup.TopUp) {
-	t.write(func() error { return writeTopUp(t.ctx, t.tx, &u) })
+	t.exec(`UPDATE accounts SET topup = $2, topup_watched = $3 WHERE agent_id = $1`, u.AgentID, &u, u.Watched())
 }
 
+// PutPayment writes p's changing fields.
 func (t *tx) PutPayment(p payment.Payment) {
-	t.write(func() error { return updatePayment(t.ctx, t.tx, &p) })
+	ids := p.EntitlementIDs
+	if ids == nil {
+		ids = []string{}
+	}
+	var refunded int64
+	if p.RefundedAmount != nil {
+		refunded = p.RefundedAmount.Cents
+	}
+	t.exec(`UPDATE payments SET status = $2, updated_at = $3, succeeded_at = $4, failed_at = $5,
+		failure_reason = $6, refunded_at = $7, receipt_id = $8, refund_receipt_id = $9, entitlement_ids = $10,
+		refunded_cents = $11, disputed_at = $12, dispute_reason = $13, provider_intent_id = $14, dispute_won_at = $15
+		WHERE id = $1`, p.ID, string(p.Status), p.UpdatedAt, p.SucceededAt, p.FailedAt,
+		p.FailureReason, p.RefundedAt, p.ReceiptID, p.RefundReceiptID, ids, refunded, p.DisputedAt, p.DisputeReason,
+		p.ProviderIntentID, p.DisputeWonAt)
 }
 
 // CreateEndpoint inserts e; if a concurrent transaction took its ID, the
@@ -305,8 +321,10 @@ func (t *tx) PutDelivery(d store.Delivery) {
 		d.LastStatusCode, d.LastError, d.LastAttemptAt, d.UpdatedAt)
 }
 
+// CreateReceipt inserts the signed receipt r, its payload as its JSON.
 func (t *tx) CreateReceipt(r receipt.Signed) {
-	t.write(func() error { return insertReceipt(t.ctx, t.tx, &r) })
+	t.exec(`INSERT INTO receipts (id, agent_id, payment_id, issued_at, payload, jws)
+		VALUES ($1, $2, $3, $4, $5, $6)`, r.ID, r.AgentID, r.PaymentID, r.IssuedAt, r.Receipt, r.JWS)
 }
 
 func (t *tx) AddEvents(evs ...event.Event) {
@@ -319,12 +337,12 @@ func (t *tx) AddEvents(evs ...event.Event) {
 // transaction recorded it meanwhile, the whole unit starts over and then
 // answers as the replay it is.
 func (t *tx) RecordInbound(in store.InboundEvent) {
-	t.insert(insertInboundSQL, in.Source, in.EventID, t.at())
+	t.insert(insertInboundSQL, in.Source, in.EventID, t.At())
 }
 
 func (t *tx) Claim(name string) (store.Claim, error) {
 	c := store.Claim{Name: name}
-	err := t.tx.QueryRow(t.ctx, `SELECT owner, until FROM job_claims WHERE name = $1 FOR UPDATE`, name).Scan(&c.Owner, &c.Until)
+	err := t.q.QueryRow(t.ctx, `SELECT owner, until FROM job_claims WHERE name = $1`+t.lock, name).Scan(&c.Owner, &c.Until)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.Claim{}, store.Errorf(store.CodeNotFound, "claim %q", name)
 	}

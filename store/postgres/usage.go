@@ -2,10 +2,10 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stipend-mcp/stipend/entitlement"
 	"github.com/stipend-mcp/stipend/internal/pgfault"
 	"github.com/stipend-mcp/stipend/store"
@@ -68,43 +68,27 @@ func (s *Store) Usage(ctx context.Context, q usage.Query, p store.Page) ([]usage
 	GROUP BY 1, 2, 3, cost_currency
 )
 SELECT k_service, k_tool, k_wall, sum(n)::bigint, coalesce(sum(units), 0)::bigint,
-	coalesce(array_agg(cost_currency ORDER BY cost_currency) FILTER (WHERE cost_currency <> ''), '{}'),
-	coalesce(array_agg(cents::bigint ORDER BY cost_currency) FILTER (WHERE cost_currency <> ''), '{}')
+	jsonb_object_agg(cost_currency, cents::bigint) FILTER (WHERE cost_currency <> '')
 FROM per GROUP BY 1, 2, 3 ORDER BY 1, 2, 3 LIMIT $%[5]d`, k.service, k.tool, k.wall, where, len(args))
 	rows, err := s.pool.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, "", pgfault.Read(err, "usage")
 	}
-	defer rows.Close()
 	var keys []usage.Key
-	var items []usage.Bucket
-	for rows.Next() {
-		var (
-			key        usage.Key
-			wall       *time.Time
-			t          usage.Tally
-			currencies []string
-			cents      []int64
-		)
-		if err := rows.Scan(&key.Service, &key.Tool, &wall, &t.Count, &t.Units, &currencies, &cents); err != nil {
-			return nil, "", pgfault.Read(err, "usage")
+	// The cents per currency come as a jsonb object (NULL: none), which
+	// pgx decodes into the map.
+	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (usage.Bucket, error) {
+		var key usage.Key
+		var wall *time.Time
+		var t usage.Tally
+		if err := r.Scan(&key.Service, &key.Tool, &wall, &t.Count, &t.Units, &t.Cents); err != nil {
+			return usage.Bucket{}, err
 		}
-		if wall != nil {
-			key.Wall = wall.UTC()
-		}
-		if len(currencies) != len(cents) {
-			return nil, "", pgfault.Read(errors.New("currencies and amounts differ in length"), "usage")
-		}
-		for i, cur := range currencies {
-			if t.Cents == nil {
-				t.Cents = map[string]int64{}
-			}
-			t.Cents[cur] = cents[i]
-		}
+		key.Wall = instant(wall)
 		keys = append(keys, key)
-		items = append(items, q.Bucket(key, t))
-	}
-	if err := rows.Err(); err != nil {
+		return q.Bucket(key, t), nil
+	})
+	if err != nil {
 		return nil, "", pgfault.Read(err, "usage")
 	}
 	if len(items) <= p.Size() {

@@ -51,16 +51,12 @@ func applyAttempt(d store.Delivery, r store.AttemptResult, now time.Time) store.
 // checkNewDelivery validates a delivery passed to EnqueueDelivery and fills
 // in the fields the store owns, at now.
 func checkNewDelivery(d *store.Delivery, now time.Time) error {
-	switch {
-	case d.ID == "":
-		return store.Errorf(store.CodeInvalid, "id: required")
-	case d.Key == "":
-		return store.Errorf(store.CodeInvalid, "key: required")
-	case d.EndpointID == "":
-		return store.Errorf(store.CodeInvalid, "endpointId: required")
-	case d.EventID == "":
-		return store.Errorf(store.CodeInvalid, "eventId: required")
-	case len(d.Payload) > store.MaxPayloadBytes:
+	for _, f := range [...]struct{ name, value string }{{"id", d.ID}, {"key", d.Key}, {"endpointId", d.EndpointID}, {"eventId", d.EventID}} {
+		if f.value == "" {
+			return store.Errorf(store.CodeInvalid, "%s: required", f.name)
+		}
+	}
+	if len(d.Payload) > store.MaxPayloadBytes {
 		return store.Errorf(store.CodeInvalid, "payload: larger than %d KiB", store.MaxPayloadBytes>>10)
 	}
 	d.Status, d.Attempts = store.DeliveryPending, 0

@@ -58,8 +58,8 @@ func updateEndpoint(e store.Endpoint, u store.EndpointUpdate) (store.Endpoint, e
 // rotateSecret returns e with secret as its Secret and the replaced one as
 // PreviousSecret until graceUntil (none when graceUntil is zero).
 func rotateSecret(e store.Endpoint, secret string, graceUntil time.Time) (store.Endpoint, error) {
-	if !store.ValidSecret(secret) {
-		return store.Endpoint{}, store.Errorf(store.CodeInvalid, "secret: must start with %q and hold at least 16 more characters", store.SecretPrefix)
+	if err := store.CheckSecret("secret", secret); err != nil {
+		return store.Endpoint{}, err
 	}
 	e.PreviousSecret, e.PreviousSecretExpiresAt = "", nil
 	if !graceUntil.IsZero() {

@@ -3,6 +3,7 @@ package ops
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/stipend-mcp/stipend/entitlement"
 	"github.com/stipend-mcp/stipend/event"
@@ -20,11 +21,8 @@ func (o Shared) CreateEntitlement(ctx context.Context, e entitlement.Entitlement
 	}
 	var out entitlement.Entitlement
 	err := o.run(ctx, "create entitlement", func(tx unit.Tx) error {
-		switch _, err := tx.Entitlement(e.ID); {
-		case err == nil:
-			return store.Errorf(store.CodeConflict, "entitlement %q exists", e.ID)
-		case !errors.Is(err, store.ErrNotFound):
-			return err
+		if _, err := tx.Entitlement(e.ID); !errors.Is(err, store.ErrNotFound) {
+			return found(err, store.CodeConflict, "entitlement %q exists", e.ID)
 		}
 		if err := tx.EnsureAccount(e.AgentID); err != nil {
 			return err
@@ -46,43 +44,45 @@ func (o Shared) CreateEntitlement(ctx context.Context, e entitlement.Entitlement
 	return out, nil
 }
 
-// RevokeEntitlement is store.EntitlementStore.RevokeEntitlement.
-func (o Shared) RevokeEntitlement(ctx context.Context, id string) (entitlement.Entitlement, error) {
-	var out entitlement.Entitlement
-	err := o.run(ctx, "revoke entitlement", func(tx unit.Tx) error {
+// changeEntitlement runs change on the entitlement id, read for a change
+// of it, at the unit's now, and answers it as change left it, shown now.
+func (o Shared) changeEntitlement(ctx context.Context, what, id string, change func(tx unit.Tx, e *entitlement.Entitlement, now time.Time) error) (out entitlement.Entitlement, err error) {
+	err = o.run(ctx, what, func(tx unit.Tx) error {
 		e, err := tx.Entitlement(id)
 		if err != nil {
 			return err
 		}
 		now := tx.Now()
-		es := []entitlement.Entitlement{e}
-		evs := revoke(tx, es, now)
-		out = es[0]
+		if err := change(tx, &e, now); err != nil {
+			return err
+		}
+		out = e
 		out.Refresh(now)
-		return addEvents(tx, now, evs...)
+		return nil
 	})
 	return out, err
+}
+
+// RevokeEntitlement is store.EntitlementStore.RevokeEntitlement.
+func (o Shared) RevokeEntitlement(ctx context.Context, id string) (entitlement.Entitlement, error) {
+	return o.changeEntitlement(ctx, "revoke entitlement", id, func(tx unit.Tx, e *entitlement.Entitlement, now time.Time) error {
+		es := []entitlement.Entitlement{*e}
+		evs := revoke(tx, es, now)
+		*e = es[0]
+		return addEvents(tx, now, evs...)
+	})
 }
 
 // UpdateEntitlement is store.EntitlementUpdater.UpdateEntitlement
 // (entitlement.Entitlement.Apply has the rules).
 func (o Shared) UpdateEntitlement(ctx context.Context, id string, u entitlement.Update) (entitlement.Entitlement, error) {
-	var out entitlement.Entitlement
-	err := o.run(ctx, "update entitlement", func(tx unit.Tx) error {
-		e, err := tx.Entitlement(id)
-		if err != nil {
-			return err
-		}
-		now := tx.Now()
+	return o.changeEntitlement(ctx, "update entitlement", id, func(tx unit.Tx, e *entitlement.Entitlement, now time.Time) error {
 		expired := e.ExpireHolds(now)
 		if err := e.Apply(u, now); err != nil {
 			return store.Wrap(store.CodeInvalid, err, "update of entitlement %q", id)
 		}
-		e = tx.Normalize(e)
+		*e = tx.Normalize(*e)
 		tx.UpdateEntitlement(e.Clone(), expired, nil)
-		e.Refresh(now)
-		out = e
 		return nil
 	})
-	return out, err
 }

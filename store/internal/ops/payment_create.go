@@ -21,21 +21,15 @@ func (o Shared) CreatePayment(ctx context.Context, p payment.Payment) (store.Cre
 	}
 	var out store.CreatePaymentResult
 	err := o.run(ctx, "create payment", func(tx unit.Tx) error {
-		switch prior, err := tx.PaymentByKey(p.IdempotencyKey); {
-		case err == nil:
-			if prior.Fingerprint != p.Fingerprint {
-				return store.Errorf(store.CodeConflict, "payment idempotency key reused with different parameters")
-			}
-			out = store.CreatePaymentResult{Payment: prior}
-			return nil
-		case !errors.Is(err, store.ErrNotFound):
-			return err
+		got, err := tx.PaymentByKey(p.IdempotencyKey)
+		fresh := false
+		if errors.Is(err, store.ErrNotFound) {
+			got, fresh, err = createPayment(tx, p)
 		}
-		created, fresh, err := createPayment(tx, p)
-		if err == nil && !fresh && created.Fingerprint != p.Fingerprint {
+		if err == nil && !fresh && got.Fingerprint != p.Fingerprint {
 			err = store.Errorf(store.CodeConflict, "payment idempotency key reused with different parameters")
 		}
-		out = store.CreatePaymentResult{Payment: created, Created: fresh}
+		out = store.CreatePaymentResult{Payment: got, Created: fresh}
 		return err
 	})
 	return out, err
@@ -86,25 +80,12 @@ func createPayment(tx unit.Tx, p payment.Payment) (out payment.Payment, fresh bo
 	return p, true, nil
 }
 
-// errExists is absent's answer for a document that exists.
-var errExists = errors.New("exists")
-
-// absent is nil when a read found nothing, errExists when it found
-// something, and the read's error otherwise.
-func absent[T any](_ T, err error) error {
-	switch {
-	case err == nil:
-		return errExists
-	case errors.Is(err, store.ErrNotFound):
-		return nil
-	}
-	return err
-}
-
-// orConflict turns errExists into a Conflict with the message format.
-func orConflict(err error, format string, args ...any) error {
-	if errors.Is(err, errExists) {
-		return store.Errorf(store.CodeConflict, format, args...)
+// found is the error of a read, err, that was to find nothing and did not
+// answer NotFound: for a document it found (err nil), an error of code
+// with the message format; otherwise err.
+func found(err error, code store.Code, format string, args ...any) error {
+	if err == nil {
+		return store.Errorf(code, format, args...)
 	}
 	return err
 }

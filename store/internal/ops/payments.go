@@ -109,25 +109,37 @@ func revoke(tx unit.Tx, es []entitlement.Entitlement, now time.Time) []pendingEv
 	return evs
 }
 
-// takeBack is the start of a refund of amount of p: it locks p's
-// entitlements, lets take take back from them at now (its events are
-// returned), and signs the refund receipt of amount with what they hold
-// after it.
-func takeBack(tx unit.Tx, ch *store.PaymentChange, p *payment.Payment, amount money.Money,
+// takeBack refunds amount of p (in full or in part): it locks p's
+// entitlements, lets take take back from them at now (its events follow
+// the payment's, of type t), signs the refund receipt of amount with what
+// they hold after it, and stores p as settle makes it at now with that
+// receipt.
+func takeBack(tx unit.Tx, ch *store.PaymentChange, p payment.Payment, amount money.Money, t event.Type,
 	take func(tx unit.Tx, es []entitlement.Entitlement, now time.Time) []pendingEvent,
-) (es []entitlement.Entitlement, signed receipt.Signed, evs []pendingEvent, now time.Time, err error) {
-	if es, err = tx.LockEntitlements(p.EntitlementIDs); err != nil {
-		return nil, receipt.Signed{}, nil, now, err
+	settle func(p payment.Payment, now time.Time, receiptID string) payment.Payment,
+) (store.Completion, error) {
+	es, err := tx.LockEntitlements(p.EntitlementIDs)
+	if err != nil {
+		return store.Completion{}, err
 	}
-	now = tx.Now()
-	evs = take(tx, es, now)
+	now := tx.Now()
+	evs := take(tx, es, now)
 	grants := make([]receipt.Grant, 0, len(es))
 	for i := range es {
 		es[i].Refresh(now)
 		grants = append(grants, receipt.GrantOf(&es[i]))
 	}
-	signed, err = sign(ch, newReceipt(receipt.KindRefund, ch.Issuer, p, amount, grants, now))
-	return es, signed, evs, now, err
+	signed, err := sign(ch, newReceipt(receipt.KindRefund, ch.Issuer, &p, amount, grants, now))
+	if err != nil {
+		return store.Completion{}, err
+	}
+	p = settle(p, now, signed.ID)
+	if err := addEvents(tx, now, append([]pendingEvent{ev(t, p.AgentID, &p)}, evs...)...); err != nil {
+		return store.Completion{}, err
+	}
+	tx.CreateReceipt(signed)
+	tx.PutPayment(p)
+	return store.Completion{Payment: p, Receipt: signed, Entitlements: es}, nil
 }
 
 // changeError is the store error of a change the payment refused.
@@ -242,18 +254,10 @@ func (o Shared) RefundPayment(ctx context.Context, id string, ch store.PaymentCh
 			out, err = current(tx, p, receiptID)
 			return err
 		},
-		func(tx unit.Tx, p payment.Payment) error {
-			es, signed, revoked, now, err := takeBack(tx, &ch, &p, p.Remaining(), revoke)
-			if err != nil {
+		func(tx unit.Tx, p payment.Payment) (err error) {
+			if out, err = takeBack(tx, &ch, p, p.Remaining(), event.PaymentRefunded, revoke, payment.Payment.Refunded); err != nil {
 				return err
 			}
-			p = p.Refunded(now, signed.ID)
-			if err := addEvents(tx, now, append([]pendingEvent{ev(event.PaymentRefunded, p.AgentID, &p)}, revoked...)...); err != nil {
-				return err
-			}
-			tx.CreateReceipt(signed)
-			tx.PutPayment(p)
-			out = store.Completion{Payment: p, Receipt: signed, Entitlements: es}
 			return tx.Fence()
 		})
 	return out, err
@@ -271,8 +275,8 @@ func (o Shared) RefundPaymentPart(ctx context.Context, id string, total money.Mo
 			out, err = current(tx, p, "")
 			return err
 		},
-		func(tx unit.Tx, p payment.Payment) error {
-			es, signed, lows, now, err := takeBack(tx, &ch, &p, part, func(tx unit.Tx, es []entitlement.Entitlement, now time.Time) []pendingEvent {
+		func(tx unit.Tx, p payment.Payment) (err error) {
+			out, err = takeBack(tx, &ch, p, part, event.PaymentPartiallyRefunded, func(tx unit.Tx, es []entitlement.Entitlement, now time.Time) []pendingEvent {
 				var lows []pendingEvent
 				for i := range es {
 					e := &es[i]
@@ -286,15 +290,8 @@ func (o Shared) RefundPaymentPart(ctx context.Context, id string, total money.Mo
 					tx.UpdateEntitlement(e.Clone(), expired, nil)
 				}
 				return lows
-			})
-			if err != nil {
-				return err
-			}
-			p = p.PartlyRefunded(now, total)
-			tx.CreateReceipt(signed)
-			tx.PutPayment(p)
-			out = store.Completion{Payment: p, Receipt: signed, Entitlements: es}
-			return addEvents(tx, now, append([]pendingEvent{ev(event.PaymentPartiallyRefunded, p.AgentID, &p)}, lows...)...)
+			}, func(p payment.Payment, now time.Time, _ string) payment.Payment { return p.PartlyRefunded(now, total) })
+			return err
 		})
 	return out, err
 }

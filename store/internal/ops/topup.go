@@ -101,8 +101,8 @@ func (o Shared) BeginTopUp(ctx context.Context, agentID string, expectSeq int64)
 		}
 		// The payment's ID and key come from the sequence, which only this
 		// unit moves: they cannot exist unless the state is corrupt.
-		if err := absent(tx.PaymentByKey(p.IdempotencyKey)); err != nil {
-			return false, orInternal(err, "top-up payment %s (sequence %d) exists already", p.ID, t.Seq)
+		if _, err := tx.PaymentByKey(p.IdempotencyKey); !errors.Is(err, store.ErrNotFound) {
+			return false, found(err, store.CodeInternal, "top-up payment %s (sequence %d) exists already", p.ID, t.Seq)
 		}
 		var fresh bool
 		if out, fresh, err = createPayment(tx, p); err == nil && !fresh {
@@ -114,14 +114,6 @@ func (o Shared) BeginTopUp(ctx context.Context, agentID string, expectSeq int64)
 		err = refused
 	}
 	return out, err
-}
-
-// orInternal turns errExists into an Internal error (corrupt data).
-func orInternal(err error, format string, args ...any) error {
-	if errors.Is(err, errExists) {
-		return store.Errorf(store.CodeInternal, format, args...)
-	}
-	return err
 }
 
 // SettleTopUp is store.TopUps.SettleTopUp.

@@ -18,8 +18,8 @@ import (
 func (o Shared) CreateEndpoint(ctx context.Context, e store.Endpoint) (store.Endpoint, error) {
 	var out store.Endpoint
 	err := o.run(ctx, "create webhook endpoint", func(tx unit.Tx) error {
-		if err := absent(tx.Endpoint(e.ID)); err != nil {
-			return orConflict(err, "webhook endpoint %s exists", e.ID)
+		if _, err := tx.Endpoint(e.ID); !errors.Is(err, store.ErrNotFound) {
+			return found(err, store.CodeConflict, "webhook endpoint %s exists", e.ID)
 		}
 		n, err := newEndpoint(e, tx.Now())
 		if err != nil {

@@ -9,7 +9,7 @@ import (
 // Normalized returns e as a backend keeps it: a zero Status active, a zero
 // CreatedAt now, a zero Granted of credits the balance, every instant
 // rounded to the backend's precision by round, and no slice or map shared
-// with the caller. Firestore and PostgreSQL normalize with it.
+// with the caller. Every backend normalizes with it.
 func Normalized(e entitlement.Entitlement, now time.Time, round func(time.Time) time.Time) entitlement.Entitlement {
 	e = e.Clone()
 	if e.Status == "" {

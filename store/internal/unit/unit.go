@@ -30,6 +30,56 @@ import (
 // only from what it reads. Errors are translated to store codes.
 type Run func(ctx context.Context, what string, fn func(Tx) error) error
 
+// readOnly is the context key of ReadOnly.
+type readOnly struct{}
+
+// ReadOnly returns ctx marking the unit of work run with it as one that
+// only reads and writes nothing: a backend may then make each read on its
+// own, without a transaction, and lock nothing (PostgreSQL does).
+func ReadOnly(ctx context.Context) context.Context { return context.WithValue(ctx, readOnly{}, true) }
+
+// IsReadOnly reports whether ctx marks a unit of work ReadOnly.
+func IsReadOnly(ctx context.Context) bool { return ctx.Value(readOnly{}) != nil }
+
+// Clock is the instant of one unit of work's change, for a backend's Tx to
+// embed: its Now (Tx.Now) reads Read and keeps the instant; At is that
+// instant, or Read's if Now was never called.
+type Clock struct {
+	Read func() time.Time
+	now  time.Time
+}
+
+// Now implements Tx.Now.
+func (c *Clock) Now() time.Time {
+	c.now = c.Read()
+	return c.now
+}
+
+// At is the instant of the change: Now's, or Read's if Now was never called.
+func (c *Clock) At() time.Time {
+	if c.now.IsZero() {
+		return c.Read()
+	}
+	return c.now
+}
+
+// FenceOf returns the fence ctx carries (store.FenceOf) as a T, the kind
+// of fence the backend named backend checks, and false when ctx carries
+// none. A fence of another kind is Internal: a ledger of another backend,
+// which this one cannot check.
+func FenceOf[T any](ctx context.Context, backend string) (T, bool, error) {
+	var zero T
+	f := store.FenceOf(ctx)
+	if f == nil {
+		return zero, false, nil
+	}
+	t, ok := f.(T)
+	if !ok {
+		return zero, false, store.Errorf(store.CodeInternal, "%s: the %s store cannot check this fence (a ledger of another backend)", f.Claim(), backend)
+	}
+	return t, true, nil
+}
+
 // Tx reads and writes inside one unit of work. Reads return store errors
 // (ErrNotFound for an absent document); writes cannot fail when called:
 // a backend reports their failure from Run.
