@@ -7,7 +7,7 @@ import (
 
 	"cloud.google.com/go/firestore"
 
-	"github.com/stipend-mcp/stipend/field"
+	fielderr "github.com/stipend-mcp/stipend/field"
 	"github.com/stipend-mcp/stipend/money"
 	"github.com/stipend-mcp/stipend/store"
 )
@@ -155,14 +155,6 @@ func (f *fields) amount(field string) money.Money {
 	return m
 }
 
-// optAmount reads an optional amount (zero when absent).
-func (f *fields) optAmount(field string) money.Money {
-	if !f.has(field) {
-		return money.Money{}
-	}
-	return f.amount(field)
-}
-
 // strs reads an optional array of strings.
 func (f *fields) strs(field string) []string {
 	v, ok := f.get(field)
@@ -215,10 +207,36 @@ func (f *fields) strMap(field string) map[string]string {
 
 // fieldOf returns the field a money validation error names.
 func fieldOf(err error) string {
-	if fe, ok := err.(*field.Error); ok && fe.Field != "" {
+	if fe, ok := err.(*fielderr.Error); ok && fe.Field != "" {
 		return fe.Field
 	}
 	return "cents"
+}
+
+// sub decodes the required map field with fn, whose errors name the
+// map's fields ("grant.scope.service").
+func (f *fields) sub(field string, fn func(*fields)) {
+	v, ok := f.get(field)
+	if !ok {
+		f.corrupt(field, "missing")
+		return
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		f.corrupt(field, "is %T, want a map", v)
+		return
+	}
+	f.within(field+".", m, fn)
+}
+
+// within decodes m, a map inside f's document, with fn; prefix names it in
+// errors.
+func (f *fields) within(prefix string, m map[string]any, fn func(*fields)) {
+	g := &fields{path: f.path, prefix: f.prefix + prefix, data: m}
+	fn(g)
+	if g.err != nil && f.err == nil {
+		f.err = g.err
+	}
 }
 
 // each decodes an optional array of maps, calling fn with a reader for each
@@ -239,10 +257,19 @@ func (f *fields) each(field string, fn func(*fields)) {
 			f.corrupt(fmt.Sprintf("%s[%d]", field, i), "is %T, want a map", x)
 			return
 		}
-		sub := &fields{path: f.path, prefix: fmt.Sprintf("%s%s[%d].", f.prefix, field, i), data: m}
-		fn(sub)
-		if sub.err != nil && f.err == nil {
-			f.err = sub.err
-		}
+		f.within(fmt.Sprintf("%s[%d].", field, i), m, fn)
 	}
+}
+
+// blob reads a bytes field; an absent one reads as no bytes.
+func (f *fields) blob(field string) []byte {
+	v, ok := f.get(field)
+	if !ok {
+		return []byte{}
+	}
+	b, ok := v.([]byte)
+	if !ok {
+		f.corrupt(field, "is %T, want bytes", v)
+	}
+	return b
 }

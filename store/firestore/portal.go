@@ -20,31 +20,15 @@ func (s *Store) portalRef(id string) *firestore.DocumentRef {
 	return s.col(colPortalSessions).Doc(docID(id))
 }
 
-func portalDoc(ps *portal.Session) map[string]any {
-	d := map[string]any{
-		"id":          ps.ID,
-		"agentId":     ps.AgentID,
-		"tokenSha256": ps.TokenSHA256,
-		"createdBy":   ps.CreatedBy,
-		"createdAt":   stamp(ps.CreatedAt),
-		"expiresAt":   stamp(ps.ExpiresAt),
+func portalFields(ps *portal.Session) []field {
+	return []field{
+		str("id", &ps.ID), str("agentId", &ps.AgentID), str("tokenSha256", &ps.TokenSHA256), str("createdBy", &ps.CreatedBy),
+		instant("createdAt", &ps.CreatedAt), instant("expiresAt", &ps.ExpiresAt), ptr("revokedAt", &ps.RevokedAt, instant),
 	}
-	putTime(d, "revokedAt", ps.RevokedAt)
-	return d
 }
 
 func portalFrom(snap *firestore.DocumentSnapshot) (portal.Session, error) {
-	f := read(snap)
-	ps := portal.Session{
-		ID:          f.str("id"),
-		AgentID:     f.str("agentId"),
-		TokenSHA256: f.str("tokenSha256"),
-		CreatedBy:   f.str("createdBy"),
-		CreatedAt:   f.instant("createdAt"),
-		ExpiresAt:   f.instant("expiresAt"),
-		RevokedAt:   f.optInstant("revokedAt"),
-	}
-	return ps, f.err
+	return decodeSnap(snap, portalFields)
 }
 
 func portalNotFound(id string) error {
@@ -71,7 +55,7 @@ func (s *Store) CreatePortalSession(ctx context.Context, ps portal.Session) (por
 		if err := fd.mark(tx, s.clock()); err != nil {
 			return err
 		}
-		return tx.Create(ref, portalDoc(&ps))
+		return tx.Create(ref, encode(portalFields(&ps)))
 	})
 	if err != nil {
 		return portal.Session{}, err
