@@ -25,16 +25,17 @@ func (s *Store) deliveryRef(id string) *firestore.DocumentRef {
 	return s.col(colDeliveries).Doc(docID(id))
 }
 
+func (s *Store) endpoint(src source, id string) (store.Endpoint, error) {
+	return load(src, s.endpointRef(id), endpointFrom, store.Errorf(store.CodeNotFound, "webhook endpoint %s", id))
+}
+
+func (s *Store) delivery(src source, id string) (store.Delivery, error) {
+	return load(src, s.deliveryRef(id), deliveryFrom, store.Errorf(store.CodeNotFound, "delivery %s", id))
+}
+
 // GetEndpoint implements store.DeliveryStore.
 func (s *Store) GetEndpoint(ctx context.Context, id string) (store.Endpoint, error) {
-	snap, err := s.endpointRef(id).Get(ctx)
-	if isNotFound(err) {
-		return store.Endpoint{}, endpointNotFound(id)
-	}
-	if err != nil {
-		return store.Endpoint{}, fsfault.Read(err, "get webhook endpoint")
-	}
-	return endpointFrom(snap)
+	return s.endpoint(direct{ctx, "get webhook endpoint"}, id)
 }
 
 // ListEndpoints implements store.DeliveryStore.
@@ -47,7 +48,7 @@ func (s *Store) ListEndpoints(ctx context.Context, p store.Page) ([]store.Endpoi
 func (s *Store) DeleteEndpoint(ctx context.Context, id string) error {
 	_, err := s.endpointRef(id).Delete(ctx, firestore.Exists)
 	if isNotFound(err) {
-		return endpointNotFound(id)
+		return store.Errorf(store.CodeNotFound, "webhook endpoint %s", id)
 	}
 	if err != nil {
 		return fsfault.Write(err, "delete webhook endpoint")
@@ -55,20 +56,9 @@ func (s *Store) DeleteEndpoint(ctx context.Context, id string) error {
 	return nil
 }
 
-func endpointNotFound(id string) error {
-	return store.Errorf(store.CodeNotFound, "webhook endpoint %s", id)
-}
-
 // GetDelivery implements store.DeliveryStore.
 func (s *Store) GetDelivery(ctx context.Context, id string) (store.Delivery, error) {
-	snap, err := s.deliveryRef(id).Get(ctx)
-	if isNotFound(err) {
-		return store.Delivery{}, store.Errorf(store.CodeNotFound, "delivery %s", id)
-	}
-	if err != nil {
-		return store.Delivery{}, fsfault.Read(err, "get delivery")
-	}
-	return deliveryFrom(snap)
+	return s.delivery(direct{ctx, "get delivery"}, id)
 }
 
 // ListDeliveries implements store.DeliveryStore.

@@ -30,7 +30,7 @@ func endpointFields(e *store.Endpoint) []field {
 func endpointDoc(e *store.Endpoint) map[string]any { return encode(endpointFields(e)) }
 
 func endpointFrom(snap *firestore.DocumentSnapshot) (store.Endpoint, error) {
-	e, err := decodeSnap(snap, endpointFields)
+	e, err := decoder(endpointFields)(snap)
 	if e.EventTypes == nil {
 		e.EventTypes = []event.Type{}
 	}

@@ -31,9 +31,7 @@ func accountLimitFields(l *entitlement.AccountLimits) []field {
 
 func accountDoc(a *entitlement.Account) map[string]any { return encode(accountFields(a)) }
 
-func accountFrom(snap *firestore.DocumentSnapshot) (entitlement.Account, error) {
-	return decodeSnap(snap, accountFields)
-}
+var accountFrom = decoder(accountFields)
 
 func scopeFields(s *entitlement.Scope) []field {
 	return []field{str("service", &s.Service), opt(strs("tools", &s.Tools))}
@@ -163,6 +161,4 @@ func chargeFields(c *entitlement.Charge) []field {
 
 func consumptionDoc(c *entitlement.Consumption) map[string]any { return encode(consumptionFields(c)) }
 
-func consumptionFrom(snap *firestore.DocumentSnapshot) (entitlement.Consumption, error) {
-	return decodeSnap(snap, consumptionFields)
-}
+var consumptionFrom = decoder(consumptionFields)

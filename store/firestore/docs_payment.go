@@ -43,9 +43,7 @@ func paymentFields(p *payment.Payment) []field {
 
 func paymentDoc(p *payment.Payment) map[string]any { return encode(paymentFields(p)) }
 
-func paymentFrom(snap *firestore.DocumentSnapshot) (payment.Payment, error) {
-	return decodeSnap(snap, paymentFields)
-}
+var paymentFrom = decoder(paymentFields)
 
 func receiptFields(r *receipt.Signed) []field {
 	return []field{
@@ -62,7 +60,7 @@ func receiptFields(r *receipt.Signed) []field {
 func receiptDoc(r *receipt.Signed) map[string]any { return encode(receiptFields(r)) }
 
 func receiptFrom(snap *firestore.DocumentSnapshot) (receipt.Signed, error) {
-	r, err := decodeSnap(snap, receiptFields)
+	r, err := decoder(receiptFields)(snap)
 	if r.Grants == nil {
 		r.Grants = []receipt.Grant{}
 	}
@@ -85,6 +83,4 @@ func eventDoc(e *event.Event) map[string]any {
 	return d
 }
 
-func eventFrom(snap *firestore.DocumentSnapshot) (event.Event, error) {
-	return decodeSnap(snap, eventFields)
-}
+var eventFrom = decoder(eventFields)

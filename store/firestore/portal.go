@@ -6,7 +6,6 @@ import (
 
 	"cloud.google.com/go/firestore"
 
-	"github.com/stipend-mcp/stipend/internal/fsfault"
 	"github.com/stipend-mcp/stipend/portal"
 	"github.com/stipend-mcp/stipend/store"
 )
@@ -27,12 +26,10 @@ func portalFields(ps *portal.Session) []field {
 	}
 }
 
-func portalFrom(snap *firestore.DocumentSnapshot) (portal.Session, error) {
-	return decodeSnap(snap, portalFields)
-}
+var portalFrom = decoder(portalFields)
 
-func portalNotFound(id string) error {
-	return store.Errorf(store.CodeNotFound, "portal session %q", id)
+func (s *Store) portalSession(src source, id string) (portal.Session, error) {
+	return load(src, s.portalRef(id), portalFrom, store.Errorf(store.CodeNotFound, "portal session %q", id))
 }
 
 // CreatePortalSession implements store.PortalSessions.
@@ -65,37 +62,21 @@ func (s *Store) CreatePortalSession(ctx context.Context, ps portal.Session) (por
 
 // GetPortalSession implements store.PortalSessions.
 func (s *Store) GetPortalSession(ctx context.Context, id string) (portal.Session, error) {
-	snap, err := s.portalRef(id).Get(ctx)
-	if isNotFound(err) {
-		return portal.Session{}, portalNotFound(id)
-	}
-	if err != nil {
-		return portal.Session{}, fsfault.Read(err, "get portal session")
-	}
-	return portalFrom(snap)
+	return s.portalSession(direct{ctx, "get portal session"}, id)
 }
 
 // RevokePortalSession implements store.PortalSessions.
 func (s *Store) RevokePortalSession(ctx context.Context, id string, at time.Time) (portal.Session, error) {
 	ref := s.portalRef(id)
 	var out portal.Session
-	err := s.run(ctx, "revoke portal session", func(ctx context.Context, tx *firestore.Transaction) error {
-		snap, err := tx.Get(ref)
-		if isNotFound(err) {
-			return portalNotFound(id)
-		}
-		if err != nil {
+	err := s.run(ctx, "revoke portal session", func(ctx context.Context, ftx *firestore.Transaction) error {
+		var err error
+		if out, err = s.portalSession(&tx{tx: ftx}, id); err != nil || out.RevokedAt != nil {
 			return err
-		}
-		if out, err = portalFrom(snap); err != nil {
-			return err
-		}
-		if out.RevokedAt != nil {
-			return nil
 		}
 		when := stamp(at)
 		out.RevokedAt = &when
-		return tx.Update(ref, []firestore.Update{{Path: "revokedAt", Value: when}})
+		return ftx.Update(ref, []firestore.Update{{Path: "revokedAt", Value: when}})
 	})
 	if err != nil {
 		return portal.Session{}, err

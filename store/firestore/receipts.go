@@ -3,21 +3,18 @@ package firestore
 import (
 	"context"
 
-	"github.com/stipend-mcp/stipend/internal/fsfault"
 	"github.com/stipend-mcp/stipend/receipt"
 	"github.com/stipend-mcp/stipend/store"
 )
 
+// receipt reads the receipt id from src.
+func (s *Store) receipt(src source, id string) (receipt.Signed, error) {
+	return load(src, s.col(colReceipts).Doc(docID(id)), receiptFrom, store.Errorf(store.CodeNotFound, "receipt %q", id))
+}
+
 // GetReceipt implements store.EntitlementStore.
 func (s *Store) GetReceipt(ctx context.Context, id string) (receipt.Signed, error) {
-	snap, err := s.col(colReceipts).Doc(docID(id)).Get(ctx)
-	if err != nil {
-		if isNotFound(err) {
-			return receipt.Signed{}, store.Errorf(store.CodeNotFound, "receipt %q", id)
-		}
-		return receipt.Signed{}, fsfault.Read(err, "get receipt")
-	}
-	return receiptFrom(snap)
+	return s.receipt(direct{ctx, "get receipt"}, id)
 }
 
 // ListReceipts implements store.EntitlementStore.

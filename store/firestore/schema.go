@@ -41,12 +41,14 @@ func (f *fields) decode(fs []field) {
 	}
 }
 
-// decodeSnap decodes snap into the fields of a new T.
-func decodeSnap[T any](snap *firestore.DocumentSnapshot, fs func(*T) []field) (T, error) {
-	var v T
-	f := read(snap)
-	f.decode(fs(&v))
-	return v, f.err
+// decoder decodes a document into the fields of a new T.
+func decoder[T any](fs func(*T) []field) func(*firestore.DocumentSnapshot) (T, error) {
+	return func(snap *firestore.DocumentSnapshot) (T, error) {
+		var v T
+		f := read(snap)
+		f.decode(fs(&v))
+		return v, f.err
+	}
 }
 
 // leaf binds a value stored as one Firestore value.

@@ -45,39 +45,13 @@ func topUpFrom(snap *firestore.DocumentSnapshot) (topup.TopUp, error) {
 	return t, nil
 }
 
-// txTopUp reads the top-up of agentID inside tx. exists is false for an
-// account with none stored yet; an unknown account is ErrNotFound.
-func (s *Store) txTopUp(tx *firestore.Transaction, agentID string) (t topup.TopUp, created time.Time, exists bool, err error) {
-	snap, err := tx.Get(s.topUpRef(agentID))
-	switch {
-	case err == nil:
-		t, err = topUpFrom(snap)
-		f := read(snap)
-		created = f.instant("createdAt")
-		if err == nil {
-			err = f.err
-		}
-		return t, created, true, err
-	case !isNotFound(err):
-		return t, created, false, err
-	}
-	if _, err := tx.Get(s.col(colAccounts).Doc(docID(agentID))); err != nil {
-		if isNotFound(err) {
-			return t, created, false, store.Errorf(store.CodeNotFound, "account %q", agentID)
-		}
-		return t, created, false, err
-	}
-	return topup.TopUp{AgentID: agentID}, created, false, nil
-}
-
-func (s *Store) writeTopUp(tx *firestore.Transaction, t *topup.TopUp, created time.Time) error {
-	state, err := json.Marshal(t)
+// topUpDoc is u as stored, created at created.
+func topUpDoc(u *topup.TopUp, created time.Time) (map[string]any, error) {
+	state, err := json.Marshal(u)
 	if err != nil {
-		return store.Wrap(store.CodeInternal, err, "encode top-up")
+		return nil, store.Wrap(store.CodeInternal, err, "encode top-up")
 	}
-	return tx.Set(s.topUpRef(t.AgentID), map[string]any{
-		"agentId": t.AgentID, "watched": t.Watched(), "createdAt": created, "state": string(state),
-	})
+	return map[string]any{"agentId": u.AgentID, "watched": u.Watched(), "createdAt": created, "state": string(state)}, nil
 }
 
 // GetTopUp implements store.TopUps.
