@@ -25,8 +25,15 @@ func usd(c int64) money.Money { return money.Money{Cents: c, Currency: "USD"} }
 
 func createCredits(t *testing.T, s store.EntitlementStore, agent string, balance int64) entitlement.Entitlement {
 	t.Helper()
+	return createCreditsAs(t, s, uuid.NewString(), agent, balance)
+}
+
+// createCreditsAs creates the credits entitlement id of agent, for the
+// service "search".
+func createCreditsAs(t *testing.T, s store.EntitlementStore, id, agent string, balance int64) entitlement.Entitlement {
+	t.Helper()
 	e, err := s.CreateEntitlement(context.Background(), entitlement.Entitlement{
-		ID: uuid.NewString(), AgentID: agent, Type: entitlement.TypeCredits,
+		ID: id, AgentID: agent, Type: entitlement.TypeCredits,
 		Scope:   entitlement.Scope{Service: "search"},
 		Credits: entitlement.Credits{Balance: usd(balance)},
 	})

@@ -2,11 +2,11 @@ package firestore
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"cloud.google.com/go/firestore"
 	"github.com/google/uuid"
+	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -94,25 +94,20 @@ func (s *Store) ClaimDueDeliveries(ctx context.Context, now time.Time, limit int
 	now = stamp(now)
 	n := limit * candidateFactor
 	// The two queries are independent: run them at once.
-	var (
-		stale    []*firestore.DocumentSnapshot
-		staleErr error
-		wg       sync.WaitGroup
-	)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		stale, staleErr = s.build(qStaleClaims, filter{"status", "==", string(store.DeliveryInFlight)}).
-			Where("claimedAt", "<=", now.Add(-claimTTL)).Limit(n).Documents(ctx).GetAll()
-	}()
-	due, err := s.build(qDueDeliveries, filter{"status", "==", string(store.DeliveryPending)}).
-		Where("scheduledAt", "<=", now).Limit(n).Documents(ctx).GetAll()
-	wg.Wait()
-	if staleErr != nil {
-		return nil, fsfault.Read(staleErr, "find expired delivery claims")
+	var stale []*firestore.DocumentSnapshot
+	var g errgroup.Group
+	g.Go(func() (err error) {
+		stale, err = direct{ctx, "find expired delivery claims"}.all(s.build(qStaleClaims,
+			filter{"status", "==", string(store.DeliveryInFlight)}).Where("claimedAt", "<=", now.Add(-claimTTL)).Limit(n))
+		return err
+	})
+	due, err := direct{ctx, "find due deliveries"}.all(s.build(qDueDeliveries,
+		filter{"status", "==", string(store.DeliveryPending)}).Where("scheduledAt", "<=", now).Limit(n))
+	if err := g.Wait(); err != nil {
+		return nil, err
 	}
 	if err != nil {
-		return nil, fsfault.Read(err, "find due deliveries")
+		return nil, err
 	}
 	var out []store.Delivery
 	for _, snap := range append(stale, due...) {

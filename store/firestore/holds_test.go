@@ -239,12 +239,9 @@ func TestBatch_WriteLimit(t *testing.T) {
 	ctx := context.Background()
 	const agent = "agent-limit"
 	e := createCredits(t, f.s, agent, 10_000)
-	var wg sync.WaitGroup
-	for i := range entitlement.MaxOpenHolds {
-		wg.Go(func() { authorize(t, f.s, holdReq(agent, fmt.Sprintf("h%d", i), 1, time.Minute, e.ID)) })
-	}
-	wg.Wait()
+	openHolds(t, f.s, agent, e.ID, time.Minute)
 	f.clock.Advance(2 * time.Minute)
+	var wg sync.WaitGroup
 
 	const consumes = 300
 	waitQueued, resume := fsstore.PauseLane(f.s, e.ID)
@@ -289,11 +286,7 @@ func TestRevoke_ReleasesEveryOpenHold(t *testing.T) {
 	ctx := context.Background()
 	const agent = "agent-revoke"
 	e := createCredits(t, f.s, agent, 10_000)
-	var wg sync.WaitGroup
-	for i := range entitlement.MaxOpenHolds {
-		wg.Go(func() { authorize(t, f.s, holdReq(agent, fmt.Sprintf("h%d", i), 1, time.Hour, e.ID)) })
-	}
-	wg.Wait()
+	openHolds(t, f.s, agent, e.ID, time.Hour)
 	f.log.take()
 	got, err := f.s.RevokeEntitlement(ctx, e.ID)
 	if err != nil {
@@ -354,4 +347,15 @@ func TestHold_EndOnAnotherInstance(t *testing.T) {
 	if b, h := balance(t, f.s, e.ID); b != 88 || h != 0 {
 		t.Errorf("balance %d held %d, want 88 held 0", b, h)
 	}
+}
+
+// openHolds authorizes the most open holds an entitlement takes
+// (entitlement.MaxOpenHolds), of one cent each, all at once: keys h0, h1, ….
+func openHolds(t *testing.T, s *fsstore.Store, agent, entitlementID string, ttl time.Duration) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for i := range entitlement.MaxOpenHolds {
+		wg.Go(func() { authorize(t, s, holdReq(agent, fmt.Sprintf("h%d", i), 1, ttl, entitlementID)) })
+	}
+	wg.Wait()
 }

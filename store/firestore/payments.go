@@ -63,61 +63,54 @@ func (s *Store) FindPaymentByProviderIntentID(ctx context.Context, intentID stri
 }
 
 // The payment changes are package ops', on this store's unit of work
-// (unit.go); complete, fail and refund share concurrent identical calls
-// (flight.go).
+// (unit.go), each in the payment's turn; complete, fail and refund share
+// concurrent identical calls (flight.go).
 
-// CompletePayment implements store.EntitlementStore. Concurrent identical
-// calls share one transaction (flight.go).
+// CompletePayment implements store.EntitlementStore.
 func (s *Store) CompletePayment(ctx context.Context, id string, ch store.PaymentChange) (store.Completion, error) {
-	return s.shareCompletion(ctx, "complete payment", id, &ch, func(ctx context.Context) (store.Completion, error) {
+	return share(s, &s.completions, ctx, "complete payment", id, &ch, replayed, func(ctx context.Context) (store.Completion, error) {
 		return s.shared.CompletePayment(ctx, id, ch)
 	})
 }
 
-// FailPayment implements store.EntitlementStore. Concurrent identical calls
-// share one transaction (flight.go).
+// FailPayment implements store.EntitlementStore.
 func (s *Store) FailPayment(ctx context.Context, id string, ch store.PaymentChange) (payment.Payment, error) {
-	fail := func(ctx context.Context) (payment.Payment, error) {
-		return inTurn(s, ctx, id, "fail payment", func(ctx context.Context) (payment.Payment, error) { return s.shared.FailPayment(ctx, id, ch) })
-	}
-	if store.FenceOf(ctx) != nil {
-		return fail(ctx)
-	}
-	p, joined, err := s.failures.do(ctx, changeKey("fail", id, &ch), "fail payment", s.retryBudget, fail)
-	if joined {
-		p = p.Clone()
-	}
-	return p, err
+	return share(s, &s.failures, ctx, "fail payment", id, &ch, (*payment.Payment).Clone, func(ctx context.Context) (payment.Payment, error) {
+		return s.shared.FailPayment(ctx, id, ch)
+	})
 }
 
-// RefundPayment implements store.EntitlementStore. Concurrent identical
-// calls share one transaction (flight.go).
+// RefundPayment implements store.EntitlementStore.
 func (s *Store) RefundPayment(ctx context.Context, id string, ch store.PaymentChange) (store.Completion, error) {
-	return s.shareCompletion(ctx, "refund payment", id, &ch, func(ctx context.Context) (store.Completion, error) {
+	return share(s, &s.completions, ctx, "refund payment", id, &ch, replayed, func(ctx context.Context) (store.Completion, error) {
 		return s.shared.RefundPayment(ctx, id, ch)
 	})
 }
 
-// shareCompletion runs change, or joins the same change of payment id in
-// flight. A caller that joined gets a copy of the answer, Replayed: the
-// change was made once, by the call it joined. A fenced change shares
-// nothing (flight.go says why).
-func (s *Store) shareCompletion(ctx context.Context, what, id string, ch *store.PaymentChange,
-	change func(context.Context) (store.Completion, error)) (store.Completion, error) {
-	inner := change
-	change = func(ctx context.Context) (store.Completion, error) { return inTurn(s, ctx, id, what, inner) }
+// share runs change in the turn of payment id, or joins the same change in
+// flight; a caller that joined gets a copy of the answer (joined). A fenced
+// change shares nothing (flight.go says why).
+func share[T any](s *Store, f *flights[T], ctx context.Context, what, id string, ch *store.PaymentChange,
+	joined func(*T) T, change func(context.Context) (T, error)) (T, error) {
+	run := func(ctx context.Context) (T, error) { return inTurn(s, ctx, id, what, change) }
 	if store.FenceOf(ctx) != nil {
-		return change(ctx)
+		return run(ctx)
 	}
-	c, joined, err := s.completions.do(ctx, changeKey(what, id, ch), what, s.retryBudget, change)
-	if !joined || err != nil {
-		return c, err
+	v, j, err := f.do(ctx, changeKey(what, id, ch), what, s.retryBudget, run)
+	if j && err == nil {
+		v = joined(&v)
 	}
+	return v, err
+}
+
+// replayed is a copy of c for a caller that joined its change: Replayed,
+// since the change was made once, by the call it joined.
+func replayed(c *store.Completion) store.Completion {
 	out := store.Completion{Payment: c.Payment.Clone(), Receipt: c.Receipt.Clone(), Replayed: true}
 	for i := range c.Entitlements {
 		out.Entitlements = append(out.Entitlements, c.Entitlements[i].Clone())
 	}
-	return out, nil
+	return out
 }
 
 // changeKey names a change of payment id: calls with one key are the same

@@ -180,16 +180,9 @@ func list[T any](ctx context.Context, query firestore.Query, listID, order strin
 	if err != nil {
 		return nil, "", fsfault.Read(err, "list %s", listID)
 	}
-	items := make([]T, 0, min(len(snaps), size))
-	for _, snap := range snaps[:min(len(snaps), size)] {
-		item, err := decode(snap)
-		if err != nil {
-			return nil, "", err
-		}
-		items = append(items, item)
-	}
-	if len(snaps) <= size {
-		return items, "", nil
+	items, err := decodeAll(snaps[:min(len(snaps), size)], decode)
+	if err != nil || len(snaps) <= size {
+		return items, "", err
 	}
 	last := snaps[size-1]
 	f := read(last)

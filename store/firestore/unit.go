@@ -125,6 +125,19 @@ func load[T any](src source, ref *firestore.DocumentRef, from func(*firestore.Do
 	return from(snap)
 }
 
+// decodeAll decodes snaps with from, in order.
+func decodeAll[T any](snaps []*firestore.DocumentSnapshot, from func(*firestore.DocumentSnapshot) (T, error)) ([]T, error) {
+	out := make([]T, 0, len(snaps))
+	for _, snap := range snaps {
+		v, err := from(snap)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
 // pointer decodes a pointer document: the ID in its field.
 func pointer(field string) func(*firestore.DocumentSnapshot) (string, error) {
 	return func(snap *firestore.DocumentSnapshot) (string, error) {
@@ -224,18 +237,12 @@ func (t *tx) Entitlements(ids []string) ([]entitlement.Entitlement, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]entitlement.Entitlement, 0, len(snaps))
-	for _, snap := range snaps {
+	return decodeAll(snaps, func(snap *firestore.DocumentSnapshot) (entitlement.Entitlement, error) {
 		if !snap.Exists() {
-			return nil, store.Errorf(store.CodeInternal, "corrupt data: payment names missing entitlement %s", docPath(snap.Ref))
+			return entitlement.Entitlement{}, store.Errorf(store.CodeInternal, "corrupt data: payment names missing entitlement %s", docPath(snap.Ref))
 		}
-		e, err := entitlementFrom(snap)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, e)
-	}
-	return out, nil
+		return entitlementFrom(snap)
+	})
 }
 
 func (t *tx) LockEntitlements(ids []string) ([]entitlement.Entitlement, error) {
