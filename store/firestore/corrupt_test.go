@@ -38,6 +38,15 @@ func corrupt(t *testing.T, client *firestore.Client, prefix, collection, id, fie
 	}
 }
 
+// corruptible returns a store on the emulator, its client and collection
+// prefix, and a credits entitlement of 1000 cents to corrupt.
+func corruptible(t *testing.T) (*fsstore.Store, *firestore.Client, string, entitlement.Entitlement) {
+	t.Helper()
+	client, prefix := emulator.Client(t), emulator.Prefix(t)
+	s := fsstore.New(client, fsstore.WithCollectionPrefix(prefix), fsstore.WithClock(fixedNow))
+	return s, client, prefix, createCredits(t, s, "agent-corrupt", 1000)
+}
+
 // TestStore_CorruptAmount writes stored amounts that Stipend never writes
 // and checks that reading them fails loudly: an Internal error naming the
 // document and the field, never a rounded number.
@@ -57,10 +66,7 @@ func TestStore_CorruptAmount(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			client := emulator.Client(t)
-			prefix := emulator.Prefix(t)
-			s := fsstore.New(client, fsstore.WithCollectionPrefix(prefix), fsstore.WithClock(fixedNow))
-			e := createCredits(t, s, "agent-corrupt", 1000)
+			s, client, prefix, e := corruptible(t)
 			// Find the stored document through the agent's list, then corrupt it.
 			snaps, err := client.Collection(prefix + "entitlements").Documents(ctx).GetAll()
 			if err != nil || len(snaps) != 1 {
@@ -97,10 +103,7 @@ func TestStore_CorruptControls(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			client := emulator.Client(t)
-			prefix := emulator.Prefix(t)
-			s := fsstore.New(client, fsstore.WithCollectionPrefix(prefix), fsstore.WithClock(fixedNow))
-			e := createCredits(t, s, "agent-corrupt", 1000)
+			s, client, prefix, e := corruptible(t)
 			usd := money.Money{Cents: 100, Currency: "USD"}
 			_, err := s.UpdateEntitlement(ctx, e.ID, entitlement.Update{
 				SpendLimit: &entitlement.Set[entitlement.SpendLimit]{To: entitlement.SpendLimit{Period: entitlement.PeriodDay, Max: usd}},

@@ -21,7 +21,9 @@ func openStore(t *testing.T, now func() time.Time) *fsstore.Store {
 
 func newStore(t *testing.T, now func() time.Time) store.EntitlementStore { return openStore(t, now) }
 
-func newDeliveryStore(t *testing.T, now func() time.Time) store.DeliveryStore { return openStore(t, now) }
+func newDeliveryStore(t *testing.T, now func() time.Time) store.DeliveryStore {
+	return openStore(t, now)
+}
 
 func TestStore_Conformance(t *testing.T) {
 	emulator.Host(t)

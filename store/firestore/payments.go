@@ -8,6 +8,7 @@ import (
 
 	"github.com/stipend-mcp/stipend/money"
 	"github.com/stipend-mcp/stipend/payment"
+	"github.com/stipend-mcp/stipend/receipt"
 	"github.com/stipend-mcp/stipend/store"
 )
 
@@ -147,4 +148,33 @@ func (s *Store) WinDispute(ctx context.Context, id string, ch store.PaymentChang
 	return inTurn(s, ctx, id, "win dispute", func(ctx context.Context) (payment.Payment, error) {
 		return s.shared.WinDispute(ctx, id, ch)
 	})
+}
+
+// ListPendingPayments implements store.EntitlementStore.
+func (s *Store) ListPendingPayments(ctx context.Context, f store.PendingFilter, p store.Page) ([]payment.Payment, string, error) {
+	if err := f.Validate(); err != nil {
+		return nil, "", err
+	}
+	before := stamp(f.CreatedBefore)
+	q := s.build(qPendingPayments,
+		filter{"provider", "==", string(f.Provider)},
+		filter{"status", "==", string(payment.StatusPending)},
+		filter{"createdAt", "<=", before})
+	return list(ctx, q, listKey(qPendingPayments, string(f.Provider), before.String()), qPendingPayments.Order, p, paymentFrom)
+}
+
+// receipt reads the receipt id from src.
+func (s *Store) receipt(src source, id string) (receipt.Signed, error) {
+	return load(src, s.col(colReceipts).Doc(docID(id)), receiptFrom, store.Errorf(store.CodeNotFound, "receipt %q", id))
+}
+
+// GetReceipt implements store.EntitlementStore.
+func (s *Store) GetReceipt(ctx context.Context, id string) (receipt.Signed, error) {
+	return s.receipt(direct{ctx, "get receipt"}, id)
+}
+
+// ListReceipts implements store.EntitlementStore.
+func (s *Store) ListReceipts(ctx context.Context, agentID string, p store.Page) ([]receipt.Signed, string, error) {
+	q := s.build(qReceiptsByAgent, filter{"agentId", "==", agentID})
+	return list(ctx, q, listKey(qReceiptsByAgent, agentID), qReceiptsByAgent.Order, p, receiptFrom)
 }

@@ -74,6 +74,35 @@ var (
 		Name: "events.pending", Collection: colEvents,
 		Equal: []string{"dispatched"}, Order: "occurredAt",
 	}
+	// qPendingPayments finds the pending payments of a provider, oldest
+	// first, for the reconciliation sweep (ListPendingPayments).
+	qPendingPayments = Query{
+		Name: "payments.pending", Collection: colPayments,
+		Equal: []string{"provider", "status"}, Order: "createdAt",
+	}
+	// qTopUpsWatched lists the top-ups a sweep looks at.
+	qTopUpsWatched = Query{
+		Name: "topups.watched", Collection: colTopUps,
+		Equal: []string{"watched"}, Order: "createdAt",
+	}
+	// The webhook queries.
+	qEndpoints = Query{
+		Name: "webhookEndpoints.all", Collection: colEndpoints, Order: "createdAt",
+	}
+	qDeliveries = Query{
+		Name: "deliveries.list", Collection: colDeliveries,
+		Optional: []string{"status", "eventType"}, Order: "createdAt",
+	}
+	// qDueDeliveries has a range filter scheduledAt ≤ now.
+	qDueDeliveries = Query{
+		Name: "deliveries.due", Collection: colDeliveries,
+		Equal: []string{"status"}, Order: "scheduledAt",
+	}
+	// qStaleClaims has a range filter claimedAt ≤ now − claim TTL.
+	qStaleClaims = Query{
+		Name: "deliveries.staleClaims", Collection: colDeliveries,
+		Equal: []string{"status"}, Order: "claimedAt",
+	}
 )
 
 // Queries lists every query the adapter runs.

@@ -21,12 +21,6 @@ import (
 // top-up as JSON.
 const colTopUps = "topups"
 
-// qTopUpsWatched lists the top-ups a sweep looks at.
-var qTopUpsWatched = Query{
-	Name: "topups.watched", Collection: colTopUps,
-	Equal: []string{"watched"}, Order: "createdAt",
-}
-
 func (s *Store) topUpRef(agentID string) *firestore.DocumentRef {
 	return s.col(colTopUps).Doc(docID(agentID))
 }
