@@ -17,20 +17,12 @@ import (
 
 var _ store.DeliveryStore = (*Store)(nil)
 
-func (s *Store) endpointRef(id string) *firestore.DocumentRef {
-	return s.col(colEndpoints).Doc(docID(id))
-}
-
-func (s *Store) deliveryRef(id string) *firestore.DocumentRef {
-	return s.col(colDeliveries).Doc(docID(id))
-}
-
 func (s *Store) endpoint(src source, id string) (store.Endpoint, error) {
-	return load(src, s.endpointRef(id), endpointFrom, store.Errorf(store.CodeNotFound, "webhook endpoint %s", id))
+	return load(src, s.doc(colEndpoints, id), endpointFrom, store.Errorf(store.CodeNotFound, "webhook endpoint %s", id))
 }
 
 func (s *Store) delivery(src source, id string) (store.Delivery, error) {
-	return load(src, s.deliveryRef(id), deliveryFrom, store.Errorf(store.CodeNotFound, "delivery %s", id))
+	return load(src, s.doc(colDeliveries, id), deliveryFrom, store.Errorf(store.CodeNotFound, "delivery %s", id))
 }
 
 // GetEndpoint implements store.DeliveryStore.
@@ -46,7 +38,7 @@ func (s *Store) ListEndpoints(ctx context.Context, p store.Page) ([]store.Endpoi
 // DeleteEndpoint implements store.DeliveryStore: one delete with the
 // precondition that the document exists, so an absent one is NotFound.
 func (s *Store) DeleteEndpoint(ctx context.Context, id string) error {
-	_, err := s.endpointRef(id).Delete(ctx, firestore.Exists)
+	_, err := s.doc(colEndpoints, id).Delete(ctx, firestore.Exists)
 	if isNotFound(err) {
 		return store.Errorf(store.CodeNotFound, "webhook endpoint %s", id)
 	}

@@ -159,6 +159,4 @@ func chargeFields(c *entitlement.Charge) []field {
 	return []field{opt(amount("cost", &c.Cost)), integer("units", &c.Units)}
 }
 
-func consumptionDoc(c *entitlement.Consumption) map[string]any { return encode(consumptionFields(c)) }
-
 var consumptionFrom = decoder(consumptionFields)

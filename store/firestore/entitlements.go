@@ -10,7 +10,7 @@ import (
 )
 
 func (s *Store) entitlementRef(id string) *firestore.DocumentRef {
-	return s.col(colEntitlements).Doc(docID(id))
+	return s.doc(colEntitlements, id)
 }
 
 // GetEntitlement implements store.EntitlementStore.
@@ -82,7 +82,7 @@ func (s *Store) activeEntitlements(ctx context.Context, agentID string, exact bo
 
 // account reads the account agentID from src.
 func (s *Store) account(src source, agentID string) (entitlement.Account, error) {
-	return load(src, s.col(colAccounts).Doc(docID(agentID)), accountFrom, store.Errorf(store.CodeNotFound, "account %q", agentID))
+	return load(src, s.doc(colAccounts, agentID), accountFrom, store.Errorf(store.CodeNotFound, "account %q", agentID))
 }
 
 // GetAccount implements store.EntitlementStore.

@@ -42,7 +42,7 @@ func (s *Store) MarkEventsDispatched(ctx context.Context, ids []string) error {
 		var refs []*firestore.DocumentRef
 		for _, id := range chunk {
 			if id != "" {
-				refs = append(refs, s.col(colEvents).Doc(docID(id)))
+				refs = append(refs, s.doc(colEvents, id))
 			}
 		}
 		if len(refs) == 0 {

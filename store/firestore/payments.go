@@ -4,30 +4,20 @@ import (
 	"context"
 	"strings"
 
-	"cloud.google.com/go/firestore"
-
 	"github.com/stipend-mcp/stipend/money"
 	"github.com/stipend-mcp/stipend/payment"
 	"github.com/stipend-mcp/stipend/receipt"
 	"github.com/stipend-mcp/stipend/store"
 )
 
-func (s *Store) paymentRef(id string) *firestore.DocumentRef {
-	return s.col(colPayments).Doc(docID(id))
-}
-
-func (s *Store) paymentKeyRef(key string) *firestore.DocumentRef {
-	return s.col(colPaymentsIdempotency).Doc(docID(key))
-}
-
 // payment reads the payment id from src.
 func (s *Store) payment(src source, id string) (payment.Payment, error) {
-	return load(src, s.paymentRef(id), paymentFrom, store.Errorf(store.CodeNotFound, "payment %q", id))
+	return load(src, s.doc(colPayments, id), paymentFrom, store.Errorf(store.CodeNotFound, "payment %q", id))
 }
 
 // paymentByKey reads the key's pointer document, then the payment.
 func (s *Store) paymentByKey(src source, key string) (payment.Payment, error) {
-	id, err := load(src, s.paymentKeyRef(key), pointer("paymentId"), store.Errorf(store.CodeNotFound, "payment for idempotency key"))
+	id, err := load(src, s.doc(colPaymentsIdempotency, key), pointer("paymentId"), store.Errorf(store.CodeNotFound, "payment for idempotency key"))
 	if err != nil {
 		return payment.Payment{}, err
 	}
@@ -165,7 +155,7 @@ func (s *Store) ListPendingPayments(ctx context.Context, f store.PendingFilter, 
 
 // receipt reads the receipt id from src.
 func (s *Store) receipt(src source, id string) (receipt.Signed, error) {
-	return load(src, s.col(colReceipts).Doc(docID(id)), receiptFrom, store.Errorf(store.CodeNotFound, "receipt %q", id))
+	return load(src, s.doc(colReceipts, id), receiptFrom, store.Errorf(store.CodeNotFound, "receipt %q", id))
 }
 
 // GetReceipt implements store.EntitlementStore.

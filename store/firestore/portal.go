@@ -15,10 +15,6 @@ import (
 // expiresAt may delete them (docs/portal.md).
 const colPortalSessions = "portal_sessions"
 
-func (s *Store) portalRef(id string) *firestore.DocumentRef {
-	return s.col(colPortalSessions).Doc(docID(id))
-}
-
 func portalFields(ps *portal.Session) []field {
 	return []field{
 		str("id", &ps.ID), str("agentId", &ps.AgentID), str("tokenSha256", &ps.TokenSHA256), str("createdBy", &ps.CreatedBy),
@@ -29,7 +25,7 @@ func portalFields(ps *portal.Session) []field {
 var portalFrom = decoder(portalFields)
 
 func (s *Store) portalSession(src source, id string) (portal.Session, error) {
-	return load(src, s.portalRef(id), portalFrom, store.Errorf(store.CodeNotFound, "portal session %q", id))
+	return load(src, s.doc(colPortalSessions, id), portalFrom, store.Errorf(store.CodeNotFound, "portal session %q", id))
 }
 
 // CreatePortalSession implements store.PortalSessions.
@@ -38,7 +34,7 @@ func (s *Store) CreatePortalSession(ctx context.Context, ps portal.Session) (por
 	if err != nil {
 		return portal.Session{}, err
 	}
-	ref := s.portalRef(ps.ID)
+	ref := s.doc(colPortalSessions, ps.ID)
 	err = s.run(ctx, "create portal session", func(ctx context.Context, tx *firestore.Transaction) error {
 		fd, err := s.readFence(ctx, tx)
 		if err != nil {
@@ -67,7 +63,7 @@ func (s *Store) GetPortalSession(ctx context.Context, id string) (portal.Session
 
 // RevokePortalSession implements store.PortalSessions.
 func (s *Store) RevokePortalSession(ctx context.Context, id string, at time.Time) (portal.Session, error) {
-	ref := s.portalRef(id)
+	ref := s.doc(colPortalSessions, id)
 	var out portal.Session
 	err := s.run(ctx, "revoke portal session", func(ctx context.Context, ftx *firestore.Transaction) error {
 		var err error

@@ -145,6 +145,9 @@ func (s *Store) col(name string) *firestore.CollectionRef {
 	return s.client.Collection(s.prefix + name)
 }
 
+// doc returns the document of collection name whose ID is docID(id).
+func (s *Store) doc(name, id string) *firestore.DocumentRef { return s.col(name).Doc(docID(id)) }
+
 // clock returns the current time as stored: UTC, microsecond precision
 // (Firestore keeps no finer timestamps).
 //

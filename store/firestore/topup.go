@@ -21,10 +21,6 @@ import (
 // top-up as JSON.
 const colTopUps = "topups"
 
-func (s *Store) topUpRef(agentID string) *firestore.DocumentRef {
-	return s.col(colTopUps).Doc(docID(agentID))
-}
-
 func topUpFrom(snap *firestore.DocumentSnapshot) (topup.TopUp, error) {
 	f := read(snap)
 	agent, state := f.str("agentId"), f.str("state")
@@ -50,7 +46,7 @@ func topUpDoc(u *topup.TopUp, created time.Time) (map[string]any, error) {
 
 // GetTopUp implements store.TopUps.
 func (s *Store) GetTopUp(ctx context.Context, agentID string) (topup.TopUp, error) {
-	snap, err := s.topUpRef(agentID).Get(ctx)
+	snap, err := s.doc(colTopUps, agentID).Get(ctx)
 	if err == nil {
 		return topUpFrom(snap)
 	}

@@ -159,7 +159,7 @@ func (t *tx) Account(agentID string) (entitlement.Account, error) { return t.s.a
 
 // TopUp reads the top-up of agentID, or, with none stored, the account.
 func (t *tx) TopUp(agentID string) (topup.TopUp, error) {
-	snap, err := t.tx.Get(t.s.topUpRef(agentID))
+	snap, err := t.tx.Get(t.s.doc(colTopUps, agentID))
 	if isNotFound(err) {
 		_, err = t.Account(agentID)
 		return topup.TopUp{AgentID: agentID}, err
@@ -185,11 +185,11 @@ func (t *tx) Delivery(id string) (store.Delivery, error) { return t.s.delivery(t
 // DeliveryByKey reads the key's pointer document
 // (delivery_outbound_idempotency), then the delivery it points at.
 func (t *tx) DeliveryByKey(key string) (store.Delivery, error) {
-	id, err := load(t, t.s.deliveryKeyRef(key), pointer("deliveryId"), store.Errorf(store.CodeNotFound, "delivery with key %q", key))
+	id, err := load(t, t.s.doc(colDeliveryKeys, key), pointer("deliveryId"), store.Errorf(store.CodeNotFound, "delivery with key %q", key))
 	if err != nil {
 		return store.Delivery{}, err
 	}
-	return load(t, t.s.deliveryRef(id), deliveryFrom, store.Errorf(store.CodeInternal, "corrupt data: key %q names missing delivery %s", key, id))
+	return load(t, t.s.doc(colDeliveries, id), deliveryFrom, store.Errorf(store.CodeInternal, "corrupt data: key %q names missing delivery %s", key, id))
 }
 
 func (t *tx) Instant(at time.Time) time.Time { return stampOrZero(at) }
@@ -286,7 +286,7 @@ func (t *tx) Fence() error {
 }
 
 func (t *tx) EnsureAccount(agentID string) error {
-	ref := t.s.col(colAccounts).Doc(docID(agentID))
+	ref := t.s.doc(colAccounts, agentID)
 	if _, err := t.tx.Get(ref); !isNotFound(err) {
 		return err
 	}
@@ -317,12 +317,12 @@ func (t *tx) UpdateEntitlement(e entitlement.Entitlement, expired, released []st
 }
 
 func (t *tx) CreatePayment(p payment.Payment) {
-	t.create(t.s.paymentRef(p.ID), paymentDoc(&p))
-	t.create(t.s.paymentKeyRef(p.IdempotencyKey), map[string]any{"paymentId": p.ID, "createdAt": t.at()})
+	t.create(t.s.doc(colPayments, p.ID), paymentDoc(&p))
+	t.create(t.s.doc(colPaymentsIdempotency, p.IdempotencyKey), map[string]any{"paymentId": p.ID, "createdAt": t.at()})
 }
 
 func (t *tx) PutAccount(a entitlement.Account) {
-	t.set(t.s.col(colAccounts).Doc(docID(a.AgentID)), accountDoc(&a))
+	t.set(t.s.doc(colAccounts, a.AgentID), accountDoc(&a))
 }
 
 func (t *tx) PutTopUp(u topup.TopUp) {
@@ -335,25 +335,25 @@ func (t *tx) PutTopUp(u topup.TopUp) {
 		if err != nil {
 			return err
 		}
-		return t.tx.Set(t.s.topUpRef(u.AgentID), d)
+		return t.tx.Set(t.s.doc(colTopUps, u.AgentID), d)
 	})
 }
 
-func (t *tx) PutPayment(p payment.Payment) { t.set(t.s.paymentRef(p.ID), paymentDoc(&p)) }
+func (t *tx) PutPayment(p payment.Payment) { t.set(t.s.doc(colPayments, p.ID), paymentDoc(&p)) }
 
-func (t *tx) CreateEndpoint(e store.Endpoint) { t.create(t.s.endpointRef(e.ID), endpointDoc(&e)) }
+func (t *tx) CreateEndpoint(e store.Endpoint) { t.create(t.s.doc(colEndpoints, e.ID), endpointDoc(&e)) }
 
-func (t *tx) PutEndpoint(e store.Endpoint) { t.set(t.s.endpointRef(e.ID), endpointDoc(&e)) }
+func (t *tx) PutEndpoint(e store.Endpoint) { t.set(t.s.doc(colEndpoints, e.ID), endpointDoc(&e)) }
 
 func (t *tx) CreateDelivery(d store.Delivery) {
-	t.create(t.s.deliveryKeyRef(d.Key), map[string]any{"deliveryId": d.ID, "createdAt": d.CreatedAt})
-	t.create(t.s.deliveryRef(d.ID), deliveryDoc(&d))
+	t.create(t.s.doc(colDeliveryKeys, d.Key), map[string]any{"deliveryId": d.ID, "createdAt": d.CreatedAt})
+	t.create(t.s.doc(colDeliveries, d.ID), deliveryDoc(&d))
 }
 
-func (t *tx) PutDelivery(d store.Delivery) { t.set(t.s.deliveryRef(d.ID), deliveryDoc(&d)) }
+func (t *tx) PutDelivery(d store.Delivery) { t.set(t.s.doc(colDeliveries, d.ID), deliveryDoc(&d)) }
 
 func (t *tx) CreateReceipt(r receipt.Signed) {
-	t.create(t.s.col(colReceipts).Doc(docID(r.ID)), receiptDoc(&r))
+	t.create(t.s.doc(colReceipts, r.ID), receiptDoc(&r))
 }
 
 func (t *tx) AddEvents(evs ...event.Event) {
@@ -366,11 +366,6 @@ func (t *tx) RecordInbound(in store.InboundEvent) {
 	t.create(t.s.inboundRef(in), map[string]any{"source": in.Source, "eventId": in.EventID, "firstSeenAt": t.at()})
 }
 
-// deliveryKeyRef is the pointer document of a delivery's key.
-func (s *Store) deliveryKeyRef(key string) *firestore.DocumentRef {
-	return s.col(colDeliveryKeys).Doc(docID(key))
-}
-
 // inboundRef is the document recording the provider event in.
 func (s *Store) inboundRef(in store.InboundEvent) *firestore.DocumentRef {
 	return s.col(colInbound).Doc(unit.InboundKey(in.Source, in.EventID))
@@ -381,7 +376,7 @@ func claimFields(c *store.Claim) []field {
 }
 
 func (t *tx) Claim(name string) (store.Claim, error) {
-	c, err := load(t, t.s.col(colClaims).Doc(docID(name)), decoder(claimFields), store.Errorf(store.CodeNotFound, "claim %q", name))
+	c, err := load(t, t.s.doc(colClaims, name), decoder(claimFields), store.Errorf(store.CodeNotFound, "claim %q", name))
 	if err == nil {
 		c.Name = name
 	}
@@ -390,10 +385,10 @@ func (t *tx) Claim(name string) (store.Claim, error) {
 
 func (t *tx) PutClaim(c store.Claim, exists bool) {
 	if exists {
-		t.set(t.s.col(colClaims).Doc(docID(c.Name)), encode(claimFields(&c)))
+		t.set(t.s.doc(colClaims, c.Name), encode(claimFields(&c)))
 		return
 	}
-	t.create(t.s.col(colClaims).Doc(docID(c.Name)), encode(claimFields(&c)))
+	t.create(t.s.doc(colClaims, c.Name), encode(claimFields(&c)))
 }
 
 // all runs writes in order and stops at the first error.
