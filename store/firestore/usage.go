@@ -141,16 +141,55 @@ func (u *usageRun) snapshot(ctx context.Context, fn func(context.Context, *fires
 	return u.s.client.RunTransaction(ctx, fn, firestore.TransactionReadTime(u.at))
 }
 
-// bucket is a bucket found: its key, and how to total it.
-type bucket struct {
-	key   usage.Key
-	total func(context.Context) (usage.Tally, error)
+// byTime finds the hour or day buckets after the cursor's: it skips to the
+// first consumption at or after the end of the last bucket, totals that
+// consumption's bucket (beside the next skips), and goes on from its end.
+// Empty hours and days cost nothing.
+func (u *usageRun) byTime(ctx context.Context, after usage.Key, ok bool) ([]usage.Key, []*usage.Tally, error) {
+	from := u.q.From
+	if ok {
+		_, end := u.q.Span(after.Wall)
+		if end.After(from) {
+			from = end
+		}
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(usageParallel)
+	var keys []usage.Key
+	var tallies []*usage.Tally
+	for len(keys) < u.limit && from.Before(u.q.To) && gctx.Err() == nil {
+		query := u.s.build(qConsumptionsByAgent, filter{"agentId", "==", u.q.AgentID},
+			filter{"occurredAt", ">=", from}, filter{"occurredAt", "<", u.q.To}).Select("occurredAt").Limit(1)
+		snaps, err := u.documents(ctx, query)
+		var at time.Time
+		if err == nil && len(snaps) > 0 {
+			f := read(snaps[0])
+			at, err = f.instant("occurredAt"), f.err
+		}
+		if err != nil || len(snaps) == 0 {
+			return keys, tallies, errors.Join(err, g.Wait())
+		}
+		end := u.q.Next(at)
+		t, to := new(usage.Tally), end
+		if u.q.To.Before(end) {
+			to = u.q.To
+		}
+		keys, tallies = append(keys, usage.Key{Wall: u.q.Wall(at)}), append(tallies, t)
+		g.Go(func() (err error) {
+			*t, err = u.tally(gctx, usageByRange, nil, at, to)
+			return err
+		})
+		from = end
+	}
+	return keys, tallies, g.Wait()
 }
 
-// collect finds buckets with next (nil when none is left) one after
-// another, totals each beside the next skips (usageParallel at a time), and
-// keeps those with consumptions in the range until it has u.limit of them.
-func (u *usageRun) collect(ctx context.Context, next func() (*bucket, error)) ([]usage.Key, []*usage.Tally, error) {
+// byName finds the service or (service, tool) buckets after the cursor's:
+// it skips to the next distinct value among all the agent's consumptions
+// (a one-document query ordered by the value) and totals it over the
+// range, as many values at a time as buckets are still wanted; a value
+// with no consumption in the range is passed over.
+func (u *usageRun) byName(ctx context.Context, last usage.Key, ok bool) ([]usage.Key, []*usage.Tally, error) {
 	var keys []usage.Key
 	var tallies []*usage.Tally
 	for done := false; len(keys) < u.limit && !done; {
@@ -159,19 +198,25 @@ func (u *usageRun) collect(ctx context.Context, next func() (*bucket, error)) ([
 		var batch []usage.Key
 		var totals []*usage.Tally
 		for len(batch) < u.limit-len(keys) && gctx.Err() == nil {
-			b, err := next()
+			key, found, err := u.nextName(ctx, last, ok)
 			if err != nil {
 				return nil, nil, errors.Join(err, g.Wait())
 			}
-			if done = b == nil; done {
+			if !found {
+				done = true
 				break
 			}
+			shape, eq := usageByService, []filter{{"service", "==", key.Service}}
+			if u.q.GroupBy == usage.ByTool {
+				shape, eq = usageByTool, append(eq, filter{"tool", "==", key.Tool})
+			}
 			t := new(usage.Tally)
-			batch, totals = append(batch, b.key), append(totals, t)
+			batch, totals = append(batch, key), append(totals, t)
 			g.Go(func() (err error) {
-				*t, err = b.total(gctx)
+				*t, err = u.tally(gctx, shape, eq, u.q.From, u.q.To)
 				return err
 			})
+			last, ok = key, true
 		}
 		if err := g.Wait(); err != nil {
 			return nil, nil, err
@@ -183,59 +228,6 @@ func (u *usageRun) collect(ctx context.Context, next func() (*bucket, error)) ([
 		}
 	}
 	return keys, tallies, nil
-}
-
-// byTime finds the hour or day buckets after the cursor's: it skips to the
-// first consumption at or after the end of the last bucket, totals that
-// consumption's bucket (beside the next skips), and goes on from its end.
-// Empty hours and days cost nothing.
-func (u *usageRun) byTime(ctx context.Context, after usage.Key, ok bool) ([]usage.Key, []*usage.Tally, error) {
-	from := u.q.From
-	if ok {
-		if _, end := u.q.Span(after.Wall); end.After(from) {
-			from = end
-		}
-	}
-	return u.collect(ctx, func() (*bucket, error) {
-		if !from.Before(u.q.To) {
-			return nil, nil
-		}
-		snaps, err := u.documents(ctx, u.s.build(qConsumptionsByAgent, filter{"agentId", "==", u.q.AgentID},
-			filter{"occurredAt", ">=", from}, filter{"occurredAt", "<", u.q.To}).Select("occurredAt").Limit(1))
-		if err != nil || len(snaps) == 0 {
-			return nil, err
-		}
-		f := read(snaps[0])
-		at := f.instant("occurredAt")
-		end := u.q.Next(at)
-		to := end
-		if u.q.To.Before(end) {
-			to = u.q.To
-		}
-		from = end
-		return &bucket{usage.Key{Wall: u.q.Wall(at)}, func(ctx context.Context) (usage.Tally, error) {
-			return u.tally(ctx, usageByRange, nil, at, to)
-		}}, f.err
-	})
-}
-
-// byName finds the service or (service, tool) buckets after the cursor's:
-// it skips to the next distinct value among all the agent's consumptions
-// (a one-document query ordered by the value) and totals it over the
-// range; a value with no consumption in the range is passed over.
-func (u *usageRun) byName(ctx context.Context, last usage.Key, ok bool) ([]usage.Key, []*usage.Tally, error) {
-	return u.collect(ctx, func() (*bucket, error) {
-		key, more, err := u.nextName(ctx, last, ok)
-		if err != nil || !more {
-			return nil, err
-		}
-		shape, eq := usageByService, []filter{{"service", "==", key.Service}}
-		if u.q.GroupBy == usage.ByTool {
-			shape, eq = usageByTool, append(eq, filter{"tool", "==", key.Tool})
-		}
-		last, ok = key, true
-		return &bucket{key, func(ctx context.Context) (usage.Tally, error) { return u.tally(ctx, shape, eq, u.q.From, u.q.To) }}, nil
-	})
 }
 
 // nextName reads the key of the next service, or (service, tool) pair,
