@@ -25,8 +25,15 @@ func usd(c int64) money.Money { return money.Money{Cents: c, Currency: "USD"} }
 
 func createCredits(t *testing.T, s store.EntitlementStore, agent string, balance int64) entitlement.Entitlement {
 	t.Helper()
+	return createCreditsAs(t, s, uuid.NewString(), agent, balance)
+}
+
+// createCreditsAs creates the credits entitlement id of agent, for the
+// service "search".
+func createCreditsAs(t *testing.T, s store.EntitlementStore, id, agent string, balance int64) entitlement.Entitlement {
+	t.Helper()
 	e, err := s.CreateEntitlement(context.Background(), entitlement.Entitlement{
-		ID: uuid.NewString(), AgentID: agent, Type: entitlement.TypeCredits,
+		ID: id, AgentID: agent, Type: entitlement.TypeCredits,
 		Scope:   entitlement.Scope{Service: "search"},
 		Credits: entitlement.Credits{Balance: usd(balance)},
 	})
@@ -41,6 +48,25 @@ func consumeReq(agent, key string, cents int64) entitlement.ConsumeRequest {
 	return entitlement.ConsumeRequest{AgentID: agent, Service: "search", Tool: "web", IdempotencyKey: key, Cost: &c}
 }
 
+// consumeAll runs n consumes on s at once, the i-th with req(i), and
+// returns their results and errors by i.
+func consumeAll(s store.EntitlementStore, n int, req func(i int) entitlement.ConsumeRequest) ([]store.ConsumeResult, []error) {
+	results, errs := make([]store.ConsumeResult, n), make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { results[i], errs[i] = s.CheckAndConsume(context.Background(), req(i)) })
+	}
+	wg.Wait()
+	return results, errs
+}
+
+// balanceOf is the balance of the credits entitlement id, in cents.
+func balanceOf(t *testing.T, s store.EntitlementStore, id string) int64 {
+	t.Helper()
+	b, _ := balance(t, s, id)
+	return b
+}
+
 // TestStore_HotEntitlement runs 64 concurrent callers with unique keys on
 // one credits entitlement: every call must be consumed (none aborted, none
 // denied) and the final balance must be exact.
@@ -48,15 +74,9 @@ func TestStore_HotEntitlement(t *testing.T) {
 	s := newStore(t, fixedNow)
 	const callers, cost = 64, 7
 	e := createCredits(t, s, "agent-hot", 1000)
-	var wg sync.WaitGroup
-	results := make([]store.ConsumeResult, callers)
-	errs := make([]error, callers)
-	for i := range callers {
-		wg.Go(func() {
-			results[i], errs[i] = s.CheckAndConsume(context.Background(), consumeReq("agent-hot", fmt.Sprintf("k-%d", i), cost))
-		})
-	}
-	wg.Wait()
+	results, errs := consumeAll(s, callers, func(i int) entitlement.ConsumeRequest {
+		return consumeReq("agent-hot", fmt.Sprintf("k-%d", i), cost)
+	})
 	seen := map[string]bool{}
 	for i := range callers {
 		if errs[i] != nil {
@@ -71,11 +91,7 @@ func TestStore_HotEntitlement(t *testing.T) {
 		}
 		seen[fmt.Sprint(after)] = true
 	}
-	got, err := s.GetEntitlement(context.Background(), e.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, want := got.Credits.Balance.Cents, int64(1000-callers*cost); got != want {
+	if got, want := balanceOf(t, s, e.ID), int64(1000-callers*cost); got != want {
 		t.Errorf("balance after %d consumes of %d: got %d, want %d", callers, cost, got, want)
 	}
 }
@@ -87,19 +103,13 @@ func TestStore_DuplicateKeysInOneBatch(t *testing.T) {
 	s := newStore(t, fixedNow)
 	e := createCredits(t, s, "agent-dup", 100)
 	const callers = 16
-	var wg sync.WaitGroup
-	results := make([]store.ConsumeResult, callers)
-	errs := make([]error, callers)
-	for i := range callers {
-		wg.Go(func() {
-			cost := int64(10)
-			if i == 0 {
-				cost = 11
-			}
-			results[i], errs[i] = s.CheckAndConsume(context.Background(), consumeReq("agent-dup", "same-key", cost))
-		})
-	}
-	wg.Wait()
+	results, errs := consumeAll(s, callers, func(i int) entitlement.ConsumeRequest {
+		cost := int64(10)
+		if i == 0 {
+			cost = 11
+		}
+		return consumeReq("agent-dup", "same-key", cost)
+	})
 	count := map[store.Outcome]int{}
 	var firstID string
 	for i := range callers {
@@ -121,11 +131,7 @@ func TestStore_DuplicateKeysInOneBatch(t *testing.T) {
 	if !maps.Equal(count, wantA) && !maps.Equal(count, wantB) {
 		t.Errorf("outcomes %v: want %v or %v", count, wantA, wantB)
 	}
-	got, err := s.GetEntitlement(context.Background(), e.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if b := got.Credits.Balance.Cents; b != 90 && b != 89 {
+	if b := balanceOf(t, s, e.ID); b != 90 && b != 89 {
 		t.Errorf("balance: got %d, want 90 or 89 (charged once)", b)
 	}
 }
@@ -136,22 +142,16 @@ func TestStore_BatchDeniesWithoutError(t *testing.T) {
 	s := newStore(t, fixedNow)
 	e := createCredits(t, s, "agent-low", 50)
 	const callers = 20
-	var wg sync.WaitGroup
-	outcomes := make([]store.ConsumeResult, callers)
-	for i := range callers {
-		wg.Go(func() {
-			req := consumeReq("agent-low", fmt.Sprintf("k-%d", i), 10)
-			req.EntitlementID = e.ID
-			res, err := s.CheckAndConsume(context.Background(), req)
-			if err != nil {
-				t.Errorf("caller %d: %v", i, err)
-			}
-			outcomes[i] = res
-		})
-	}
-	wg.Wait()
+	outcomes, errs := consumeAll(s, callers, func(i int) entitlement.ConsumeRequest {
+		req := consumeReq("agent-low", fmt.Sprintf("k-%d", i), 10)
+		req.EntitlementID = e.ID
+		return req
+	})
 	consumed := 0
 	for i, r := range outcomes {
+		if errs[i] != nil {
+			t.Errorf("caller %d: %v", i, errs[i])
+		}
 		switch r.Outcome {
 		case store.Consumed:
 			consumed++

@@ -11,9 +11,41 @@ import (
 
 	"github.com/stipend-mcp/stipend/entitlement"
 	"github.com/stipend-mcp/stipend/internal/emulator"
+	"github.com/stipend-mcp/stipend/money"
 	"github.com/stipend-mcp/stipend/store"
 	fsstore "github.com/stipend-mcp/stipend/store/firestore"
 )
+
+// corrupt writes value, which Stipend never stores, at field of the
+// document prefix+collection/id, and returns a check that an error is
+// Internal and names that document and named (the field, or the part of it
+// the reader meets first).
+func corrupt(t *testing.T, client *firestore.Client, prefix, collection, id, field, named string, value any) func(call string, err error) {
+	t.Helper()
+	ref := client.Collection(prefix + collection).Doc(id)
+	if _, err := ref.Update(context.Background(), []firestore.Update{{Path: field, Value: value}}); err != nil {
+		t.Fatalf("corrupting %s: %v", field, err)
+	}
+	wantPath := prefix + collection + "/" + id
+	return func(call string, err error) {
+		t.Helper()
+		if !errors.Is(err, store.ErrInternal) {
+			t.Fatalf("%s on a corrupt %s: got %v, want an internal error", call, field, err)
+		}
+		if msg := err.Error(); !strings.Contains(msg, wantPath) || !strings.Contains(msg, named) {
+			t.Errorf("%s: error %q does not name the document %s and field %s", call, msg, wantPath, named)
+		}
+	}
+}
+
+// corruptible returns a store on the emulator, its client and collection
+// prefix, and a credits entitlement of 1000 cents to corrupt.
+func corruptible(t *testing.T) (*fsstore.Store, *firestore.Client, string, entitlement.Entitlement) {
+	t.Helper()
+	client, prefix := emulator.Client(t), emulator.Prefix(t)
+	s := fsstore.New(client, fsstore.WithCollectionPrefix(prefix), fsstore.WithClock(fixedNow))
+	return s, client, prefix, createCredits(t, s, "agent-corrupt", 1000)
+}
 
 // TestStore_CorruptAmount writes stored amounts that Stipend never writes
 // and checks that reading them fails loudly: an Internal error naming the
@@ -34,30 +66,13 @@ func TestStore_CorruptAmount(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			client := emulator.Client(t)
-			prefix := emulator.Prefix(t)
-			s := fsstore.New(client, fsstore.WithCollectionPrefix(prefix), fsstore.WithClock(fixedNow))
-			e := createCredits(t, s, "agent-corrupt", 1000)
+			s, client, prefix, e := corruptible(t)
 			// Find the stored document through the agent's list, then corrupt it.
 			snaps, err := client.Collection(prefix + "entitlements").Documents(ctx).GetAll()
 			if err != nil || len(snaps) != 1 {
 				t.Fatalf("reading back the entitlement: %d documents, %v", len(snaps), err)
 			}
-			ref := snaps[0].Ref
-			if _, err := ref.Update(ctx, []firestore.Update{{Path: tc.field, Value: tc.value}}); err != nil {
-				t.Fatalf("corrupting %s: %v", tc.field, err)
-			}
-			wantPath := prefix + "entitlements/" + ref.ID
-
-			check := func(call string, err error) {
-				t.Helper()
-				if !errors.Is(err, store.ErrInternal) {
-					t.Fatalf("%s on a corrupt amount: got %v, want an internal error", call, err)
-				}
-				if msg := err.Error(); !strings.Contains(msg, wantPath) || !strings.Contains(msg, tc.field) {
-					t.Errorf("%s: error %q does not name the document %s and field %s", call, msg, wantPath, tc.field)
-				}
-			}
+			check := corrupt(t, client, prefix, "entitlements", snaps[0].Ref.ID, tc.field, tc.field, tc.value)
 			_, err = s.GetEntitlement(ctx, e.ID)
 			check("GetEntitlement", err)
 			_, _, err = s.ListEntitlements(ctx, "agent-corrupt", store.EntitlementFilter{}, store.Page{})
@@ -66,6 +81,40 @@ func TestStore_CorruptAmount(t *testing.T) {
 			req.EntitlementID = e.ID
 			_, err = s.CheckAndConsume(ctx, req)
 			check("CheckAndConsume", err)
+		})
+	}
+}
+
+// TestStore_CorruptControls: spend controls or alerts stored in a shape
+// Stipend never writes fail every read with an Internal error naming the
+// document and the field, never a guess.
+func TestStore_CorruptControls(t *testing.T) {
+	tests := []struct {
+		name, field string
+		value       any
+	}{
+		{"FloatSpent", "limits.spend.spent.cents", 10.5},
+		{"StringPeriod", "limits.spend.period", 7},
+		{"UnknownPeriod", "limits.spend.period", "year"},
+		{"AlertsNotAnArray", "alerts", "low"},
+		{"StringPercent", "alerts", []any{map[string]any{"percent": "10"}}},
+		{"NoThreshold", "alerts", []any{map[string]any{}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			s, client, prefix, e := corruptible(t)
+			usd := money.Money{Cents: 100, Currency: "USD"}
+			_, err := s.UpdateEntitlement(ctx, e.ID, entitlement.Update{
+				SpendLimit: &entitlement.Set[entitlement.SpendLimit]{To: entitlement.SpendLimit{Period: entitlement.PeriodDay, Max: usd}},
+				Alerts:     &entitlement.Set[[]entitlement.Alert]{To: []entitlement.Alert{{Percent: new(int64(10))}}},
+			})
+			if err != nil {
+				t.Fatalf("UpdateEntitlement: %v", err)
+			}
+			check := corrupt(t, client, prefix, "entitlements", e.ID, tc.field, tc.field, tc.value)
+			_, err = s.GetEntitlement(ctx, e.ID)
+			check("GetEntitlement", err)
 		})
 	}
 }
@@ -93,20 +142,8 @@ func TestStore_CorruptHold(t *testing.T) {
 			if tc.collection == "entitlements" {
 				id = e.ID
 			}
-			if _, err := f.raw.Collection(f.prefix+tc.collection).Doc(id).Update(ctx, []firestore.Update{{Path: tc.field, Value: tc.value}}); err != nil {
-				t.Fatalf("corrupting %s: %v", tc.field, err)
-			}
-			wantPath := f.prefix + tc.collection + "/" + id
 			field, _, _ := strings.Cut(tc.field, ".")
-			check := func(call string, err error) {
-				t.Helper()
-				if !errors.Is(err, store.ErrInternal) {
-					t.Fatalf("%s on a corrupt %s: got %v, want an internal error", call, tc.field, err)
-				}
-				if msg := err.Error(); !strings.Contains(msg, wantPath) || !strings.Contains(msg, field) {
-					t.Errorf("%s: error %q does not name the document %s and field %s", call, msg, wantPath, field)
-				}
-			}
+			check := corrupt(t, f.raw, f.prefix, tc.collection, id, tc.field, field, tc.value)
 			if tc.collection == "entitlements" {
 				_, err := f.s.GetEntitlement(ctx, e.ID)
 				check("GetEntitlement", err)

@@ -7,7 +7,7 @@ import (
 
 	"cloud.google.com/go/firestore"
 
-	"github.com/stipend-mcp/stipend/field"
+	fielderr "github.com/stipend-mcp/stipend/field"
 	"github.com/stipend-mcp/stipend/money"
 	"github.com/stipend-mcp/stipend/store"
 )
@@ -55,69 +55,37 @@ func (f *fields) get(field string) (any, bool) {
 
 func (f *fields) has(field string) bool { _, ok := f.get(field); return ok }
 
-// str reads a required string.
-func (f *fields) str(field string) string {
+// value reads a required field of stored type T, named want in errors.
+func value[T any](f *fields, field, want string) T {
 	v, ok := f.get(field)
 	if !ok {
 		f.corrupt(field, "missing")
-		return ""
+	} else if t, ok := v.(T); ok {
+		return t
+	} else {
+		f.corrupt(field, "is %T, want %s", v, want)
 	}
-	s, ok := v.(string)
-	if !ok {
-		f.corrupt(field, "is %T, want a string", v)
-	}
-	return s
+	var zero T
+	return zero
 }
 
-// optStr reads an optional string ("" when absent).
-func (f *fields) optStr(field string) string {
-	if !f.has(field) {
-		return ""
-	}
-	return f.str(field)
-}
-
-// integer reads a required integer.
-func (f *fields) integer(field string) int64 {
-	v, ok := f.get(field)
-	if !ok {
-		f.corrupt(field, "missing")
-		return 0
-	}
-	n, ok := v.(int64)
-	if !ok {
-		f.corrupt(field, "is %T, want an integer", v)
-	}
-	return n
-}
-
-// boolean reads a required bool.
-func (f *fields) boolean(field string) bool {
-	v, ok := f.get(field)
-	if !ok {
-		f.corrupt(field, "missing")
-		return false
-	}
-	b, ok := v.(bool)
-	if !ok {
-		f.corrupt(field, "is %T, want a boolean", v)
-	}
-	return b
-}
-
-// instant reads a required timestamp, in UTC.
+func (f *fields) str(field string) string    { return value[string](f, field, "a string") }
+func (f *fields) integer(field string) int64 { return value[int64](f, field, "an integer") }
+func (f *fields) boolean(field string) bool  { return value[bool](f, field, "a boolean") }
 func (f *fields) instant(field string) time.Time {
-	v, ok := f.get(field)
-	if !ok {
-		f.corrupt(field, "missing")
-		return time.Time{}
-	}
-	t, ok := v.(time.Time)
-	if !ok {
-		f.corrupt(field, "is %T, want a timestamp", v)
-	}
-	return t.UTC()
+	return value[time.Time](f, field, "a timestamp").UTC()
 }
+
+// optional reads a field of stored type T that may be absent (zero then).
+func optional[T any](f *fields, field, want string) T {
+	if !f.has(field) {
+		var zero T
+		return zero
+	}
+	return value[T](f, field, want)
+}
+
+func (f *fields) optStr(field string) string { return optional[string](f, field, "a string") }
 
 // optInstant reads an optional timestamp (nil when absent).
 func (f *fields) optInstant(field string) *time.Time {
@@ -130,75 +98,32 @@ func (f *fields) optInstant(field string) *time.Time {
 
 // amount reads a required amount {cents, currency}: cents must be a stored
 // integer within ±money.MaxCents and currency an ISO 4217-shaped code.
-func (f *fields) amount(field string) money.Money {
-	v, ok := f.get(field)
-	if !ok {
-		f.corrupt(field, "missing")
-		return money.Money{}
-	}
-	if _, ok := v.(map[string]any); !ok {
-		f.corrupt(field, "is %T, want an amount", v)
-		return money.Money{}
-	}
-	raw, _ := f.get(field + ".cents")
-	cents, ok := raw.(int64)
-	if !ok {
-		f.corrupt(field+".cents", "is %T (%v), want an integer", raw, raw)
-		return money.Money{}
-	}
-	m := money.Money{Cents: cents, Currency: f.str(field + ".currency")}
-	if f.err == nil {
+func (f *fields) amount(field string) (m money.Money) {
+	f.sub(field, func(g *fields) {
+		m = money.Money{Cents: g.integer("cents"), Currency: g.str("currency")}
 		if err := m.Validate(); err != nil {
-			f.corrupt(field+"."+fieldOf(err), "%v", err)
+			g.corrupt(fieldOf(err), "%v", err)
 		}
-	}
+	})
 	return m
 }
 
-// optAmount reads an optional amount (zero when absent).
-func (f *fields) optAmount(field string) money.Money {
-	if !f.has(field) {
-		return money.Money{}
-	}
-	return f.amount(field)
-}
-
-// strs reads an optional array of strings.
+// strs reads an optional array of strings (nil when absent or empty).
 func (f *fields) strs(field string) []string {
-	v, ok := f.get(field)
-	if !ok {
-		return nil
-	}
-	arr, ok := v.([]any)
-	if !ok {
-		f.corrupt(field, "is %T, want an array", v)
-		return nil
-	}
-	if len(arr) == 0 {
-		return nil
-	}
-	out := make([]string, len(arr))
-	for i, x := range arr {
+	var out []string
+	for i, x := range optional[[]any](f, field, "an array") {
 		s, ok := x.(string)
 		if !ok {
 			f.corrupt(fmt.Sprintf("%s[%d]", field, i), "is %T, want a string", x)
 		}
-		out[i] = s
+		out = append(out, s)
 	}
 	return out
 }
 
-// strMap reads an optional map of strings.
+// strMap reads an optional map of strings (nil when absent or empty).
 func (f *fields) strMap(field string) map[string]string {
-	v, ok := f.get(field)
-	if !ok {
-		return nil
-	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		f.corrupt(field, "is %T, want a map", v)
-		return nil
-	}
+	m := optional[map[string]any](f, field, "a map")
 	if len(m) == 0 {
 		return nil
 	}
@@ -215,34 +140,47 @@ func (f *fields) strMap(field string) map[string]string {
 
 // fieldOf returns the field a money validation error names.
 func fieldOf(err error) string {
-	if fe, ok := err.(*field.Error); ok && fe.Field != "" {
+	if fe, ok := err.(*fielderr.Error); ok && fe.Field != "" {
 		return fe.Field
 	}
 	return "cents"
 }
 
+// sub decodes the required map field with fn, whose errors name the
+// map's fields ("grant.scope.service").
+func (f *fields) sub(field string, fn func(*fields)) {
+	if m := value[map[string]any](f, field, "a map"); m != nil {
+		f.within(field+".", m, fn)
+	}
+}
+
+// within decodes m, a map inside f's document, with fn; prefix names it in
+// errors.
+func (f *fields) within(prefix string, m map[string]any, fn func(*fields)) {
+	g := &fields{path: f.path, prefix: f.prefix + prefix, data: m}
+	fn(g)
+	if g.err != nil && f.err == nil {
+		f.err = g.err
+	}
+}
+
 // each decodes an optional array of maps, calling fn with a reader for each
 // element; errors name the element ("grants[1].type").
 func (f *fields) each(field string, fn func(*fields)) {
-	v, ok := f.get(field)
-	if !ok {
-		return
-	}
-	arr, ok := v.([]any)
-	if !ok {
-		f.corrupt(field, "is %T, want an array", v)
-		return
-	}
-	for i, x := range arr {
+	for i, x := range optional[[]any](f, field, "an array") {
 		m, ok := x.(map[string]any)
 		if !ok {
 			f.corrupt(fmt.Sprintf("%s[%d]", field, i), "is %T, want a map", x)
 			return
 		}
-		sub := &fields{path: f.path, prefix: fmt.Sprintf("%s%s[%d].", f.prefix, field, i), data: m}
-		fn(sub)
-		if sub.err != nil && f.err == nil {
-			f.err = sub.err
-		}
+		f.within(fmt.Sprintf("%s[%d].", field, i), m, fn)
 	}
+}
+
+// blob reads a bytes field; an absent one reads as no bytes.
+func (f *fields) blob(field string) []byte {
+	if !f.has(field) {
+		return []byte{}
+	}
+	return value[[]byte](f, field, "bytes")
 }

@@ -2,11 +2,11 @@ package firestore
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"cloud.google.com/go/firestore"
 	"github.com/google/uuid"
+	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -17,24 +17,17 @@ import (
 
 var _ store.DeliveryStore = (*Store)(nil)
 
-func (s *Store) endpointRef(id string) *firestore.DocumentRef {
-	return s.col(colEndpoints).Doc(docID(id))
+func (s *Store) endpoint(src source, id string) (store.Endpoint, error) {
+	return load(src, s.doc(colEndpoints, id), endpointFrom, store.Errorf(store.CodeNotFound, "webhook endpoint %s", id))
 }
 
-func (s *Store) deliveryRef(id string) *firestore.DocumentRef {
-	return s.col(colDeliveries).Doc(docID(id))
+func (s *Store) delivery(src source, id string) (store.Delivery, error) {
+	return load(src, s.doc(colDeliveries, id), deliveryFrom, store.Errorf(store.CodeNotFound, "delivery %s", id))
 }
 
 // GetEndpoint implements store.DeliveryStore.
 func (s *Store) GetEndpoint(ctx context.Context, id string) (store.Endpoint, error) {
-	snap, err := s.endpointRef(id).Get(ctx)
-	if isNotFound(err) {
-		return store.Endpoint{}, endpointNotFound(id)
-	}
-	if err != nil {
-		return store.Endpoint{}, fsfault.Read(err, "get webhook endpoint")
-	}
-	return endpointFrom(snap)
+	return s.endpoint(direct{ctx, "get webhook endpoint"}, id)
 }
 
 // ListEndpoints implements store.DeliveryStore.
@@ -45,9 +38,9 @@ func (s *Store) ListEndpoints(ctx context.Context, p store.Page) ([]store.Endpoi
 // DeleteEndpoint implements store.DeliveryStore: one delete with the
 // precondition that the document exists, so an absent one is NotFound.
 func (s *Store) DeleteEndpoint(ctx context.Context, id string) error {
-	_, err := s.endpointRef(id).Delete(ctx, firestore.Exists)
+	_, err := s.doc(colEndpoints, id).Delete(ctx, firestore.Exists)
 	if isNotFound(err) {
-		return endpointNotFound(id)
+		return store.Errorf(store.CodeNotFound, "webhook endpoint %s", id)
 	}
 	if err != nil {
 		return fsfault.Write(err, "delete webhook endpoint")
@@ -55,20 +48,9 @@ func (s *Store) DeleteEndpoint(ctx context.Context, id string) error {
 	return nil
 }
 
-func endpointNotFound(id string) error {
-	return store.Errorf(store.CodeNotFound, "webhook endpoint %s", id)
-}
-
 // GetDelivery implements store.DeliveryStore.
 func (s *Store) GetDelivery(ctx context.Context, id string) (store.Delivery, error) {
-	snap, err := s.deliveryRef(id).Get(ctx)
-	if isNotFound(err) {
-		return store.Delivery{}, store.Errorf(store.CodeNotFound, "delivery %s", id)
-	}
-	if err != nil {
-		return store.Delivery{}, fsfault.Read(err, "get delivery")
-	}
-	return deliveryFrom(snap)
+	return s.delivery(direct{ctx, "get delivery"}, id)
 }
 
 // ListDeliveries implements store.DeliveryStore.
@@ -104,25 +86,20 @@ func (s *Store) ClaimDueDeliveries(ctx context.Context, now time.Time, limit int
 	now = stamp(now)
 	n := limit * candidateFactor
 	// The two queries are independent: run them at once.
-	var (
-		stale    []*firestore.DocumentSnapshot
-		staleErr error
-		wg       sync.WaitGroup
-	)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		stale, staleErr = s.build(qStaleClaims, filter{"status", "==", string(store.DeliveryInFlight)}).
-			Where("claimedAt", "<=", now.Add(-claimTTL)).Limit(n).Documents(ctx).GetAll()
-	}()
-	due, err := s.build(qDueDeliveries, filter{"status", "==", string(store.DeliveryPending)}).
-		Where("scheduledAt", "<=", now).Limit(n).Documents(ctx).GetAll()
-	wg.Wait()
-	if staleErr != nil {
-		return nil, fsfault.Read(staleErr, "find expired delivery claims")
+	var stale []*firestore.DocumentSnapshot
+	var g errgroup.Group
+	g.Go(func() (err error) {
+		stale, err = direct{ctx, "find expired delivery claims"}.all(s.build(qStaleClaims,
+			filter{"status", "==", string(store.DeliveryInFlight)}).Where("claimedAt", "<=", now.Add(-claimTTL)).Limit(n))
+		return err
+	})
+	due, err := direct{ctx, "find due deliveries"}.all(s.build(qDueDeliveries,
+		filter{"status", "==", string(store.DeliveryPending)}).Where("scheduledAt", "<=", now).Limit(n))
+	if err := g.Wait(); err != nil {
+		return nil, err
 	}
 	if err != nil {
-		return nil, fsfault.Read(err, "find due deliveries")
+		return nil, err
 	}
 	var out []store.Delivery
 	for _, snap := range append(stale, due...) {

@@ -9,8 +9,7 @@ import (
 	"github.com/stipend-mcp/stipend/store"
 )
 
-// This file maps webhook endpoints, deliveries and inbound event markers to
-// and from their documents, field by field.
+// The documents of webhook endpoints, deliveries and inbound event markers.
 
 // The webhook collections, before the prefix (delivery_inbound is colInbound).
 const (
@@ -19,113 +18,48 @@ const (
 	colDeliveryKeys = "delivery_outbound_idempotency"
 )
 
-func endpointDoc(e *store.Endpoint) map[string]any {
-	types := make([]string, len(e.EventTypes))
-	for i, t := range e.EventTypes {
-		types[i] = string(t)
+func endpointFields(e *store.Endpoint) []field {
+	return []field{
+		str("id", &e.ID), str("url", &e.URL), strs("eventTypes", &e.EventTypes), str("secret", &e.Secret),
+		opt(str("previousSecret", &e.PreviousSecret)), ptr("previousSecretExpiresAt", &e.PreviousSecretExpiresAt, instant),
+		boolean("disabled", &e.Disabled), opt(str("disabledReason", &e.DisabledReason)), ptr("disabledAt", &e.DisabledAt, instant),
+		instant("createdAt", &e.CreatedAt),
 	}
-	d := map[string]any{
-		"id":         e.ID,
-		"url":        e.URL,
-		"eventTypes": types,
-		"secret":     e.Secret,
-		"disabled":   e.Disabled,
-		"createdAt":  stamp(e.CreatedAt),
-	}
-	putStr(d, "previousSecret", e.PreviousSecret)
-	putTime(d, "previousSecretExpiresAt", e.PreviousSecretExpiresAt)
-	putStr(d, "disabledReason", e.DisabledReason)
-	putTime(d, "disabledAt", e.DisabledAt)
-	return d
 }
+
+func endpointDoc(e *store.Endpoint) map[string]any { return encode(endpointFields(e)) }
 
 func endpointFrom(snap *firestore.DocumentSnapshot) (store.Endpoint, error) {
-	f := read(snap)
-	e := store.Endpoint{
-		ID:                      f.str("id"),
-		URL:                     f.str("url"),
-		Secret:                  f.str("secret"),
-		PreviousSecret:          f.optStr("previousSecret"),
-		PreviousSecretExpiresAt: f.optInstant("previousSecretExpiresAt"),
-		Disabled:                f.boolean("disabled"),
-		DisabledReason:          f.optStr("disabledReason"),
-		DisabledAt:              f.optInstant("disabledAt"),
-		CreatedAt:               f.instant("createdAt"),
-		EventTypes:              []event.Type{},
+	e, err := decoder(endpointFields)(snap)
+	if e.EventTypes == nil {
+		e.EventTypes = []event.Type{}
 	}
-	for _, t := range f.strs("eventTypes") {
-		e.EventTypes = append(e.EventTypes, event.Type(t))
-	}
-	return e, f.err
+	return e, err
 }
 
-// deliveryDoc stores the payload as a bytes field: Firestore keeps the exact
-// bytes, whatever they are.
-func deliveryDoc(d *store.Delivery) map[string]any {
-	doc := map[string]any{
-		"id":          d.ID,
-		"key":         d.Key,
-		"endpointId":  d.EndpointID,
-		"eventId":     d.EventID,
-		"eventType":   string(d.EventType),
-		"payload":     d.Payload,
-		"status":      string(d.Status),
-		"attempts":    int64(d.Attempts),
-		"scheduledAt": stamp(d.ScheduledAt),
-		"createdAt":   stamp(d.CreatedAt),
-		"updatedAt":   stamp(d.UpdatedAt),
+// deliveryFields: the payload is a bytes field, so Firestore keeps the
+// exact bytes, whatever they are.
+func deliveryFields(d *store.Delivery) []field {
+	return []field{
+		str("id", &d.ID), str("key", &d.Key), str("endpointId", &d.EndpointID), str("eventId", &d.EventID),
+		str("eventType", &d.EventType), blob("payload", &d.Payload), str("status", &d.Status),
+		integer("attempts", &d.Attempts), instant("scheduledAt", &d.ScheduledAt),
+		opt(str("claimedBy", &d.ClaimedBy)), ptr("claimedAt", &d.ClaimedAt, instant), opt(str("claimToken", &d.ClaimToken)),
+		opt(integer("lastStatusCode", &d.LastStatusCode)), opt(str("lastError", &d.LastError)),
+		ptr("lastAttemptAt", &d.LastAttemptAt, instant), instant("createdAt", &d.CreatedAt), instant("updatedAt", &d.UpdatedAt),
 	}
-	putStr(doc, "claimedBy", d.ClaimedBy)
-	putTime(doc, "claimedAt", d.ClaimedAt)
-	putStr(doc, "claimToken", d.ClaimToken)
-	if d.LastStatusCode != 0 {
-		doc["lastStatusCode"] = int64(d.LastStatusCode)
-	}
-	putStr(doc, "lastError", d.LastError)
-	putTime(doc, "lastAttemptAt", d.LastAttemptAt)
-	return doc
 }
+
+func deliveryDoc(d *store.Delivery) map[string]any { return encode(deliveryFields(d)) }
 
 func deliveryFrom(snap *firestore.DocumentSnapshot) (store.Delivery, error) {
+	var d store.Delivery
 	f := read(snap)
-	d := store.Delivery{
-		ID:            f.str("id"),
-		Key:           f.str("key"),
-		EndpointID:    f.str("endpointId"),
-		EventID:       f.str("eventId"),
-		EventType:     event.Type(f.str("eventType")),
-		Payload:       f.blob("payload"),
-		Status:        store.DeliveryStatus(f.str("status")),
-		Attempts:      int(f.integer("attempts")),
-		ScheduledAt:   f.instant("scheduledAt"),
-		ClaimedBy:     f.optStr("claimedBy"),
-		ClaimedAt:     f.optInstant("claimedAt"),
-		ClaimToken:    f.optStr("claimToken"),
-		LastError:     f.optStr("lastError"),
-		LastAttemptAt: f.optInstant("lastAttemptAt"),
-		CreatedAt:     f.instant("createdAt"),
-		UpdatedAt:     f.instant("updatedAt"),
-	}
-	if f.has("lastStatusCode") {
-		d.LastStatusCode = int(f.integer("lastStatusCode"))
-	}
-	if f.err == nil && !d.Status.Valid() {
+	f.decode(deliveryFields(&d))
+	if !d.Status.Valid() {
 		f.corrupt("status", "unknown delivery status %q", d.Status)
 	}
 	return d, f.err
-}
-
-// blob reads a required bytes field.
-func (f *fields) blob(field string) []byte {
-	v, ok := f.get(field)
-	if !ok {
-		return []byte{}
-	}
-	b, ok := v.([]byte)
-	if !ok {
-		f.corrupt(field, "is %T, want bytes", v)
-	}
-	return b
 }
 
 // inboundDoc is the marker of an inbound provider event; payment changes

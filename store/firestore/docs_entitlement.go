@@ -1,7 +1,8 @@
 package firestore
 
 import (
-	"time"
+	"fmt"
+	"slices"
 
 	"cloud.google.com/go/firestore"
 
@@ -9,233 +10,153 @@ import (
 	"github.com/stipend-mcp/stipend/money"
 )
 
-// This file maps accounts, entitlements and consumptions to and from their
-// documents, field by field. The stored field names are part of the
-// deployment (indexes and rules name them); change them only with a migration.
+// The documents of accounts, entitlements (their spend controls "limits",
+// low-balance alerts "alerts", and open holds "holds") and consumptions.
 
-func amountDoc(m money.Money) map[string]any {
-	return map[string]any{"cents": m.Cents, "currency": m.Currency}
-}
-
-func putTime(d map[string]any, field string, t *time.Time) {
-	if t != nil {
-		d[field] = stamp(*t)
+func accountFields(a *entitlement.Account) []field {
+	return []field{
+		str("agentId", &a.AgentID), opt(str("displayName", &a.DisplayName)), opt(strMap("metadata", &a.Metadata)),
+		instant("createdAt", &a.CreatedAt), instant("updatedAt", &a.UpdatedAt),
+		opt(nested(accountLimitFields)("limits", &a.Limits)),
 	}
 }
 
-func putStrMap(d map[string]any, field string, m map[string]string) {
-	if len(m) > 0 {
-		d[field] = m
+// accountLimitFields: each element of maxPerCall is a map {amount}.
+func accountLimitFields(l *entitlement.AccountLimits) []field {
+	return []field{
+		opt(array("maxPerCall", &l.MaxPerCall, func(m *money.Money) []field { return []field{amount("amount", m)} })),
+		ptr("maxUnitsPerCall", &l.MaxUnitsPerCall, integer),
 	}
 }
 
-func accountDoc(a *entitlement.Account) map[string]any {
-	d := map[string]any{
-		"agentId":   a.AgentID,
-		"createdAt": stamp(a.CreatedAt),
-		"updatedAt": stamp(a.UpdatedAt),
-	}
-	if a.DisplayName != "" {
-		d["displayName"] = a.DisplayName
-	}
-	putStrMap(d, "metadata", a.Metadata)
-	putAccountLimits(d, &a.Limits)
-	return d
+func accountDoc(a *entitlement.Account) map[string]any { return encode(accountFields(a)) }
+
+var accountFrom = decoder(accountFields)
+
+func scopeFields(s *entitlement.Scope) []field {
+	return []field{str("service", &s.Service), opt(strs("tools", &s.Tools))}
 }
 
-func accountFrom(snap *firestore.DocumentSnapshot) (entitlement.Account, error) {
-	f := read(snap)
-	a := entitlement.Account{
-		AgentID:     f.str("agentId"),
-		DisplayName: f.optStr("displayName"),
-		Metadata:    f.strMap("metadata"),
-		CreatedAt:   f.instant("createdAt"),
-		UpdatedAt:   f.instant("updatedAt"),
+func entitlementFields(e *entitlement.Entitlement) []field {
+	return []field{
+		str("id", &e.ID), str("agentId", &e.AgentID), str("type", &e.Type), nested(scopeFields)("scope", &e.Scope),
+		str("status", &e.Status), instant("createdAt", &e.CreatedAt),
+		ptr("expiresAt", &e.ExpiresAt, instant), ptr("revokedAt", &e.RevokedAt, instant),
+		opt(str("paymentId", &e.PaymentID)), opt(strMap("metadata", &e.Metadata)),
 	}
-	readAccountLimits(f, &a.Limits)
-	return a, f.err
 }
 
-func entitlementDoc(e *entitlement.Entitlement) map[string]any {
-	scope := map[string]any{"service": e.Scope.Service}
-	if len(e.Scope.Tools) > 0 {
-		scope["tools"] = e.Scope.Tools
-	}
-	d := map[string]any{
-		"id":        e.ID,
-		"agentId":   e.AgentID,
-		"type":      string(e.Type),
-		"scope":     scope,
-		"status":    string(e.Status),
-		"createdAt": stamp(e.CreatedAt),
-	}
-	putTime(d, "expiresAt", e.ExpiresAt)
-	putTime(d, "revokedAt", e.RevokedAt)
-	if e.PaymentID != "" {
-		d["paymentId"] = e.PaymentID
-	}
-	putStrMap(d, "metadata", e.Metadata)
+// kindFields are the fields that depend on e's type: its balance, quota or
+// subscription, and its controls. An alert is triggered exactly when it
+// stores triggeredAt.
+func kindFields(e *entitlement.Entitlement) []field {
+	var fs []field
 	switch e.Type {
 	case entitlement.TypeCredits:
-		d["credits"] = map[string]any{
-			"balance": amountDoc(e.Credits.Balance),
-			"granted": amountDoc(e.Credits.Granted),
-		}
+		fs = append(fs, nested(func(c *entitlement.Credits) []field {
+			return []field{amount("balance", &c.Balance), amount("granted", &c.Granted)}
+		})("credits", &e.Credits))
 	case entitlement.TypeQuota:
-		d["quota"] = map[string]any{
-			"limit":     e.Quota.Limit,
-			"period":    string(e.Quota.Period),
-			"remaining": e.Quota.Remaining,
-			"resetAt":   stamp(e.Quota.ResetAt),
-			"anchor":    stamp(e.Quota.Anchor),
-		}
+		fs = append(fs, nested(func(q *entitlement.Quota) []field {
+			return []field{integer("limit", &q.Limit), str("period", &q.Period), integer("remaining", &q.Remaining),
+				instant("resetAt", &q.ResetAt), instant("anchor", &q.Anchor)}
+		})("quota", &e.Quota))
 	case entitlement.TypeSubscription:
-		sub := map[string]any{"validFrom": stamp(e.Subscription.ValidFrom)}
-		putTime(sub, "validUntil", e.Subscription.ValidUntil)
-		d["subscription"] = sub
+		fs = append(fs, nested(func(s *entitlement.Subscription) []field {
+			return []field{instant("validFrom", &s.ValidFrom), ptr("validUntil", &s.ValidUntil, instant)}
+		})("subscription", &e.Subscription))
 	}
-	putControls(d, e)
-	putHolds(d, e.Holds)
+	return append(fs, opt(nested(limitFields(e.Type))("limits", &e.Limits)),
+		opt(array("alerts", &e.Alerts, func(a *entitlement.Alert) []field {
+			return []field{ptr("amount", &a.Amount, amount), ptr("percent", &a.Percent, integer),
+				ptr("units", &a.Units, integer), ptr("triggeredAt", &a.TriggeredAt, instant)}
+		})),
+		opt(array("holds", &e.Holds, func(o *entitlement.OpenHold) []field {
+			return []field{str("id", &o.ID), integer("amount", &o.Amount), instant("expiresAt", &o.ExpiresAt)}
+		})))
+}
+
+// limitFields: a spend limit ("spend", stored when it has a period) is in
+// money on credits and in units otherwise.
+func limitFields(typ entitlement.Type) func(*entitlement.Limits) []field {
+	spend := func(s *entitlement.SpendLimit) []field {
+		fs := []field{str("period", &s.Period), instant("resetAt", &s.ResetAt), instant("anchor", &s.Anchor)}
+		if typ == entitlement.TypeCredits {
+			return append(fs, amount("max", &s.Max), amount("spent", &s.Spent))
+		}
+		return append(fs, integer("maxUnits", &s.MaxUnits), integer("spentUnits", &s.SpentUnits))
+	}
+	return func(l *entitlement.Limits) []field {
+		return []field{ptr("maxPerCall", &l.MaxPerCall, amount), ptr("maxUnitsPerCall", &l.MaxUnitsPerCall, integer),
+			when(nested(spend)("spend", &l.Spend), func() bool { return l.Spend.Period != "" })}
+	}
+}
+
+// entitlementDoc also stores, for the sweep's query (ExpireHolds), the
+// earliest expiry of the open holds (holdsExpireAt), and the open-lease
+// registry (docs_lease.go).
+func entitlementDoc(e *entitlement.Entitlement) map[string]any {
+	d := encode(append(entitlementFields(e), kindFields(e)...))
+	if len(e.Holds) > 0 {
+		d["holdsExpireAt"] = stamp(slices.MinFunc(e.Holds, func(a, b entitlement.OpenHold) int {
+			return a.ExpiresAt.Compare(b.ExpiresAt)
+		}).ExpiresAt)
+	}
 	putLeases(d, e.Leases)
 	return d
 }
 
-// putHolds stores the open-hold registry and, for the sweep's query
-// (ExpireHolds), the earliest expiry among the holds; with no open hold
-// neither field is stored.
-func putHolds(d map[string]any, holds []entitlement.OpenHold) {
-	if len(holds) == 0 {
-		return
-	}
-	list := make([]any, len(holds))
-	first := holds[0].ExpiresAt
-	for i, o := range holds {
-		list[i] = map[string]any{"id": o.ID, "amount": o.Amount, "expiresAt": stamp(o.ExpiresAt)}
-		if o.ExpiresAt.Before(first) {
-			first = o.ExpiresAt
-		}
-	}
-	d["holds"] = list
-	d["holdsExpireAt"] = stamp(first)
-}
-
 func entitlementFrom(snap *firestore.DocumentSnapshot) (entitlement.Entitlement, error) {
+	var e entitlement.Entitlement
 	f := read(snap)
-	e := entitlement.Entitlement{
-		ID:        f.str("id"),
-		AgentID:   f.str("agentId"),
-		Type:      entitlement.Type(f.str("type")),
-		Scope:     entitlement.Scope{Service: f.str("scope.service"), Tools: f.strs("scope.tools")},
-		Status:    entitlement.Status(f.str("status")),
-		CreatedAt: f.instant("createdAt"),
-		ExpiresAt: f.optInstant("expiresAt"),
-		RevokedAt: f.optInstant("revokedAt"),
-		PaymentID: f.optStr("paymentId"),
-		Metadata:  f.strMap("metadata"),
-	}
-	if f.err == nil && !e.Status.Valid() {
+	f.decode(entitlementFields(&e))
+	f.decode(kindFields(&e))
+	switch {
+	case !e.Status.Valid():
 		f.corrupt("status", "unknown status %q", e.Status)
-	}
-	switch e.Type {
-	case entitlement.TypeCredits:
-		e.Credits = entitlement.Credits{Balance: f.amount("credits.balance"), Granted: f.amount("credits.granted")}
-		if f.err == nil && e.Credits.Balance.Cents < 0 {
-			f.corrupt("credits.balance.cents", "negative balance %d", e.Credits.Balance.Cents)
-		}
-	case entitlement.TypeQuota:
-		e.Quota = entitlement.Quota{
-			Limit:     f.integer("quota.limit"),
-			Period:    entitlement.Period(f.str("quota.period")),
-			Remaining: f.integer("quota.remaining"),
-			ResetAt:   f.instant("quota.resetAt"),
-			Anchor:    f.instant("quota.anchor"),
-		}
-		if f.err == nil && !e.Quota.Period.Valid() {
-			f.corrupt("quota.period", "unknown period %q", e.Quota.Period)
-		}
-	case entitlement.TypeSubscription:
-		e.Subscription = entitlement.Subscription{
-			ValidFrom:  f.instant("subscription.validFrom"),
-			ValidUntil: f.optInstant("subscription.validUntil"),
-		}
-	default:
+	case e.Type == entitlement.TypeCredits && e.Credits.Balance.Cents < 0:
+		f.corrupt("credits.balance.cents", "negative balance %d", e.Credits.Balance.Cents)
+	case e.Type == entitlement.TypeQuota && !e.Quota.Period.Valid():
+		f.corrupt("quota.period", "unknown period %q", e.Quota.Period)
+	case e.Type != entitlement.TypeCredits && e.Type != entitlement.TypeQuota && e.Type != entitlement.TypeSubscription:
 		f.corrupt("type", "unknown type %q", e.Type)
+	case f.has("limits.spend") && !e.Limits.Spend.Period.Valid():
+		f.corrupt("limits.spend.period", "unknown period %q", e.Limits.Spend.Period)
 	}
-	if f.err == nil && (f.has("limits") || f.has("alerts")) {
-		readControls(f, &e)
-	}
-	f.each("holds", func(h *fields) {
-		o := entitlement.OpenHold{ID: h.str("id"), Amount: h.integer("amount"), ExpiresAt: h.instant("expiresAt")}
-		if h.err == nil && o.Amount < 0 {
-			h.corrupt("amount", "negative amount %d", o.Amount)
+	for i := range e.Alerts {
+		a := &e.Alerts[i]
+		if a.Amount == nil && a.Percent == nil && a.Units == nil {
+			f.corrupt(fmt.Sprintf("alerts[%d].amount", i), "absent, as are percent and units: an alert with no threshold")
 		}
-		e.Holds = append(e.Holds, o)
-	})
+		a.Triggered = a.TriggeredAt != nil
+	}
+	for i, o := range e.Holds {
+		if o.Amount < 0 {
+			f.corrupt(fmt.Sprintf("holds[%d].amount", i), "negative amount %d", o.Amount)
+		}
+	}
 	leasesFrom(f, &e)
 	return e, f.err
 }
 
-func consumptionDoc(c *entitlement.Consumption) map[string]any {
-	d := map[string]any{
-		"id":              c.ID,
-		"agentId":         c.AgentID,
-		"entitlementId":   c.EntitlementID,
-		"entitlementType": string(c.EntitlementType),
-		"service":         c.Service,
-		"tool":            c.Tool,
-		"idempotencyKey":  c.IdempotencyKey,
-		"units":           c.Units,
-		"occurredAt":      stamp(c.OccurredAt),
-		"fingerprint":     c.Fingerprint,
-	}
-	if !c.Cost.IsZero() {
-		d["cost"] = amountDoc(c.Cost)
-	}
-	if !c.BalanceAfter.IsZero() {
-		d["balanceAfter"] = amountDoc(c.BalanceAfter)
-	}
-	if c.RemainingAfter != nil {
-		d["remainingAfter"] = *c.RemainingAfter
-	}
-	if c.HoldID != "" {
-		d["holdId"] = c.HoldID
-	}
-	if c.Refund != nil {
-		r := map[string]any{"units": c.Refund.Units, "refundedAt": stamp(c.Refund.RefundedAt)}
-		if !c.Refund.Cost.IsZero() {
-			r["cost"] = amountDoc(c.Refund.Cost)
-		}
-		d["refund"] = r
-	}
-	return d
+// keyFields are the fields a consumption and a hold of one idempotency key
+// share (docs_hold.go).
+func keyFields(id, agent, ent *string, typ *entitlement.Type, service, tool, key, fingerprint *string) []field {
+	return []field{str("id", id), str("agentId", agent), str("entitlementId", ent), str("entitlementType", typ),
+		str("service", service), str("tool", tool), str("idempotencyKey", key), str("fingerprint", fingerprint)}
 }
 
-func consumptionFrom(snap *firestore.DocumentSnapshot) (entitlement.Consumption, error) {
-	f := read(snap)
-	c := entitlement.Consumption{
-		ID:              f.str("id"),
-		AgentID:         f.str("agentId"),
-		EntitlementID:   f.str("entitlementId"),
-		EntitlementType: entitlement.Type(f.str("entitlementType")),
-		Service:         f.str("service"),
-		Tool:            f.str("tool"),
-		IdempotencyKey:  f.str("idempotencyKey"),
-		Cost:            f.optAmount("cost"),
-		Units:           f.integer("units"),
-		OccurredAt:      f.instant("occurredAt"),
-		BalanceAfter:    f.optAmount("balanceAfter"),
-		HoldID:          f.optStr("holdId"),
-		Fingerprint:     f.str("fingerprint"),
-	}
-	if f.has("remainingAfter") {
-		n := f.integer("remainingAfter")
-		c.RemainingAfter = &n
-	}
-	if f.has("refund") {
-		c.Refund = &entitlement.Refund{
-			Charge:     entitlement.Charge{Cost: f.optAmount("refund.cost"), Units: f.integer("refund.units")},
-			RefundedAt: f.instant("refund.refundedAt"),
-		}
-	}
-	return c, f.err
+func consumptionFields(c *entitlement.Consumption) []field {
+	return append(keyFields(&c.ID, &c.AgentID, &c.EntitlementID, &c.EntitlementType, &c.Service, &c.Tool, &c.IdempotencyKey, &c.Fingerprint),
+		opt(amount("cost", &c.Cost)), integer("units", &c.Units), instant("occurredAt", &c.OccurredAt),
+		opt(amount("balanceAfter", &c.BalanceAfter)), ptr("remainingAfter", &c.RemainingAfter, integer),
+		opt(str("holdId", &c.HoldID)), ptr("refund", &c.Refund, nested(func(r *entitlement.Refund) []field {
+			return append(chargeFields(&r.Charge), instant("refundedAt", &r.RefundedAt))
+		})))
 }
+
+func chargeFields(c *entitlement.Charge) []field {
+	return []field{opt(amount("cost", &c.Cost)), integer("units", &c.Units)}
+}
+
+var consumptionFrom = decoder(consumptionFields)

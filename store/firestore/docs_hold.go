@@ -1,7 +1,6 @@
 package firestore
 
 import (
-	"maps"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -27,45 +26,23 @@ type keyDoc = charge.Record
 
 // keyDocument is k as stored.
 func keyDocument(k *keyDoc) map[string]any {
-	d := map[string]any{}
+	var fs []field
 	if k.Cons != nil {
-		d = consumptionDoc(k.Cons)
+		fs = consumptionFields(k.Cons)
 	}
-	if h := k.Hold; h != nil {
-		maps.Copy(d, map[string]any{
-			"id":              h.ID,
-			"agentId":         h.AgentID,
-			"entitlementId":   h.EntitlementID,
-			"entitlementType": string(h.EntitlementType),
-			"service":         h.Service,
-			"tool":            h.Tool,
-			"idempotencyKey":  h.IdempotencyKey,
-			"fingerprint":     h.Fingerprint,
-			"hold":            holdMap(h),
-		})
+	if k.Hold != nil {
+		fs = append(fs, holdFields(k.Hold)...)
 	}
-	return d
+	return encode(fs)
 }
 
-func holdMap(h *entitlement.Hold) map[string]any {
-	m := map[string]any{
-		"status":    string(h.Status),
-		"maxUnits":  h.MaxUnits,
-		"createdAt": stamp(h.CreatedAt),
-		"expiresAt": stamp(h.ExpiresAt),
-	}
-	if !h.MaxCost.IsZero() {
-		m["maxCost"] = amountDoc(h.MaxCost)
-	}
-	putTime(m, "endedAt", h.EndedAt)
-	if h.Captured != nil {
-		c := map[string]any{"units": h.Captured.Units}
-		if !h.Captured.Cost.IsZero() {
-			c["cost"] = amountDoc(h.Captured.Cost)
-		}
-		m["captured"] = c
-	}
-	return m
+func holdFields(h *entitlement.Hold) []field {
+	return append(keyFields(&h.ID, &h.AgentID, &h.EntitlementID, &h.EntitlementType, &h.Service, &h.Tool, &h.IdempotencyKey, &h.Fingerprint),
+		nested(func(h *entitlement.Hold) []field {
+			return []field{str("status", &h.Status), opt(amount("maxCost", &h.MaxCost)), integer("maxUnits", &h.MaxUnits),
+				instant("createdAt", &h.CreatedAt), instant("expiresAt", &h.ExpiresAt), ptr("endedAt", &h.EndedAt, instant),
+				ptr("captured", &h.Captured, nested(chargeFields))}
+		})("hold", h))
 }
 
 // keyFrom decodes the document of an idempotency key.
@@ -73,48 +50,29 @@ func keyFrom(snap *firestore.DocumentSnapshot) (keyDoc, error) {
 	var k keyDoc
 	f := read(snap)
 	if f.has("occurredAt") {
-		c, err := consumptionFrom(snap)
-		if err != nil {
-			return keyDoc{}, err
+		k.Cons = new(entitlement.Consumption)
+		f.decode(consumptionFields(k.Cons))
+	}
+	if f.has("hold") {
+		h := new(entitlement.Hold)
+		f.decode(holdFields(h))
+		if h.Captured != nil {
+			h.ConsumptionID = h.ID
 		}
-		k.Cons = &c
-	}
-	if !f.has("hold") {
-		return k, nil
-	}
-	h := entitlement.Hold{
-		ID:              f.str("id"),
-		AgentID:         f.str("agentId"),
-		EntitlementID:   f.str("entitlementId"),
-		EntitlementType: entitlement.Type(f.str("entitlementType")),
-		Service:         f.str("service"),
-		Tool:            f.str("tool"),
-		IdempotencyKey:  f.str("idempotencyKey"),
-		Status:          entitlement.HoldStatus(f.str("hold.status")),
-		MaxCost:         f.optAmount("hold.maxCost"),
-		MaxUnits:        f.integer("hold.maxUnits"),
-		CreatedAt:       f.instant("hold.createdAt"),
-		ExpiresAt:       f.instant("hold.expiresAt"),
-		EndedAt:         f.optInstant("hold.endedAt"),
-		Fingerprint:     f.str("fingerprint"),
-	}
-	if f.has("hold.captured") {
-		h.Captured = &entitlement.Charge{Cost: f.optAmount("hold.captured.cost"), Units: f.integer("hold.captured.units")}
-		h.ConsumptionID = h.ID
-	}
-	switch h.Status {
-	case entitlement.HoldOpen, entitlement.HoldReleased, entitlement.HoldExpired:
-	case entitlement.HoldCaptured:
-		if f.err == nil && (h.Captured == nil || k.Cons == nil) {
-			f.corrupt("hold.captured", "a captured hold without its charge or consumption")
+		switch h.Status {
+		case entitlement.HoldOpen, entitlement.HoldReleased, entitlement.HoldExpired:
+		case entitlement.HoldCaptured:
+			if h.Captured == nil || k.Cons == nil {
+				f.corrupt("hold.captured", "a captured hold without its charge or consumption")
+			}
+		default:
+			f.corrupt("hold.status", "unknown status %q", h.Status)
 		}
-	default:
-		f.corrupt("hold.status", "unknown status %q", h.Status)
+		k.Hold = h
 	}
 	if f.err != nil {
 		return keyDoc{}, f.err
 	}
-	k.Hold = &h
 	return k, nil
 }
 

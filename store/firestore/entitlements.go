@@ -6,12 +6,11 @@ import (
 	"cloud.google.com/go/firestore"
 
 	"github.com/stipend-mcp/stipend/entitlement"
-	"github.com/stipend-mcp/stipend/internal/fsfault"
 	"github.com/stipend-mcp/stipend/store"
 )
 
 func (s *Store) entitlementRef(id string) *firestore.DocumentRef {
-	return s.col(colEntitlements).Doc(docID(id))
+	return s.doc(colEntitlements, id)
 }
 
 // GetEntitlement implements store.EntitlementStore.
@@ -41,16 +40,25 @@ func (s *Store) ListEntitlements(ctx context.Context, agentID string, f store.En
 		filters = append(filters, filter{"scope.service", "in", []string{f.Service, entitlement.AnyService}})
 	}
 	key := listKey(qEntitlementsByAgent, agentID, string(f.Status), string(f.Type), f.Service)
-	now := s.clock()
+	now, from := s.clock(), s.exactFrom(ctx)
 	return list(ctx, s.build(qEntitlementsByAgent, filters...), key, qEntitlementsByAgent.Order, p,
 		func(snap *firestore.DocumentSnapshot) (entitlement.Entitlement, error) {
-			e, err := entitlementFrom(snap)
-			if err == nil {
-				err = s.exact(ctx, &e, snap.ReadTime)
-			}
+			e, err := from(snap)
 			e.Refresh(now)
 			return e, err
 		})
+}
+
+// exactFrom decodes an entitlement with its open leases folded in, as they
+// were at the read (reads_exact.go).
+func (s *Store) exactFrom(ctx context.Context) func(*firestore.DocumentSnapshot) (entitlement.Entitlement, error) {
+	return func(snap *firestore.DocumentSnapshot) (entitlement.Entitlement, error) {
+		e, err := entitlementFrom(snap)
+		if err == nil {
+			err = s.exact(ctx, &e, snap.ReadTime)
+		}
+		return e, err
+	}
 }
 
 // ActiveEntitlements implements charge.Charger: the entitlements as
@@ -59,24 +67,25 @@ func (s *Store) ActiveEntitlements(ctx context.Context, agentID string) ([]entit
 	return s.activeEntitlements(ctx, agentID, false)
 }
 
-// activeEntitlements is ActiveEntitlements, exact if asked (reads_exact.go).
+// activeEntitlements is ActiveEntitlements, exact if asked.
 func (s *Store) activeEntitlements(ctx context.Context, agentID string, exact bool) ([]entitlement.Entitlement, error) {
-	snaps, err := s.build(qActiveEntitlements,
-		filter{"agentId", "==", agentID}, filter{"status", "==", string(entitlement.StatusActive)},
-	).Documents(ctx).GetAll()
+	snaps, err := direct{ctx, "active entitlements"}.all(s.build(qActiveEntitlements,
+		filter{"agentId", "==", agentID}, filter{"status", "==", string(entitlement.StatusActive)}))
 	if err != nil {
-		return nil, fsfault.Read(err, "active entitlements")
+		return nil, err
 	}
-	out := make([]entitlement.Entitlement, 0, len(snaps))
-	for _, snap := range snaps {
-		e, err := entitlementFrom(snap)
-		if err == nil && exact {
-			err = s.exact(ctx, &e, snap.ReadTime)
-		}
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, e)
+	if exact {
+		return decodeAll(snaps, s.exactFrom(ctx))
 	}
-	return out, nil
+	return decodeAll(snaps, entitlementFrom)
+}
+
+// account reads the account agentID from src.
+func (s *Store) account(src source, agentID string) (entitlement.Account, error) {
+	return load(src, s.doc(colAccounts, agentID), accountFrom, store.Errorf(store.CodeNotFound, "account %q", agentID))
+}
+
+// GetAccount implements store.EntitlementStore.
+func (s *Store) GetAccount(ctx context.Context, agentID string) (entitlement.Account, error) {
+	return s.account(direct{ctx, "get account"}, agentID)
 }

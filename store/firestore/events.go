@@ -2,6 +2,7 @@ package firestore
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -25,19 +26,11 @@ func (s *Store) PendingEvents(ctx context.Context, limit int) ([]event.Event, er
 	if limit <= 0 {
 		return nil, nil
 	}
-	snaps, err := s.build(qPendingEvents, filter{"dispatched", "==", false}).Limit(limit).Documents(ctx).GetAll()
+	snaps, err := direct{ctx, "pending events"}.all(s.build(qPendingEvents, filter{"dispatched", "==", false}).Limit(limit))
 	if err != nil {
-		return nil, fsfault.Read(err, "pending events")
+		return nil, err
 	}
-	out := make([]event.Event, 0, len(snaps))
-	for _, snap := range snaps {
-		e, err := eventFrom(snap)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, e)
-	}
-	return out, nil
+	return decodeAll(snaps, eventFrom)
 }
 
 // markChunk bounds the events marked in one transaction (500 writes per commit).
@@ -45,15 +38,13 @@ const markChunk = 400
 
 // MarkEventsDispatched implements store.EntitlementStore.
 func (s *Store) MarkEventsDispatched(ctx context.Context, ids []string) error {
-	for len(ids) > 0 {
-		n := min(len(ids), markChunk)
-		refs := make([]*firestore.DocumentRef, 0, n)
-		for _, id := range ids[:n] {
+	for chunk := range slices.Chunk(ids, markChunk) {
+		var refs []*firestore.DocumentRef
+		for _, id := range chunk {
 			if id != "" {
-				refs = append(refs, s.col(colEvents).Doc(docID(id)))
+				refs = append(refs, s.doc(colEvents, id))
 			}
 		}
-		ids = ids[n:]
 		if len(refs) == 0 {
 			continue
 		}

@@ -33,7 +33,7 @@ type indexFile struct {
 // emulator does not enforce indexes, so this test is what stops a query
 // from shipping without one.
 func TestQueries_HaveIndexes(t *testing.T) {
-	file := readIndexes(t)
+	file := readJSON[indexFile](t, "firestore.indexes.json")
 	for _, q := range fsstore.Queries {
 		for _, eq := range variants(q) {
 			tail := orderFields(q)
@@ -86,7 +86,7 @@ func hasIndex(file indexFile, collection string, eq, tail []string) bool {
 // to exempt fields no query uses, such as an entitlement's holds, which
 // every batch rewrites.
 func TestQueries_FieldsStayIndexed(t *testing.T) {
-	file := readIndexes(t)
+	file := readJSON[indexFile](t, "firestore.indexes.json")
 	for _, q := range fsstore.Queries {
 		fields := slices.Concat(q.Equal, q.Optional, orderFields(q))
 		for _, o := range file.FieldOverrides {
@@ -106,17 +106,18 @@ type overrideIndex struct {
 	QueryScope string `json:"queryScope"`
 }
 
-func readIndexes(t *testing.T) indexFile {
+// readJSON decodes the repository's file path.
+func readJSON[T any](t *testing.T, path string) T {
 	t.Helper()
-	raw, err := os.ReadFile("../../firestore.indexes.json")
+	raw, err := os.ReadFile("../../" + path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var file indexFile
-	if err := json.Unmarshal(raw, &file); err != nil {
-		t.Fatalf("firestore.indexes.json: %v", err)
+	var v T
+	if err := json.Unmarshal(raw, &v); err != nil {
+		t.Fatalf("%s: %v", path, err)
 	}
-	return file
+	return v
 }
 
 // variants returns the equality fields of every shape of q: Equal plus each

@@ -116,14 +116,7 @@ func TestStore_LeaseCharges(t *testing.T) {
 	ss := newLeasingStores(t, 2, time.Now)
 	a, b := ss[0].(*fsstore.Store), ss[1]
 	agent := "agent-lease"
-	e, err := a.CreateEntitlement(t.Context(), entitlement.Entitlement{
-		ID: "lease-charges", AgentID: agent, Type: entitlement.TypeCredits, Status: entitlement.StatusActive,
-		Scope:   entitlement.Scope{Service: "search"},
-		Credits: entitlement.Credits{Balance: money.Money{Cents: 1000, Currency: "USD"}},
-	})
-	if err != nil {
-		t.Fatalf("CreateEntitlement: %v", err)
-	}
+	e := createCreditsAs(t, a, "lease-charges", agent, 1000)
 	if held, err := fsstore.TakeLease(t.Context(), a, e.ID); err != nil || !held {
 		t.Fatalf("TakeLease = %t, %v; want a lease", held, err)
 	}
@@ -190,14 +183,7 @@ func TestStore_FirstContact(t *testing.T) {
 		t.Cleanup(func() { _ = stores[i].ReleaseLeases(context.Background()) })
 	}
 	const initial = 100_000
-	e, err := stores[0].CreateEntitlement(t.Context(), entitlement.Entitlement{
-		ID: "first-contact", AgentID: "agent-fan", Type: entitlement.TypeCredits, Status: entitlement.StatusActive,
-		Scope:   entitlement.Scope{Service: "search"},
-		Credits: entitlement.Credits{Balance: money.Money{Cents: initial, Currency: "USD"}},
-	})
-	if err != nil {
-		t.Fatalf("CreateEntitlement: %v", err)
-	}
+	e := createCreditsAs(t, stores[0], "first-contact", "agent-fan", initial)
 	start := make(chan struct{})
 	var wg sync.WaitGroup
 	errs := make(chan error, instances*callers*calls)
@@ -262,14 +248,7 @@ func TestStore_DeadInstanceLeaseFreed(t *testing.T) {
 	}
 	dead, live := open(fsstore.LeaseOptions{Force: true, MaxSize: 300}), open(fsstore.LeaseOptions{Off: true})
 	agent := "agent-dead-lease"
-	e, err := live.CreateEntitlement(t.Context(), entitlement.Entitlement{
-		ID: "dead-lease", AgentID: agent, Type: entitlement.TypeCredits, Status: entitlement.StatusActive,
-		Scope:   entitlement.Scope{Service: "search"},
-		Credits: entitlement.Credits{Balance: money.Money{Cents: 1000, Currency: "USD"}},
-	})
-	if err != nil {
-		t.Fatalf("CreateEntitlement: %v", err)
-	}
+	e := createCreditsAs(t, live, "dead-lease", agent, 1000)
 	consume := func(s *fsstore.Store, key string) {
 		t.Helper()
 		res, err := s.CheckAndConsume(t.Context(), entitlement.ConsumeRequest{AgentID: agent, Service: "search", Tool: "web",
@@ -324,14 +303,7 @@ func TestStore_DeadInstanceLeaseFreed(t *testing.T) {
 func TestStore_NoLeaseForAReleasedLane(t *testing.T) {
 	emulator.Host(t)
 	s := newLeasingStores(t, 1, time.Now)[0].(*fsstore.Store)
-	e, err := s.CreateEntitlement(t.Context(), entitlement.Entitlement{
-		ID: "released-lane", AgentID: "agent-released", Type: entitlement.TypeCredits, Status: entitlement.StatusActive,
-		Scope:   entitlement.Scope{Service: "search"},
-		Credits: entitlement.Credits{Balance: money.Money{Cents: 1000, Currency: "USD"}},
-	})
-	if err != nil {
-		t.Fatalf("CreateEntitlement: %v", err)
-	}
+	e := createCreditsAs(t, s, "released-lane", "agent-released", 1000)
 	if err := fsstore.RefillAfterRelease(t.Context(), s, e.ID); err != nil {
 		t.Fatalf("RefillAfterRelease: %v", err)
 	}

@@ -6,7 +6,6 @@ import (
 
 	"cloud.google.com/go/firestore"
 
-	"github.com/stipend-mcp/stipend/internal/fsfault"
 	"github.com/stipend-mcp/stipend/portal"
 	"github.com/stipend-mcp/stipend/store"
 )
@@ -16,39 +15,17 @@ import (
 // expiresAt may delete them (docs/portal.md).
 const colPortalSessions = "portal_sessions"
 
-func (s *Store) portalRef(id string) *firestore.DocumentRef {
-	return s.col(colPortalSessions).Doc(docID(id))
-}
-
-func portalDoc(ps *portal.Session) map[string]any {
-	d := map[string]any{
-		"id":          ps.ID,
-		"agentId":     ps.AgentID,
-		"tokenSha256": ps.TokenSHA256,
-		"createdBy":   ps.CreatedBy,
-		"createdAt":   stamp(ps.CreatedAt),
-		"expiresAt":   stamp(ps.ExpiresAt),
+func portalFields(ps *portal.Session) []field {
+	return []field{
+		str("id", &ps.ID), str("agentId", &ps.AgentID), str("tokenSha256", &ps.TokenSHA256), str("createdBy", &ps.CreatedBy),
+		instant("createdAt", &ps.CreatedAt), instant("expiresAt", &ps.ExpiresAt), ptr("revokedAt", &ps.RevokedAt, instant),
 	}
-	putTime(d, "revokedAt", ps.RevokedAt)
-	return d
 }
 
-func portalFrom(snap *firestore.DocumentSnapshot) (portal.Session, error) {
-	f := read(snap)
-	ps := portal.Session{
-		ID:          f.str("id"),
-		AgentID:     f.str("agentId"),
-		TokenSHA256: f.str("tokenSha256"),
-		CreatedBy:   f.str("createdBy"),
-		CreatedAt:   f.instant("createdAt"),
-		ExpiresAt:   f.instant("expiresAt"),
-		RevokedAt:   f.optInstant("revokedAt"),
-	}
-	return ps, f.err
-}
+var portalFrom = decoder(portalFields)
 
-func portalNotFound(id string) error {
-	return store.Errorf(store.CodeNotFound, "portal session %q", id)
+func (s *Store) portalSession(src source, id string) (portal.Session, error) {
+	return load(src, s.doc(colPortalSessions, id), portalFrom, store.Errorf(store.CodeNotFound, "portal session %q", id))
 }
 
 // CreatePortalSession implements store.PortalSessions.
@@ -57,7 +34,7 @@ func (s *Store) CreatePortalSession(ctx context.Context, ps portal.Session) (por
 	if err != nil {
 		return portal.Session{}, err
 	}
-	ref := s.portalRef(ps.ID)
+	ref := s.doc(colPortalSessions, ps.ID)
 	err = s.run(ctx, "create portal session", func(ctx context.Context, tx *firestore.Transaction) error {
 		fd, err := s.readFence(ctx, tx)
 		if err != nil {
@@ -71,7 +48,7 @@ func (s *Store) CreatePortalSession(ctx context.Context, ps portal.Session) (por
 		if err := fd.mark(tx, s.clock()); err != nil {
 			return err
 		}
-		return tx.Create(ref, portalDoc(&ps))
+		return tx.Create(ref, encode(portalFields(&ps)))
 	})
 	if err != nil {
 		return portal.Session{}, err
@@ -81,37 +58,21 @@ func (s *Store) CreatePortalSession(ctx context.Context, ps portal.Session) (por
 
 // GetPortalSession implements store.PortalSessions.
 func (s *Store) GetPortalSession(ctx context.Context, id string) (portal.Session, error) {
-	snap, err := s.portalRef(id).Get(ctx)
-	if isNotFound(err) {
-		return portal.Session{}, portalNotFound(id)
-	}
-	if err != nil {
-		return portal.Session{}, fsfault.Read(err, "get portal session")
-	}
-	return portalFrom(snap)
+	return s.portalSession(direct{ctx, "get portal session"}, id)
 }
 
 // RevokePortalSession implements store.PortalSessions.
 func (s *Store) RevokePortalSession(ctx context.Context, id string, at time.Time) (portal.Session, error) {
-	ref := s.portalRef(id)
+	ref := s.doc(colPortalSessions, id)
 	var out portal.Session
-	err := s.run(ctx, "revoke portal session", func(ctx context.Context, tx *firestore.Transaction) error {
-		snap, err := tx.Get(ref)
-		if isNotFound(err) {
-			return portalNotFound(id)
-		}
-		if err != nil {
+	err := s.run(ctx, "revoke portal session", func(ctx context.Context, ftx *firestore.Transaction) error {
+		var err error
+		if out, err = s.portalSession(&tx{tx: ftx}, id); err != nil || out.RevokedAt != nil {
 			return err
-		}
-		if out, err = portalFrom(snap); err != nil {
-			return err
-		}
-		if out.RevokedAt != nil {
-			return nil
 		}
 		when := stamp(at)
 		out.RevokedAt = &when
-		return tx.Update(ref, []firestore.Update{{Path: "revokedAt", Value: when}})
+		return ftx.Update(ref, []firestore.Update{{Path: "revokedAt", Value: when}})
 	})
 	if err != nil {
 		return portal.Session{}, err

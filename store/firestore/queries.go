@@ -74,6 +74,35 @@ var (
 		Name: "events.pending", Collection: colEvents,
 		Equal: []string{"dispatched"}, Order: "occurredAt",
 	}
+	// qPendingPayments finds the pending payments of a provider, oldest
+	// first, for the reconciliation sweep (ListPendingPayments).
+	qPendingPayments = Query{
+		Name: "payments.pending", Collection: colPayments,
+		Equal: []string{"provider", "status"}, Order: "createdAt",
+	}
+	// qTopUpsWatched lists the top-ups a sweep looks at.
+	qTopUpsWatched = Query{
+		Name: "topups.watched", Collection: colTopUps,
+		Equal: []string{"watched"}, Order: "createdAt",
+	}
+	// The webhook queries.
+	qEndpoints = Query{
+		Name: "webhookEndpoints.all", Collection: colEndpoints, Order: "createdAt",
+	}
+	qDeliveries = Query{
+		Name: "deliveries.list", Collection: colDeliveries,
+		Optional: []string{"status", "eventType"}, Order: "createdAt",
+	}
+	// qDueDeliveries has a range filter scheduledAt ≤ now.
+	qDueDeliveries = Query{
+		Name: "deliveries.due", Collection: colDeliveries,
+		Equal: []string{"status"}, Order: "scheduledAt",
+	}
+	// qStaleClaims has a range filter claimedAt ≤ now − claim TTL.
+	qStaleClaims = Query{
+		Name: "deliveries.staleClaims", Collection: colDeliveries,
+		Equal: []string{"status"}, Order: "claimedAt",
+	}
 )
 
 // Queries lists every query the adapter runs.
@@ -180,16 +209,9 @@ func list[T any](ctx context.Context, query firestore.Query, listID, order strin
 	if err != nil {
 		return nil, "", fsfault.Read(err, "list %s", listID)
 	}
-	items := make([]T, 0, min(len(snaps), size))
-	for _, snap := range snaps[:min(len(snaps), size)] {
-		item, err := decode(snap)
-		if err != nil {
-			return nil, "", err
-		}
-		items = append(items, item)
-	}
-	if len(snaps) <= size {
-		return items, "", nil
+	items, err := decodeAll(snaps[:min(len(snaps), size)], decode)
+	if err != nil || len(snaps) <= size {
+		return items, "", err
 	}
 	last := snaps[size-1]
 	f := read(last)

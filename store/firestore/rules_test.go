@@ -25,24 +25,10 @@ type firebaseJSON struct {
 	} `json:"firestore"`
 }
 
-// readFirebaseJSON reads the repository's firebase.json.
-func readFirebaseJSON(t *testing.T) firebaseJSON {
-	t.Helper()
-	b, err := os.ReadFile("../../firebase.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cfg firebaseJSON
-	if err := json.Unmarshal(b, &cfg); err != nil {
-		t.Fatalf("firebase.json: %v", err)
-	}
-	return cfg
-}
-
 // TestFirebaseJSON_NamesTheTestedFiles: `firebase deploy` deploys the rules
 // TestRules_DenyClients loads and the indexes TestQueries_HaveIndexes checks.
 func TestFirebaseJSON_NamesTheTestedFiles(t *testing.T) {
-	cfg := readFirebaseJSON(t)
+	cfg := readJSON[firebaseJSON](t, "firebase.json")
 	if got, want := cfg.Firestore.Indexes, "firestore.indexes.json"; got != want {
 		t.Errorf("firebase.json firestore.indexes = %q, want %q (the file TestQueries_HaveIndexes checks)", got, want)
 	}
@@ -61,7 +47,7 @@ func TestFirebaseJSON_NamesTheTestedFiles(t *testing.T) {
 // same document.
 func TestRules_DenyClients(t *testing.T) {
 	host := emulator.Host(t)
-	loadRules(t, host, filepath.Join("../..", readFirebaseJSON(t).Firestore.Rules))
+	loadRules(t, host, filepath.Join("../..", readJSON[firebaseJSON](t, "firebase.json").Firestore.Rules))
 	prefix := emulator.Prefix(t)
 	s := fsstore.New(emulator.Client(t), fsstore.WithCollectionPrefix(prefix))
 	a, err := s.UpsertAccount(context.Background(), entitlement.Account{AgentID: "agent-rules"})

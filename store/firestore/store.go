@@ -8,17 +8,7 @@
 // New; the collections, indexes (firestore.indexes.json) and rules
 // (firestore.rules.example) are deployed to that database.
 //
-// Collections (each name carries the configured prefix):
-//
-//	accounts              agent ID (encoded by docID)
-//	entitlements          entitlement ID (encoded by docID)
-//	  leases              (subcollection) an instance's escrow lease (lease.go)
-//	consumptions          entitlement.ConsumptionKey(agent, idempotency key): a consumption or a hold
-//	payments              payment ID (encoded by docID)
-//	payments_idempotency  payment idempotency key (encoded by docID) → {paymentId}
-//	receipts              receipt ID (encoded by docID)
-//	events                event ID: the outbox, with dispatched and occurredAt
-//	delivery_inbound      unit.InboundKey(source, event ID): inbound provider events
+// The collections and their documents' fields: README.md.
 package firestore
 
 import (
@@ -154,6 +144,9 @@ func New(client *firestore.Client, opts ...Option) *Store {
 func (s *Store) col(name string) *firestore.CollectionRef {
 	return s.client.Collection(s.prefix + name)
 }
+
+// doc returns the document of collection name whose ID is docID(id).
+func (s *Store) doc(name, id string) *firestore.DocumentRef { return s.col(name).Doc(docID(id)) }
 
 // clock returns the current time as stored: UTC, microsecond precision
 // (Firestore keeps no finer timestamps).

@@ -2,7 +2,9 @@ package firestore
 
 import (
 	"context"
-	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/stipend-mcp/stipend/internal/fsfault"
 	"github.com/stipend-mcp/stipend/store"
@@ -37,26 +39,16 @@ func (s *Store) ExpireHolds(ctx context.Context, limit int) (int, error) {
 		}
 		ids = append(ids, id)
 	}
-	var (
-		mu      sync.Mutex
-		ended   int
-		first   error
-		wg      sync.WaitGroup
-		workers = make(chan struct{}, sweepParallel)
-	)
+	var ended atomic.Int64
+	var g errgroup.Group
+	g.SetLimit(sweepParallel)
 	for _, id := range ids {
-		workers <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-workers }()
+		g.Go(func() error {
 			o := s.queue(id, &call{ctx: ctx, op: opExpire})
-			mu.Lock()
-			defer mu.Unlock()
-			ended += o.ended
-			if first == nil {
-				first = o.err
-			}
+			ended.Add(int64(o.ended))
+			return o.err
 		})
 	}
-	wg.Wait()
-	return ended, first
+	err = g.Wait()
+	return int(ended.Load()), err
 }

@@ -21,16 +21,6 @@ import (
 // top-up as JSON.
 const colTopUps = "topups"
 
-// qTopUpsWatched lists the top-ups a sweep looks at.
-var qTopUpsWatched = Query{
-	Name: "topups.watched", Collection: colTopUps,
-	Equal: []string{"watched"}, Order: "createdAt",
-}
-
-func (s *Store) topUpRef(agentID string) *firestore.DocumentRef {
-	return s.col(colTopUps).Doc(docID(agentID))
-}
-
 func topUpFrom(snap *firestore.DocumentSnapshot) (topup.TopUp, error) {
 	f := read(snap)
 	agent, state := f.str("agentId"), f.str("state")
@@ -45,44 +35,18 @@ func topUpFrom(snap *firestore.DocumentSnapshot) (topup.TopUp, error) {
 	return t, nil
 }
 
-// txTopUp reads the top-up of agentID inside tx. exists is false for an
-// account with none stored yet; an unknown account is ErrNotFound.
-func (s *Store) txTopUp(tx *firestore.Transaction, agentID string) (t topup.TopUp, created time.Time, exists bool, err error) {
-	snap, err := tx.Get(s.topUpRef(agentID))
-	switch {
-	case err == nil:
-		t, err = topUpFrom(snap)
-		f := read(snap)
-		created = f.instant("createdAt")
-		if err == nil {
-			err = f.err
-		}
-		return t, created, true, err
-	case !isNotFound(err):
-		return t, created, false, err
-	}
-	if _, err := tx.Get(s.col(colAccounts).Doc(docID(agentID))); err != nil {
-		if isNotFound(err) {
-			return t, created, false, store.Errorf(store.CodeNotFound, "account %q", agentID)
-		}
-		return t, created, false, err
-	}
-	return topup.TopUp{AgentID: agentID}, created, false, nil
-}
-
-func (s *Store) writeTopUp(tx *firestore.Transaction, t *topup.TopUp, created time.Time) error {
-	state, err := json.Marshal(t)
+// topUpDoc is u as stored, created at created.
+func topUpDoc(u *topup.TopUp, created time.Time) (map[string]any, error) {
+	state, err := json.Marshal(u)
 	if err != nil {
-		return store.Wrap(store.CodeInternal, err, "encode top-up")
+		return nil, store.Wrap(store.CodeInternal, err, "encode top-up")
 	}
-	return tx.Set(s.topUpRef(t.AgentID), map[string]any{
-		"agentId": t.AgentID, "watched": t.Watched(), "createdAt": created, "state": string(state),
-	})
+	return map[string]any{"agentId": u.AgentID, "watched": u.Watched(), "createdAt": created, "state": string(state)}, nil
 }
 
 // GetTopUp implements store.TopUps.
 func (s *Store) GetTopUp(ctx context.Context, agentID string) (topup.TopUp, error) {
-	snap, err := s.topUpRef(agentID).Get(ctx)
+	snap, err := s.doc(colTopUps, agentID).Get(ctx)
 	if err == nil {
 		return topUpFrom(snap)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stipend-mcp/stipend/entitlement"
 	"github.com/stipend-mcp/stipend/event"
+	"github.com/stipend-mcp/stipend/internal/fsfault"
 	"github.com/stipend-mcp/stipend/payment"
 	"github.com/stipend-mcp/stipend/receipt"
 	"github.com/stipend-mcp/stipend/store"
@@ -73,18 +74,68 @@ func (t *tx) set(ref *firestore.DocumentRef, data map[string]any) {
 	t.write(func() error { return t.tx.Set(ref, data) })
 }
 
-// doc reads ref in the transaction and decodes it with from: absent if
-// there is no such document.
-func doc[T any](t *tx, ref *firestore.DocumentRef, from func(*firestore.DocumentSnapshot) (T, error), absent error) (T, error) {
-	snap, err := t.tx.Get(ref)
+// source is where a read goes: the unit's transaction (tx), or the
+// database directly (direct).
+type source interface {
+	get(*firestore.DocumentRef) (*firestore.DocumentSnapshot, error)
+	all(firestore.Query) ([]*firestore.DocumentSnapshot, error)
+}
+
+func (t *tx) get(ref *firestore.DocumentRef) (*firestore.DocumentSnapshot, error) {
+	return t.tx.Get(ref)
+}
+
+func (t *tx) all(q firestore.Query) ([]*firestore.DocumentSnapshot, error) {
+	return t.tx.Documents(q).GetAll()
+}
+
+// direct reads outside any transaction; what names the read in errors.
+type direct struct {
+	ctx  context.Context
+	what string
+}
+
+func (d direct) get(ref *firestore.DocumentRef) (*firestore.DocumentSnapshot, error) {
+	snap, err := ref.Get(d.ctx)
+	if err != nil && !isNotFound(err) {
+		err = fsfault.Read(err, "%s", d.what)
+	}
+	return snap, err
+}
+
+func (d direct) all(q firestore.Query) ([]*firestore.DocumentSnapshot, error) {
+	snaps, err := q.Documents(d.ctx).GetAll()
+	if err != nil {
+		err = fsfault.Read(err, "%s", d.what)
+	}
+	return snaps, err
+}
+
+// load reads ref from src and decodes it with from: absent if there is no
+// such document.
+func load[T any](src source, ref *firestore.DocumentRef, from func(*firestore.DocumentSnapshot) (T, error), absent error) (T, error) {
+	snap, err := src.get(ref)
 	if isNotFound(err) {
-		var zero T
-		return zero, absent
-	} else if err != nil {
+		err = absent
+	}
+	if err != nil {
 		var zero T
 		return zero, err
 	}
 	return from(snap)
+}
+
+// decodeAll decodes snaps with from, in order.
+func decodeAll[T any](snaps []*firestore.DocumentSnapshot, from func(*firestore.DocumentSnapshot) (T, error)) ([]T, error) {
+	out := make([]T, 0, len(snaps))
+	for _, snap := range snaps {
+		v, err := from(snap)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
 }
 
 // pointer decodes a pointer document: the ID in its field.
@@ -96,61 +147,49 @@ func pointer(field string) func(*firestore.DocumentSnapshot) (string, error) {
 	}
 }
 
-func (t *tx) Payment(id string) (payment.Payment, error) { return t.s.txPayment(t.tx, id) }
+func (t *tx) Payment(id string) (payment.Payment, error) { return t.s.payment(t, id) }
 
-func (t *tx) PaymentByKey(key string) (payment.Payment, error) {
-	id, err := doc(t, t.s.paymentKeyRef(key), pointer("paymentId"), store.Errorf(store.CodeNotFound, "payment for idempotency key"))
-	if err != nil {
-		return payment.Payment{}, err
-	}
-	return t.s.txPayment(t.tx, id)
-}
+func (t *tx) PaymentByKey(key string) (payment.Payment, error) { return t.s.paymentByKey(t, key) }
 
 func (t *tx) PaymentByIntent(intentID string) (payment.Payment, error) {
-	snaps, err := t.tx.Documents(t.s.build(qPaymentByIntent, filter{"providerIntentId", "==", intentID}).Limit(1)).GetAll()
-	if err != nil {
-		return payment.Payment{}, err
-	}
-	if len(snaps) == 0 {
-		return payment.Payment{}, store.Errorf(store.CodeNotFound, "payment for provider intent %q", intentID)
-	}
-	return paymentFrom(snaps[0])
+	return t.s.paymentByIntent(t, intentID)
 }
 
-func (t *tx) Account(agentID string) (entitlement.Account, error) {
-	return doc(t, t.s.col(colAccounts).Doc(docID(agentID)), accountFrom, store.Errorf(store.CodeNotFound, "account %q", agentID))
-}
+func (t *tx) Account(agentID string) (entitlement.Account, error) { return t.s.account(t, agentID) }
 
+// TopUp reads the top-up of agentID, or, with none stored, the account.
 func (t *tx) TopUp(agentID string) (topup.TopUp, error) {
-	u, created, exists, err := t.s.txTopUp(t.tx, agentID)
-	if err != nil {
+	snap, err := t.tx.Get(t.s.doc(colTopUps, agentID))
+	if isNotFound(err) {
+		_, err = t.Account(agentID)
+		return topup.TopUp{AgentID: agentID}, err
+	} else if err != nil {
 		return topup.TopUp{}, err
 	}
-	if exists {
-		if t.topUpCreated == nil {
-			t.topUpCreated = make(map[string]time.Time)
-		}
-		t.topUpCreated[agentID] = created
+	u, err := topUpFrom(snap)
+	f := read(snap)
+	if t.topUpCreated == nil {
+		t.topUpCreated = make(map[string]time.Time)
 	}
-	return u, nil
+	t.topUpCreated[agentID] = f.instant("createdAt")
+	if err == nil {
+		err = f.err
+	}
+	return u, err
 }
 
-func (t *tx) Endpoint(id string) (store.Endpoint, error) {
-	return doc(t, t.s.endpointRef(id), endpointFrom, endpointNotFound(id))
-}
+func (t *tx) Endpoint(id string) (store.Endpoint, error) { return t.s.endpoint(t, id) }
 
-func (t *tx) Delivery(id string) (store.Delivery, error) {
-	return doc(t, t.s.deliveryRef(id), deliveryFrom, store.Errorf(store.CodeNotFound, "delivery %s", id))
-}
+func (t *tx) Delivery(id string) (store.Delivery, error) { return t.s.delivery(t, id) }
 
 // DeliveryByKey reads the key's pointer document
 // (delivery_outbound_idempotency), then the delivery it points at.
 func (t *tx) DeliveryByKey(key string) (store.Delivery, error) {
-	id, err := doc(t, t.s.deliveryKeyRef(key), pointer("deliveryId"), store.Errorf(store.CodeNotFound, "delivery with key %q", key))
+	id, err := load(t, t.s.doc(colDeliveryKeys, key), pointer("deliveryId"), store.Errorf(store.CodeNotFound, "delivery with key %q", key))
 	if err != nil {
 		return store.Delivery{}, err
 	}
-	return doc(t, t.s.deliveryRef(id), deliveryFrom, store.Errorf(store.CodeInternal, "corrupt data: key %q names missing delivery %s", key, id))
+	return load(t, t.s.doc(colDeliveries, id), deliveryFrom, store.Errorf(store.CodeInternal, "corrupt data: key %q names missing delivery %s", key, id))
 }
 
 func (t *tx) Instant(at time.Time) time.Time { return stampOrZero(at) }
@@ -166,21 +205,13 @@ func (t *tx) InboundSeen(in store.InboundEvent) (bool, error) {
 	return false, err
 }
 
-func (t *tx) Receipt(id string) (receipt.Signed, error) {
-	return doc(t, t.s.col(colReceipts).Doc(docID(id)), receiptFrom, store.Errorf(store.CodeNotFound, "receipt %q", id))
-}
+func (t *tx) Receipt(id string) (receipt.Signed, error) { return t.s.receipt(t, id) }
 
 // Entitlement reads the entitlement and folds in all its open leases (a
 // change of its limits or expiry bounds what leases may hold, a revoke
 // ends them), closing them with the unit's writes.
 func (t *tx) Entitlement(id string) (entitlement.Entitlement, error) {
-	snap, err := t.tx.Get(t.s.entitlementRef(id))
-	if isNotFound(err) {
-		return entitlement.Entitlement{}, store.Errorf(store.CodeNotFound, "entitlement %q", id)
-	} else if err != nil {
-		return entitlement.Entitlement{}, err
-	}
-	e, err := entitlementFrom(snap)
+	e, err := load(t, t.s.entitlementRef(id), entitlementFrom, store.Errorf(store.CodeNotFound, "entitlement %q", id))
 	if err != nil {
 		return entitlement.Entitlement{}, err
 	}
@@ -193,12 +224,29 @@ func (t *tx) Entitlement(id string) (entitlement.Entitlement, error) {
 	return e, nil
 }
 
+// Entitlements reads entitlements by ID; a missing one is corruption.
 func (t *tx) Entitlements(ids []string) ([]entitlement.Entitlement, error) {
-	return t.s.txEntitlements(t.tx, ids)
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	refs := make([]*firestore.DocumentRef, len(ids))
+	for i, id := range ids {
+		refs[i] = t.s.entitlementRef(id)
+	}
+	snaps, err := t.tx.GetAll(refs)
+	if err != nil {
+		return nil, err
+	}
+	return decodeAll(snaps, func(snap *firestore.DocumentSnapshot) (entitlement.Entitlement, error) {
+		if !snap.Exists() {
+			return entitlement.Entitlement{}, store.Errorf(store.CodeInternal, "corrupt data: payment names missing entitlement %s", docPath(snap.Ref))
+		}
+		return entitlementFrom(snap)
+	})
 }
 
 func (t *tx) LockEntitlements(ids []string) ([]entitlement.Entitlement, error) {
-	es, err := t.s.txEntitlements(t.tx, ids)
+	es, err := t.Entitlements(ids)
 	if err != nil {
 		return nil, err
 	}
@@ -238,11 +286,13 @@ func (t *tx) Fence() error {
 }
 
 func (t *tx) EnsureAccount(agentID string) error {
-	create, err := t.s.ensureAccount(t.tx, agentID, t.at())
-	if create != nil {
-		t.write(create)
+	ref := t.s.doc(colAccounts, agentID)
+	if _, err := t.tx.Get(ref); !isNotFound(err) {
+		return err
 	}
-	return err
+	now := t.at()
+	t.create(ref, accountDoc(&entitlement.Account{AgentID: agentID, CreatedAt: now, UpdatedAt: now}))
+	return nil
 }
 
 func (t *tx) CreateEntitlement(e entitlement.Entitlement) {
@@ -267,12 +317,12 @@ func (t *tx) UpdateEntitlement(e entitlement.Entitlement, expired, released []st
 }
 
 func (t *tx) CreatePayment(p payment.Payment) {
-	t.create(t.s.paymentRef(p.ID), paymentDoc(&p))
-	t.create(t.s.paymentKeyRef(p.IdempotencyKey), map[string]any{"paymentId": p.ID, "createdAt": t.at()})
+	t.create(t.s.doc(colPayments, p.ID), paymentDoc(&p))
+	t.create(t.s.doc(colPaymentsIdempotency, p.IdempotencyKey), map[string]any{"paymentId": p.ID, "createdAt": t.at()})
 }
 
 func (t *tx) PutAccount(a entitlement.Account) {
-	t.set(t.s.col(colAccounts).Doc(docID(a.AgentID)), accountDoc(&a))
+	t.set(t.s.doc(colAccounts, a.AgentID), accountDoc(&a))
 }
 
 func (t *tx) PutTopUp(u topup.TopUp) {
@@ -280,24 +330,30 @@ func (t *tx) PutTopUp(u topup.TopUp) {
 	if !ok {
 		created = t.at()
 	}
-	t.write(func() error { return t.s.writeTopUp(t.tx, &u, created) })
+	t.write(func() error {
+		d, err := topUpDoc(&u, created)
+		if err != nil {
+			return err
+		}
+		return t.tx.Set(t.s.doc(colTopUps, u.AgentID), d)
+	})
 }
 
-func (t *tx) PutPayment(p payment.Payment) { t.set(t.s.paymentRef(p.ID), paymentDoc(&p)) }
+func (t *tx) PutPayment(p payment.Payment) { t.set(t.s.doc(colPayments, p.ID), paymentDoc(&p)) }
 
-func (t *tx) CreateEndpoint(e store.Endpoint) { t.create(t.s.endpointRef(e.ID), endpointDoc(&e)) }
+func (t *tx) CreateEndpoint(e store.Endpoint) { t.create(t.s.doc(colEndpoints, e.ID), endpointDoc(&e)) }
 
-func (t *tx) PutEndpoint(e store.Endpoint) { t.set(t.s.endpointRef(e.ID), endpointDoc(&e)) }
+func (t *tx) PutEndpoint(e store.Endpoint) { t.set(t.s.doc(colEndpoints, e.ID), endpointDoc(&e)) }
 
 func (t *tx) CreateDelivery(d store.Delivery) {
-	t.create(t.s.deliveryKeyRef(d.Key), map[string]any{"deliveryId": d.ID, "createdAt": d.CreatedAt})
-	t.create(t.s.deliveryRef(d.ID), deliveryDoc(&d))
+	t.create(t.s.doc(colDeliveryKeys, d.Key), map[string]any{"deliveryId": d.ID, "createdAt": d.CreatedAt})
+	t.create(t.s.doc(colDeliveries, d.ID), deliveryDoc(&d))
 }
 
-func (t *tx) PutDelivery(d store.Delivery) { t.set(t.s.deliveryRef(d.ID), deliveryDoc(&d)) }
+func (t *tx) PutDelivery(d store.Delivery) { t.set(t.s.doc(colDeliveries, d.ID), deliveryDoc(&d)) }
 
 func (t *tx) CreateReceipt(r receipt.Signed) {
-	t.create(t.s.col(colReceipts).Doc(docID(r.ID)), receiptDoc(&r))
+	t.create(t.s.doc(colReceipts, r.ID), receiptDoc(&r))
 }
 
 func (t *tx) AddEvents(evs ...event.Event) {
@@ -310,29 +366,37 @@ func (t *tx) RecordInbound(in store.InboundEvent) {
 	t.create(t.s.inboundRef(in), map[string]any{"source": in.Source, "eventId": in.EventID, "firstSeenAt": t.at()})
 }
 
-// deliveryKeyRef is the pointer document of a delivery's key.
-func (s *Store) deliveryKeyRef(key string) *firestore.DocumentRef {
-	return s.col(colDeliveryKeys).Doc(docID(key))
-}
-
 // inboundRef is the document recording the provider event in.
 func (s *Store) inboundRef(in store.InboundEvent) *firestore.DocumentRef {
 	return s.col(colInbound).Doc(unit.InboundKey(in.Source, in.EventID))
 }
 
+func claimFields(c *store.Claim) []field {
+	return []field{opt(str("name", &c.Name)), str("owner", &c.Owner), instant("until", &c.Until)}
+}
+
 func (t *tx) Claim(name string) (store.Claim, error) {
-	return doc(t, t.s.col(colClaims).Doc(docID(name)), func(snap *firestore.DocumentSnapshot) (store.Claim, error) {
-		f := read(snap)
-		c := store.Claim{Name: name, Owner: f.str("owner"), Until: f.instant("until")}
-		return c, f.err
-	}, store.Errorf(store.CodeNotFound, "claim %q", name))
+	c, err := load(t, t.s.doc(colClaims, name), decoder(claimFields), store.Errorf(store.CodeNotFound, "claim %q", name))
+	if err == nil {
+		c.Name = name
+	}
+	return c, err
 }
 
 func (t *tx) PutClaim(c store.Claim, exists bool) {
-	d := map[string]any{"name": c.Name, "owner": c.Owner, "until": stamp(c.Until)}
 	if exists {
-		t.set(t.s.col(colClaims).Doc(docID(c.Name)), d)
+		t.set(t.s.doc(colClaims, c.Name), encode(claimFields(&c)))
 		return
 	}
-	t.create(t.s.col(colClaims).Doc(docID(c.Name)), d)
+	t.create(t.s.doc(colClaims, c.Name), encode(claimFields(&c)))
+}
+
+// all runs writes in order and stops at the first error.
+func all(writes []func() error) error {
+	for _, w := range writes {
+		if err := w(); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -149,7 +149,9 @@ func (u *usageRun) byTime(ctx context.Context, after usage.Key, ok bool) ([]usag
 	from := u.q.From
 	if ok {
 		_, end := u.q.Span(after.Wall)
-		from = later(from, end)
+		if end.After(from) {
+			from = end
+		}
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(usageParallel)
@@ -168,7 +170,10 @@ func (u *usageRun) byTime(ctx context.Context, after usage.Key, ok bool) ([]usag
 			return keys, tallies, errors.Join(err, g.Wait())
 		}
 		end := u.q.Next(at)
-		t, to := new(usage.Tally), earlier(end, u.q.To)
+		t, to := new(usage.Tally), end
+		if u.q.To.Before(end) {
+			to = u.q.To
+		}
 		keys, tallies = append(keys, usage.Key{Wall: u.q.Wall(at)}), append(tallies, t)
 		g.Go(func() (err error) {
 			*t, err = u.tally(gctx, usageByRange, nil, at, to)
@@ -255,18 +260,4 @@ func (u *usageRun) nextName(ctx context.Context, last usage.Key, ok bool) (key u
 		return key, found, err
 	}
 	return first(u.s.build(qUsageTools, agent, filter{"service", ">", last.Service}))
-}
-
-func later(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
-}
-
-func earlier(a, b time.Time) time.Time {
-	if a.Before(b) {
-		return a
-	}
-	return b
 }

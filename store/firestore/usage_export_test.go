@@ -21,7 +21,7 @@ func SeedConsumptions(ctx context.Context, s *Store, cs []entitlement.Consumptio
 			//lint:ignore SA1019 a WriteBatch is one commit of many writes, which is what seeding wants
 			batch := s.client.Batch()
 			for i := range chunk {
-				batch.Create(s.col(colConsumptions).Doc(chunk[i].ID), consumptionDoc(&chunk[i]))
+				batch.Create(s.col(colConsumptions).Doc(chunk[i].ID), keyDocument(&keyDoc{Cons: &chunk[i]}))
 			}
 			_, err := batch.Commit(ctx)
 			return err
