@@ -161,8 +161,7 @@ func consumptionsByID(ctx context.Context, q querier, ids []string) (map[string]
 }
 
 // insertKeySQL takes the guard of one (agent, key) for a consumption or a
-// hold. ON CONFLICT waits for a concurrent holder of the key and, if it
-// committed, inserts nothing: the caller sees no row and starts its
-// transaction again (errRetry), which then reads the key as used.
-const insertKeySQL = `INSERT INTO charge_keys (agent_id, idempotency_key, consumption_id, hold_id)
-	VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`
+// hold. It waits for a concurrent holder of the key and, if that one
+// committed, fails with a unique violation, which fails the rest of the
+// transaction's pipelined writes and its COMMIT (commit, batch.go).
+const insertKeySQL = `INSERT INTO charge_keys (agent_id, idempotency_key, consumption_id, hold_id) VALUES ($1, $2, $3, $4)`

@@ -54,6 +54,8 @@ type Store struct {
 
 	// lanes queues the charges of each entitlement (store/internal/coalesce).
 	lanes *coalesce.Lanes[op, opResult]
+	// callers counts the consumes and holds in flight per agent (alone.go).
+	callers callers
 	// maxBatch bounds the calls one charge transaction applies; gather is
 	// how long a hot lane waits for its callers to come back.
 	maxBatch int
@@ -137,9 +139,10 @@ func (s *Store) Ping(ctx context.Context) error {
 }
 
 // Close implements store.EntitlementStore: it refuses new charges and
-// waits for the batches already queued. The pool stays open: its owner
+// waits for the charges in flight and the batches already queued. The pool stays open: its owner
 // closes it after.
 func (s *Store) Close() error {
+	s.callers.close()
 	s.lanes.Close()
 	return nil
 }
