@@ -182,11 +182,13 @@ func median(xs []float64) float64 {
 func httpDrive(ctx context.Context, c config, client *http.Client, dbCPU func() (time.Duration, error), url string, agents []string, keyPrefix string) (httpRun, error) {
 	runCtx, cancel := context.WithTimeout(ctx, c.deadline)
 	defer cancel()
-	cpu0, err := processCPU()
-	if err != nil {
-		return httpRun{}, err
+	cpus := func() (process, db time.Duration, err error) {
+		if process, err = processCPU(); err == nil {
+			db, err = dbCPU()
+		}
+		return process, db, err
 	}
-	db0, err := dbCPU()
+	cpu0, db0, err := cpus()
 	if err != nil {
 		return httpRun{}, err
 	}
@@ -210,11 +212,7 @@ func httpDrive(ctx context.Context, c config, client *http.Client, dbCPU func() 
 		}
 		return nil
 	})
-	cpu1, err := processCPU()
-	if err != nil {
-		return httpRun{}, err
-	}
-	db1, err := dbCPU()
+	cpu1, db1, err := cpus()
 	if err != nil {
 		return httpRun{}, err
 	}

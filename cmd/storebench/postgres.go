@@ -131,12 +131,14 @@ func benchSchema(ctx context.Context, c config, out io.Writer) (*pgxpool.Config,
 	var version, settings string
 	if err := admin.QueryRow(ctx, `SELECT current_setting('server_version'),
 		'fsync=' || current_setting('fsync') || ' synchronous_commit=' || current_setting('synchronous_commit')`).Scan(&version, &settings); err != nil {
+		admin.Close()
 		return nil, nil, nil, err
 	}
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	schema := "stipend_bench_" + hex.EncodeToString(b[:])
 	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
+		admin.Close()
 		return nil, nil, nil, err
 	}
 	drop := func() {
@@ -145,6 +147,7 @@ func benchSchema(ctx context.Context, c config, out io.Writer) (*pgxpool.Config,
 	}
 	cfg, err := pgxpool.ParseConfig(c.postgresURL)
 	if err != nil {
+		drop()
 		return nil, nil, nil, err
 	}
 	cfg.ConnConfig.RuntimeParams["search_path"] = schema
