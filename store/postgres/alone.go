@@ -129,8 +129,11 @@ func (p *snapshot) ActiveEntitlements(_ context.Context, agentID string) ([]enti
 	return out, nil
 }
 
+// GetEntitlement is Store.GetEntitlement's answer: lazy resets applied.
 func (p *snapshot) GetEntitlement(_ context.Context, id string) (entitlement.Entitlement, error) {
 	if e, ok := p.find(id); ok {
+		e = e.Clone()
+		e.Refresh(p.now)
 		return e, nil
 	}
 	return entitlement.Entitlement{}, store.Errorf(store.CodeNotFound, "entitlement %q", id)

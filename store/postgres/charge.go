@@ -44,8 +44,16 @@ func (s *Store) CheckAndConsume(ctx context.Context, req entitlement.ConsumeRequ
 }
 
 // Check implements store.EntitlementStore.
+// Its lookups are one pipelined read.
 func (s *Store) Check(ctx context.Context, req entitlement.ConsumeRequest) (store.ConsumeResult, error) {
-	return charge.Check(ctx, s, req, s.clock())
+	if err := req.Normalize(); err != nil {
+		return charge.Check(ctx, s, req, s.clock()) // which answers what is wrong
+	}
+	p, err := s.prefetch(ctx, &req)
+	if err != nil {
+		return store.ConsumeResult{}, err
+	}
+	return charge.Check(ctx, p, req, p.snapshot.now)
 }
 
 // Authorize implements store.EntitlementStore.

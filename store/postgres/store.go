@@ -22,9 +22,11 @@
 //
 // Transactions run at READ COMMITTED and take the row locks they need
 // (SELECT … FOR UPDATE), so they wait for each other instead of failing;
-// a deadlock or serialization failure the server breaks is retried. Charges
-// of one entitlement are coalesced per instance (store/internal/coalesce): one
-// transaction, and one lock of the entitlement row, per batch of calls.
+// a deadlock or serialization failure the server breaks is retried. A
+// consume whose agent has no other call in flight on the instance is one
+// transaction of two round trips (alone.go); charges of a busy entitlement
+// are coalesced per instance (store/internal/coalesce): one transaction, and
+// one lock of the entitlement row, per batch of calls.
 package postgres
 
 import (
