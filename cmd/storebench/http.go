@@ -101,6 +101,9 @@ func httpBench(ctx context.Context, c config, out io.Writer) error {
 		name   string
 		agents int
 	}{{"spread", c.agents}, {"hot", 1}} {
+		if sc.name == "hot" && !c.httpHot {
+			continue
+		}
 		if err := httpScenario(ctx, c, out, client, dbCPU, sc.name, sc.agents, []*httpServer{st, ref}); err != nil {
 			return err
 		}

@@ -51,6 +51,7 @@ type config struct {
 	// The HTTP comparison (http.go).
 	http                                       bool
 	cpuProfile                                 string
+	httpHot                                    bool
 	agents, httpCallers, httpCalls, httpRounds int
 }
 
@@ -68,6 +69,7 @@ func run(ctx context.Context, args []string, emulator string, out io.Writer) err
 	fs.BoolVar(&c.memory, "memory", true, "measure the memory store too")
 	fs.BoolVar(&c.http, "http", false, "instead of the table: POST /v1/consume over HTTP, Stipend's API on PostgreSQL against a bare-SQL reference server, spread and hot (needs -postgres-url)")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "-http: write a CPU profile of the whole run to this file")
+	fs.BoolVar(&c.httpHot, "http-hot", true, "-http: run the hot scenario too")
 	fs.IntVar(&c.agents, "agents", 1000, "-http: agents of the spread scenario, each with its own entitlement")
 	fs.IntVar(&c.httpCallers, "http-callers", 32, "-http: concurrent callers, each on its own keep-alive connection")
 	fs.IntVar(&c.httpCalls, "http-calls", 3000, "-http: calls per run")
