@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"slices"
 	"strconv"
 	"time"
 
@@ -50,13 +49,7 @@ func runSpread(ctx context.Context, c config, host string, out io.Writer) error 
 		ratios[round] = rates["stipend"] / rates["naive"]
 	}
 	printTable(out, results)
-	fmt.Fprintln(out, "\nStipend's consumes/s against the naive transaction's, same round:")
-	for i, r := range ratios {
-		fmt.Fprintf(out, "  round %d: %.2fx\n", i+1, r)
-	}
-	sorted := slices.Clone(ratios)
-	slices.Sort(sorted)
-	fmt.Fprintf(out, "  median %.2fx (range %.2fx – %.2fx)\n", sorted[len(sorted)/2], sorted[0], sorted[len(sorted)-1])
+	printRoundRatios(out, "Stipend's consumes/s against the naive transaction's, same round:", ratios)
 	return nil
 }
 
