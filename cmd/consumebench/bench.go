@@ -123,7 +123,7 @@ type pathFunc func(client *firestore.Client, s *fsstore.Store, prefix string) co
 // the consumption.
 func naivePath(client *firestore.Client, _ *fsstore.Store, prefix string) consumeFunc {
 	return func(ctx context.Context, ent, key string) error {
-		return naiveConsume(ctx, client, prefix, ent, key)
+		return naiveConsume(ctx, client, prefix, agentID, ent, key)
 	}
 }
 

@@ -59,14 +59,19 @@ func runHolds(ctx context.Context, c config, host string, out io.Writer) error {
 		ratios[round] = rate(byPath["hold+capture"]) / rate(byPath["consume"])
 	}
 	printTable(out, results)
-	fmt.Fprintln(out, "\nauthorize+capture pairs/s against the consumes/s of the same round:")
+	printRoundRatios(out, "authorize+capture pairs/s against the consumes/s of the same round:", ratios)
+	return nil
+}
+
+// printRoundRatios prints a ratio per round, then their median and range.
+func printRoundRatios(out io.Writer, title string, ratios []float64) {
+	fmt.Fprintln(out, "\n"+title)
 	for i, r := range ratios {
 		fmt.Fprintf(out, "  round %d: %.2fx\n", i+1, r)
 	}
 	sorted := slices.Clone(ratios)
 	slices.Sort(sorted)
 	fmt.Fprintf(out, "  median %.2fx (range %.2fx – %.2fx)\n", sorted[len(sorted)/2], sorted[0], sorted[len(sorted)-1])
-	return nil
 }
 
 func rate(r result) float64 { return float64(r.ok) / r.wall.Seconds() }

@@ -43,6 +43,7 @@ type config struct {
 	naive        bool
 	mode         string
 	rounds       int
+	agents       int
 	leases       string
 	latency      time.Duration
 	child        childConfig
@@ -60,8 +61,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs.IntVar(&c.procRounds, "proc-rounds", 1, "rounds of the multi-process pair (one entitlement, own entitlements), alternating their order; the ratio is given per round and as the median")
 	fs.BoolVar(&c.naive, "naive", true, "run the naive scenarios too (false: only Stipend's path, for quick reruns)")
 	fs.IntVar(&c.procs, "procs", 4, "server processes sharing one entitlement (0: skip that scenario)")
-	fs.StringVar(&c.mode, "mode", "consume", `"consume": the naive and coalesced consume scenarios; "holds": authorize+capture pairs against plain consumes, -callers each on one entitlement`)
-	fs.IntVar(&c.rounds, "rounds", 5, "-mode holds: rounds of the two scenarios")
+	fs.StringVar(&c.mode, "mode", "consume", `"consume": the naive and coalesced consume scenarios; "holds": authorize+capture pairs against plain consumes, -callers each on one entitlement; "spread": -agents agents with an entitlement each, Stipend's consume (no entitlementId) against the naive transaction`)
+	fs.IntVar(&c.rounds, "rounds", 5, "-mode holds and spread: rounds of the two scenarios")
+	fs.IntVar(&c.agents, "agents", 200, "-mode spread: agents, each with its own entitlement")
 	fs.DurationVar(&c.deadline, "deadline", 60*time.Second, "time limit of each scenario; calls not started by then count as not run")
 	fs.BoolVar(&c.child.enabled, "child", false, "internal: run as one server process of the multi-process scenario")
 	fs.StringVar(&c.child.prefix, "child-prefix", "", "internal")
@@ -97,6 +99,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return runBench(ctx, c, host, out)
 	case "holds":
 		return runHolds(ctx, c, host, out)
+	case "spread":
+		return runSpread(ctx, c, host, out)
 	}
-	return fmt.Errorf("-mode %q: want consume or holds", c.mode)
+	return fmt.Errorf("-mode %q: want consume, holds or spread", c.mode)
 }

@@ -19,9 +19,9 @@ var errInsufficient = errors.New("insufficient balance")
 // client's default retry policy. It writes the same documents as the store
 // (the entitlement's credits.balance.cents and a consumption), so the
 // balance check applies to it unchanged.
-func naiveConsume(ctx context.Context, client *firestore.Client, prefix, ent, key string) error {
+func naiveConsume(ctx context.Context, client *firestore.Client, prefix, agent, ent, key string) error {
 	entRef := client.Collection(prefix + "entitlements").Doc(ent)
-	consRef := client.Collection(prefix + "consumptions").Doc(entitlement.ConsumptionKey(agentID, key))
+	consRef := client.Collection(prefix + "consumptions").Doc(entitlement.ConsumptionKey(agent, key))
 	return client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		if _, err := tx.Get(consRef); err == nil {
 			return nil // replay: already charged
@@ -48,7 +48,7 @@ func naiveConsume(ctx context.Context, client *firestore.Client, prefix, ent, ke
 			return err
 		}
 		return tx.Create(consRef, map[string]any{
-			"id": consRef.ID, "agentId": agentID, "entitlementId": ent, "entitlementType": "credits",
+			"id": consRef.ID, "agentId": agent, "entitlementId": ent, "entitlementType": "credits",
 			"service": "bench", "tool": "call", "idempotencyKey": key, "units": int64(1), "occurredAt": now,
 			"fingerprint": "naive", "cost": map[string]any{"cents": int64(cost), "currency": "USD"},
 			"balanceAfter": map[string]any{"cents": balance - cost, "currency": "USD"},

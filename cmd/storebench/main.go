@@ -11,6 +11,12 @@
 // On PostgreSQL it works in a schema of its own (stipend_bench_<random>),
 // created and migrated at start and dropped at the end, so it never reads
 // or writes anything else. Every scenario stops at its deadline.
+//
+// With -http it measures POST /v1/consume over HTTP instead: Stipend's API
+// on the PostgreSQL store against a bare-SQL reference server, spread over
+// many agents and on one hot agent, in alternating rounds (http.go):
+//
+//	go run ./cmd/storebench -http -postgres-url …
 package main
 
 import (
@@ -19,6 +25,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 	"time"
 )
 
@@ -41,6 +48,11 @@ type config struct {
 	maxConns     int
 	deadline     time.Duration
 	memory       bool
+	// The HTTP comparison (http.go).
+	http                                       bool
+	cpuProfile                                 string
+	httpHot                                    bool
+	agents, httpCallers, httpCalls, httpRounds int
 }
 
 func run(ctx context.Context, args []string, emulator string, out io.Writer) error {
@@ -55,8 +67,32 @@ func run(ctx context.Context, args []string, emulator string, out io.Writer) err
 	fs.IntVar(&c.maxConns, "max-conns", 16, "pool size of each PostgreSQL store instance and of the bare baseline")
 	fs.DurationVar(&c.deadline, "deadline", 60*time.Second, "time limit of each scenario; calls not started by then count as not run")
 	fs.BoolVar(&c.memory, "memory", true, "measure the memory store too")
+	fs.BoolVar(&c.http, "http", false, "instead of the table: POST /v1/consume over HTTP, Stipend's API on PostgreSQL against a bare-SQL reference server, spread and hot (needs -postgres-url)")
+	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "-http: write a CPU profile of the whole run to this file")
+	fs.BoolVar(&c.httpHot, "http-hot", true, "-http: run the hot scenario too")
+	fs.IntVar(&c.agents, "agents", 1000, "-http: agents of the spread scenario, each with its own entitlement")
+	fs.IntVar(&c.httpCallers, "http-callers", 32, "-http: concurrent callers, each on its own keep-alive connection")
+	fs.IntVar(&c.httpCalls, "http-calls", 3000, "-http: calls per run")
+	fs.IntVar(&c.httpRounds, "http-rounds", 5, "-http: rounds, each running both servers, the order alternating")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if c.http {
+		if c.postgresURL == "" {
+			return fmt.Errorf("-http needs -postgres-url")
+		}
+		if c.cpuProfile != "" {
+			f, err := os.Create(c.cpuProfile)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			if err := pprof.StartCPUProfile(f); err != nil {
+				return err
+			}
+			defer pprof.StopCPUProfile()
+		}
+		return httpBench(ctx, c, out)
 	}
 	if c.postgresURL == "" && c.emulator == "" && !c.memory {
 		return fmt.Errorf("nothing to measure: give -postgres-url, FIRESTORE_EMULATOR_HOST or -memory")

@@ -21,39 +21,11 @@ import (
 // the bare baseline, the store with plain row locks and coalesced, several
 // instances on one entitlement, and holds.
 func postgresScenarios(ctx context.Context, c config, out io.Writer) ([]result, error) {
-	admin, err := pgxpool.New(ctx, c.postgresURL)
+	cfg, pool, drop, err := benchSchema(ctx, c, out)
 	if err != nil {
 		return nil, err
 	}
-	defer admin.Close()
-	var version, settings string
-	if err := admin.QueryRow(ctx, `SELECT current_setting('server_version'),
-		'fsync=' || current_setting('fsync') || ' synchronous_commit=' || current_setting('synchronous_commit')`).Scan(&version, &settings); err != nil {
-		return nil, err
-	}
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	schema := "stipend_bench_" + hex.EncodeToString(b[:])
-	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
-		return nil, err
-	}
-	defer admin.Exec(context.WithoutCancel(ctx), "DROP SCHEMA "+pgx.Identifier{schema}.Sanitize()+" CASCADE") //nolint:errcheck // best effort at exit
-	cfg, err := pgxpool.ParseConfig(c.postgresURL)
-	if err != nil {
-		return nil, err
-	}
-	cfg.ConnConfig.RuntimeParams["search_path"] = schema
-	cfg.MaxConns = int32(c.maxConns)
-	fmt.Fprintf(out, "PostgreSQL %s at %s:%d (%s), schema %s, pools of %d connections\n\n",
-		version, cfg.ConnConfig.Host, cfg.ConnConfig.Port, settings, schema, c.maxConns)
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return nil, err
-	}
-	defer pool.Close()
-	if _, err := pgmigrate.Up(ctx, pool, postgres.Migrations); err != nil {
-		return nil, err
-	}
+	defer drop()
 	if _, err := pool.Exec(ctx, `CREATE TABLE bare (id text PRIMARY KEY, balance bigint NOT NULL)`); err != nil {
 		return nil, err
 	}
@@ -146,4 +118,51 @@ func bare(ctx context.Context, c config, pool *pgxpool.Pool, callers, ents, call
 		r.balance = fmt.Sprintf("WRONG: charged %d for %d calls", charged, r.ok)
 	}
 	return r, nil
+}
+
+// benchSchema creates and migrates a schema of the bench's own on
+// c.postgresURL and returns the pool configuration that uses it, a pool on
+// it, and a function that closes the pool and drops the schema.
+func benchSchema(ctx context.Context, c config, out io.Writer) (*pgxpool.Config, *pgxpool.Pool, func(), error) {
+	admin, err := pgxpool.New(ctx, c.postgresURL)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var version, settings string
+	if err := admin.QueryRow(ctx, `SELECT current_setting('server_version'),
+		'fsync=' || current_setting('fsync') || ' synchronous_commit=' || current_setting('synchronous_commit')`).Scan(&version, &settings); err != nil {
+		admin.Close()
+		return nil, nil, nil, err
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	schema := "stipend_bench_" + hex.EncodeToString(b[:])
+	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
+		admin.Close()
+		return nil, nil, nil, err
+	}
+	drop := func() {
+		_, _ = admin.Exec(context.WithoutCancel(ctx), "DROP SCHEMA "+pgx.Identifier{schema}.Sanitize()+" CASCADE") // best effort at exit
+		admin.Close()
+	}
+	cfg, err := pgxpool.ParseConfig(c.postgresURL)
+	if err != nil {
+		drop()
+		return nil, nil, nil, err
+	}
+	cfg.ConnConfig.RuntimeParams["search_path"] = schema
+	cfg.MaxConns = int32(c.maxConns)
+	fmt.Fprintf(out, "PostgreSQL %s at %s:%d (%s), schema %s, pools of %d connections\n\n",
+		version, cfg.ConnConfig.Host, cfg.ConnConfig.Port, settings, schema, c.maxConns)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		drop()
+		return nil, nil, nil, err
+	}
+	if _, err := pgmigrate.Up(ctx, pool, postgres.Migrations); err != nil {
+		pool.Close()
+		drop()
+		return nil, nil, nil, err
+	}
+	return cfg, pool, func() { pool.Close(); drop() }, nil
 }

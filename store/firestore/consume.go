@@ -20,8 +20,11 @@ import (
 var _ charge.Charger = (*Store)(nil)
 
 // CheckAndConsume implements store.EntitlementStore.
+// The candidates query starts with the key and account reads (which the
+// shared reader sends as one GetAll), so a consume waits for the slower of
+// them, not for both in turn.
 func (s *Store) CheckAndConsume(ctx context.Context, req entitlement.ConsumeRequest) (store.ConsumeResult, error) {
-	return charge.Consume(ctx, consumeCharger{s}, req)
+	return charge.Consume(ctx, s.consumeCharger(ctx, &req), req)
 }
 
 // Check implements store.EntitlementStore.

@@ -18,7 +18,7 @@ import (
 
 // Authorize implements store.EntitlementStore.
 func (s *Store) Authorize(ctx context.Context, req entitlement.HoldRequest) (store.HoldResult, error) {
-	return charge.Authorize(ctx, consumeCharger{s}, req)
+	return charge.Authorize(ctx, s.consumeCharger(ctx, &req.ConsumeRequest), req)
 }
 
 // AuthorizeOne implements charge.Charger: it queues the call on the

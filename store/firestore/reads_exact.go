@@ -2,6 +2,7 @@ package firestore
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -57,13 +58,47 @@ func (s *Store) storedEntitlement(ctx context.Context, id string) (entitlement.E
 
 // consumeCharger is the store as the consume path (charge.Consume,
 // charge.Authorize) uses it: candidates as stored, since only their order
-// and static checks matter before the atomic step.
-type consumeCharger struct{ *Store }
+// and static checks matter before the atomic step; their query started
+// before the key lookup (active).
+type consumeCharger struct {
+	*Store
+	// active answers the query of agent's active entitlements started
+	// early; nil: query when asked.
+	agent  string
+	active func() ([]entitlement.Entitlement, error)
+}
 
-// GetEntitlement implements charge.Charger without the leases' read.
-func (c consumeCharger) GetEntitlement(ctx context.Context, id string) (entitlement.Entitlement, error) {
-	e, _, err := c.storedEntitlement(ctx, id)
-	return e, err
+// consumeCharger starts the query of req's agent's active entitlements,
+// unless req names its entitlement (or is invalid, which charge.Consume
+// answers), and returns the charger that answers with it.
+func (s *Store) consumeCharger(ctx context.Context, req *entitlement.ConsumeRequest) consumeCharger {
+	c := consumeCharger{Store: s, agent: req.AgentID}
+	if req.EntitlementID != "" || !entitlement.ValidName(req.AgentID) {
+		return c
+	}
+	type result struct {
+		ents []entitlement.Entitlement
+		err  error
+	}
+	ch := make(chan result, 1) // never waits: a replay answers without it
+	go func() {
+		ents, err := s.activeEntitlements(ctx, c.agent, false)
+		ch <- result{ents, err}
+	}()
+	c.active = sync.OnceValues(func() ([]entitlement.Entitlement, error) {
+		r := <-ch
+		return r.ents, r.err
+	})
+	return c
+}
+
+// ActiveEntitlements implements charge.Charger with the query started
+// early, when it was.
+func (c consumeCharger) ActiveEntitlements(ctx context.Context, agentID string) ([]entitlement.Entitlement, error) {
+	if c.active == nil || agentID != c.agent {
+		return c.activeEntitlements(ctx, agentID, false)
+	}
+	return c.active()
 }
 
 // checkCharger is the store as charge.Check uses it: every candidate exact,

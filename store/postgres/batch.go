@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/stipend-mcp/stipend/entitlement"
 	"github.com/stipend-mcp/stipend/store"
@@ -60,7 +62,8 @@ type opResult struct {
 }
 
 // applyBatch is the lanes' Apply: one transaction, retried as a whole,
-// that answers every call.
+// that answers every call, in two round trips on one connection (the reads
+// after BEGIN, the writes before COMMIT).
 func (s *Store) applyBatch(ctx context.Context, entitlementID string, lb *coalesce.Batch[op, opResult]) error {
 	calls := make([]*op, lb.Len())
 	for i := range calls {
@@ -68,13 +71,13 @@ func (s *Store) applyBatch(ctx context.Context, entitlementID string, lb *coales
 		calls[i] = &o
 	}
 	var results []coalesce.Result[opResult]
-	err := s.run(ctx, "charge entitlement", func(tx pgx.Tx) error {
-		b := &batch{ctx: ctx, tx: tx, clock: s.clock}
+	err := s.runConn(ctx, "charge entitlement", func(conn *pgxpool.Conn) (bool, error) {
+		b := &batch{ctx: ctx, tx: conn, clock: s.clock}
 		b.ID = entitlementID
 		b.Consumption = b.capturedConsumption
 		var err error
 		results, err = b.apply(calls)
-		return err
+		return results != nil, err
 	})
 	if err != nil {
 		return err
@@ -98,7 +101,7 @@ type batch struct {
 	// locked, see Store.clock) and the events.
 	charge.Batch
 	ctx   context.Context
-	tx    pgx.Tx
+	tx    querier // the connection the transaction runs on
 	clock func() time.Time
 
 	used  map[keyPair]charge.Used
@@ -139,16 +142,17 @@ func (b *batch) apply(calls []*op) ([]coalesce.Result[opResult], error) {
 			results[i].Err = err
 		}
 	}
-	if err := b.write(&before); err != nil {
+	wb := &pgx.Batch{}
+	if err := b.queueWrites(wb, &before); err != nil {
 		return nil, err
 	}
-	return results, nil
+	return results, commit(b.ctx, b.tx, wb)
 }
 
-// read locks and reads the entitlement, then (in statements that start
-// after the lock is held, so they see what the last holder committed) the
-// calls' keys and holds: one round trip, the three pipelined, and one more
-// only when keys were used before.
+// read opens the transaction, locks and reads the entitlement, then (in
+// statements that start after the lock is held, so they see what the last
+// holder committed) the calls' keys and holds: one round trip, the four
+// pipelined, and one more only when keys were used before.
 func (b *batch) read(calls []*op) error {
 	var pairs []keyPair
 	var holdIDs []string
@@ -160,6 +164,7 @@ func (b *batch) read(calls []*op) error {
 		}
 	}
 	rb := &pgx.Batch{}
+	rb.Queue(`BEGIN`)
 	rb.Queue(`SELECT `+entitlementColumns+` FROM entitlements WHERE id = $1 FOR UPDATE`, b.ID)
 	if len(pairs) > 0 {
 		sql, args := keyRefsQuery(pairs)
@@ -170,6 +175,9 @@ func (b *batch) read(calls []*op) error {
 	}
 	res := b.tx.SendBatch(b.ctx, rb)
 	defer res.Close()
+	if _, err := res.Exec(); err != nil {
+		return err
+	}
 	e, err := scanEntitlement(res.QueryRow())
 	switch {
 	case err == nil:
@@ -222,11 +230,10 @@ func (b *batch) expireHolds() {
 	}
 }
 
-// write sends every write of the batch in one round trip, rows before the
-// keys that name them, and keys in a fixed order, so two batches that
-// share keys wait for each other instead of deadlocking.
-func (b *batch) write(before *entitlement.Entitlement) error {
-	wb := &pgx.Batch{}
+// queueWrites queues every write of the batch on wb, rows before the keys
+// that name them, and keys in a fixed order, so two batches that share keys
+// wait for each other instead of deadlocking.
+func (b *batch) queueWrites(wb *pgx.Batch, before *entitlement.Entitlement) error {
 	if b.Found && !sameState(before, &b.E) {
 		args, err := updateEntitlementArgs(&b.E)
 		if err != nil {
@@ -252,11 +259,9 @@ func (b *batch) write(before *entitlement.Entitlement) error {
 		}
 		return strings.Compare(x.key, y.key)
 	})
-	firstKey := wb.Len()
 	for _, k := range b.newKeys {
 		wb.Queue(insertKeySQL, k.agent, k.key, k.consumptionID, k.holdID)
 	}
-	firstEvent := wb.Len()
 	for _, p := range b.events {
 		q, args, err := insertEvent(p, b.Now)
 		if err != nil {
@@ -264,19 +269,23 @@ func (b *batch) write(before *entitlement.Entitlement) error {
 		}
 		wb.Queue(q, args...)
 	}
-	if wb.Len() == 0 {
-		return nil
-	}
-	res := b.tx.SendBatch(b.ctx, wb)
-	for i := range wb.Len() {
-		tag, err := res.Exec()
-		if err != nil {
+	return nil
+}
+
+// commit sends wb's writes and COMMIT in one round trip. A key another
+// transaction took meanwhile fails its statement (insertKeySQL), so nothing
+// after it commits, and the transaction starts again (errRetry), reading
+// the key as used.
+func commit(ctx context.Context, conn querier, wb *pgx.Batch) error {
+	wb.Queue(`COMMIT`)
+	res := conn.SendBatch(ctx, wb)
+	for range wb.Len() {
+		if _, err := res.Exec(); err != nil {
 			_ = res.Close()
+			if e, ok := errors.AsType[*pgconn.PgError](err); ok && e.Code == "23505" && e.TableName == "charge_keys" {
+				return errRetry
+			}
 			return err
-		}
-		if i >= firstKey && i < firstEvent && tag.RowsAffected() != 1 {
-			_ = res.Close()
-			return errRetry // another transaction took the key: read it as used
 		}
 	}
 	if err := res.Close(); err != nil {

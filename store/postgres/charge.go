@@ -11,6 +11,7 @@ import (
 	"github.com/stipend-mcp/stipend/internal/pgfault"
 	"github.com/stipend-mcp/stipend/store"
 	"github.com/stipend-mcp/stipend/store/internal/charge"
+	"github.com/stipend-mcp/stipend/store/internal/coalesce"
 )
 
 // The charge path: charge.Consume, charge.Authorize and charge.Check hold
@@ -20,18 +21,57 @@ import (
 var _ charge.Charger = (*Store)(nil)
 
 // CheckAndConsume implements store.EntitlementStore.
+// A consume with no other call of its agent in flight here runs alone, in
+// one transaction of two round trips (alone.go); the others read what
+// charge.Consume needs in one round trip and queue on the lanes.
 func (s *Store) CheckAndConsume(ctx context.Context, req entitlement.ConsumeRequest) (store.ConsumeResult, error) {
-	return charge.Consume(ctx, s, req)
+	if err := req.Normalize(); err != nil {
+		return charge.Consume(ctx, s, req) // which answers what is wrong
+	}
+	alone, ok := s.callers.enter(req.AgentID)
+	if !ok {
+		return store.ConsumeResult{}, coalesce.ErrClosed
+	}
+	defer s.callers.leave(req.AgentID)
+	if alone {
+		return s.consumeAlone(ctx, req)
+	}
+	p, err := s.prefetch(ctx, &req)
+	if err != nil {
+		return store.ConsumeResult{}, err
+	}
+	return charge.Consume(ctx, p, req)
 }
 
 // Check implements store.EntitlementStore.
+// Its lookups are one pipelined read.
 func (s *Store) Check(ctx context.Context, req entitlement.ConsumeRequest) (store.ConsumeResult, error) {
-	return charge.Check(ctx, s, req, s.clock())
+	if err := req.Normalize(); err != nil {
+		return charge.Check(ctx, s, req, s.clock()) // which answers what is wrong
+	}
+	p, err := s.prefetch(ctx, &req)
+	if err != nil {
+		return store.ConsumeResult{}, err
+	}
+	return charge.Check(ctx, p, req, p.snapshot.now)
 }
 
 // Authorize implements store.EntitlementStore.
+// It reads what charge.Authorize needs in one round trip, then queues on
+// the lanes.
 func (s *Store) Authorize(ctx context.Context, req entitlement.HoldRequest) (store.HoldResult, error) {
-	return charge.Authorize(ctx, s, req)
+	if err := req.Normalize(); err != nil {
+		return charge.Authorize(ctx, s, req) // which answers what is wrong
+	}
+	if _, ok := s.callers.enter(req.AgentID); !ok {
+		return store.HoldResult{}, coalesce.ErrClosed
+	}
+	defer s.callers.leave(req.AgentID)
+	p, err := s.prefetch(ctx, &req.ConsumeRequest)
+	if err != nil {
+		return store.HoldResult{}, err
+	}
+	return charge.Authorize(ctx, p, req)
 }
 
 // FindKey implements charge.Charger.

@@ -44,15 +44,22 @@ func usedKeys(ctx context.Context, q querier, pairs []keyPair, now time.Time) (m
 // keyRef is what charge_keys says a used key names.
 type keyRef struct{ consumption, hold *string }
 
-// keyRefsQuery is the query of the charge_keys rows of pairs.
+// keyRefsQuery is the query of the charge_keys rows of pairs: one index
+// lookup per pair (a join of the pairs' arrays with the table may be
+// planned as a scan of the whole table).
 func keyRefsQuery(pairs []keyPair) (string, []any) {
+	if len(pairs) == 1 {
+		return `SELECT agent_id, idempotency_key, consumption_id, hold_id FROM charge_keys
+			WHERE agent_id = $1 AND idempotency_key = $2`, []any{pairs[0].agent, pairs[0].key}
+	}
 	agents, keys := make([]string, len(pairs)), make([]string, len(pairs))
 	for i, p := range pairs {
 		agents[i], keys[i] = p.agent, p.key
 	}
 	return `SELECT k.agent_id, k.idempotency_key, k.consumption_id, k.hold_id
-		FROM charge_keys k JOIN unnest($1::text[], $2::text[]) AS p (agent_id, idempotency_key)
-		USING (agent_id, idempotency_key)`, []any{agents, keys}
+		FROM unnest($1::text[], $2::text[]) AS p (agent_id, idempotency_key)
+		CROSS JOIN LATERAL (SELECT * FROM charge_keys c
+			WHERE c.agent_id = p.agent_id AND c.idempotency_key = p.idempotency_key) k`, []any{agents, keys}
 }
 
 // scanKeyRefs reads the rows of keyRefsQuery.
@@ -161,8 +168,7 @@ func consumptionsByID(ctx context.Context, q querier, ids []string) (map[string]
 }
 
 // insertKeySQL takes the guard of one (agent, key) for a consumption or a
-// hold. ON CONFLICT waits for a concurrent holder of the key and, if it
-// committed, inserts nothing: the caller sees no row and starts its
-// transaction again (errRetry), which then reads the key as used.
-const insertKeySQL = `INSERT INTO charge_keys (agent_id, idempotency_key, consumption_id, hold_id)
-	VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`
+// hold. It waits for a concurrent holder of the key and, if that one
+// committed, fails with a unique violation, which fails the rest of the
+// transaction's pipelined writes and its COMMIT (commit, batch.go).
+const insertKeySQL = `INSERT INTO charge_keys (agent_id, idempotency_key, consumption_id, hold_id) VALUES ($1, $2, $3, $4)`

@@ -22,9 +22,11 @@
 //
 // Transactions run at READ COMMITTED and take the row locks they need
 // (SELECT … FOR UPDATE), so they wait for each other instead of failing;
-// a deadlock or serialization failure the server breaks is retried. Charges
-// of one entitlement are coalesced per instance (store/internal/coalesce): one
-// transaction, and one lock of the entitlement row, per batch of calls.
+// a deadlock or serialization failure the server breaks is retried. A
+// consume whose agent has no other call in flight on the instance is one
+// transaction of two round trips (alone.go); charges of a busy entitlement
+// are coalesced per instance (store/internal/coalesce): one transaction, and
+// one lock of the entitlement row, per batch of calls.
 package postgres
 
 import (
@@ -54,6 +56,8 @@ type Store struct {
 
 	// lanes queues the charges of each entitlement (store/internal/coalesce).
 	lanes *coalesce.Lanes[op, opResult]
+	// callers counts the consumes and holds in flight per agent (alone.go).
+	callers callers
 	// maxBatch bounds the calls one charge transaction applies; gather is
 	// how long a hot lane waits for its callers to come back.
 	maxBatch int
@@ -137,9 +141,10 @@ func (s *Store) Ping(ctx context.Context) error {
 }
 
 // Close implements store.EntitlementStore: it refuses new charges and
-// waits for the batches already queued. The pool stays open: its owner
+// waits for the charges in flight and the batches already queued. The pool stays open: its owner
 // closes it after.
 func (s *Store) Close() error {
+	s.callers.close()
 	s.lanes.Close()
 	return nil
 }
