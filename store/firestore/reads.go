@@ -58,17 +58,12 @@ func (s *Store) get(ctx context.Context, ref *firestore.DocumentRef) (*firestore
 	}
 	s.reads.mu.Unlock()
 	if start && !s.bg.goFn(s.drainReads) {
-		s.reads.mu.Lock()
-		s.reads.running--
-		s.reads.mu.Unlock()
-		// The store is closed: no drainer serves the queue, so this read
-		// goes alone (a drainer still running may serve it too: the
-		// channel is buffered).
-		snaps, err := s.client.GetAll(ctx, []*firestore.DocumentRef{ref})
-		if err != nil {
-			return nil, err
-		}
-		return snaps[0], nil
+		// The store is closed: no goroutine may start, so this caller
+		// drains the queue itself, serving its own read and every read
+		// queued behind a drainer that will never run. (Going alone and
+		// leaving the count raised stranded reads that queued meanwhile:
+		// with no deadline they waited for ever.)
+		s.drainReads()
 	}
 	select {
 	case res := <-r.done:
