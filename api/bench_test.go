@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -42,6 +43,9 @@ func BenchmarkConsumeHandler(b *testing.B) {
 			body = append(body[:0], `{"agentId":"agent-a","service":"search","tool":"web","idempotencyKey":"k-`...)
 			body = strconv.AppendInt(body, int64(i), 10)
 			body = append(body, `","cost":{"cents":1,"currency":"USD"}}`...)
+			// Each consumption at its own instant, as with a real clock: the
+			// memory store keeps an agent's consumptions sorted by instant.
+			e.clock.Advance(time.Microsecond)
 			r := httptest.NewRequest(http.MethodPost, "/v1/consume", bytes.NewReader(body))
 			r.Header.Set("Content-Type", "application/json")
 			r.Header.Set("Authorization", "Bearer "+e.keys.Host)
