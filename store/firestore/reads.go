@@ -11,18 +11,20 @@ import (
 )
 
 // The consume path makes a point read per call before its transaction (the
-// consumption key, in charge.Consume). Under load, those reads, not the
-// transactions, are most of the requests. So point reads on that path share
-// requests: a read issued while maxReaders GetAlls are in flight waits for
-// one of them to return and then goes out in the next GetAll with every
-// read that queued meanwhile. A lone read is one request; no timer delays
-// anything. Every read still starts after its caller asked, so it sees
-// every write committed before the call. Several readers, not one: a
-// stalled GetAll holds up only the reads it carries, not every read of the
-// instance.
+// consumption key, in charge.Consume), and each batch's transaction reads
+// its documents beside it (readGuarded, guard.go). Under load, those reads,
+// not the commits, are most of the requests. So they share requests: a read
+// issued while maxReaders GetAlls are in flight waits for one of them to
+// return and then goes out in the next GetAll with every read that queued
+// meanwhile. A lone read is one request; no timer delays anything. Every
+// read still starts after its caller asked, so it sees every write
+// committed before the call. The documents one caller asks for together go
+// in one GetAll. Several readers, not one: a stalled GetAll holds up only
+// the reads it carries, not every read of the instance.
 
-// maxReadBatch bounds the documents of one GetAll; maxReaders the GetAlls
-// in flight at once.
+// maxReadBatch bounds the documents of one GetAll (but for one caller's
+// own, which go together however many); maxReaders the GetAlls in flight
+// at once.
 const (
 	maxReadBatch = 300
 	maxReaders   = 4
@@ -30,13 +32,13 @@ const (
 
 type readReq struct {
 	ctx  context.Context // the reader's
-	ref  *firestore.DocumentRef
+	refs []*firestore.DocumentRef
 	done chan readResult // buffered
 }
 
 type readResult struct {
-	snap *firestore.DocumentSnapshot
-	err  error
+	snaps []*firestore.DocumentSnapshot
+	err   error
 }
 
 // reader queues point reads; running drainer goroutines take from the queue.
@@ -49,7 +51,17 @@ type reader struct {
 // get reads one document through the shared queue. A missing document is
 // a snapshot whose Exists() is false, not an error.
 func (s *Store) get(ctx context.Context, ref *firestore.DocumentRef) (*firestore.DocumentSnapshot, error) {
-	r := &readReq{ctx: ctx, ref: ref, done: make(chan readResult, 1)}
+	snaps, err := s.getAll(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	return snaps[0], nil
+}
+
+// getAll reads refs through the shared queue, in one GetAll: their
+// snapshots in order.
+func (s *Store) getAll(ctx context.Context, refs ...*firestore.DocumentRef) ([]*firestore.DocumentSnapshot, error) {
+	r := &readReq{ctx: ctx, refs: refs, done: make(chan readResult, 1)}
 	s.reads.mu.Lock()
 	s.reads.q = append(s.reads.q, r)
 	start := s.reads.running < maxReaders
@@ -67,7 +79,7 @@ func (s *Store) get(ctx context.Context, ref *firestore.DocumentRef) (*firestore
 	}
 	select {
 	case res := <-r.done:
-		return res.snap, res.err
+		return res.snaps, res.err
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
@@ -76,7 +88,11 @@ func (s *Store) get(ctx context.Context, ref *firestore.DocumentRef) (*firestore
 func (s *Store) drainReads() {
 	for {
 		s.reads.mu.Lock()
-		n := min(len(s.reads.q), maxReadBatch)
+		n, docs := 0, 0
+		for n < len(s.reads.q) && (n == 0 || docs+len(s.reads.q[n].refs) <= maxReadBatch) {
+			docs += len(s.reads.q[n].refs)
+			n++
+		}
 		if n == 0 {
 			s.reads.running--
 			s.reads.mu.Unlock()
@@ -89,22 +105,23 @@ func (s *Store) drainReads() {
 		}
 		s.reads.mu.Unlock()
 
-		refs := make([]*firestore.DocumentRef, len(batch))
+		refs := make([]*firestore.DocumentRef, 0, docs)
 		ctxs := make([]context.Context, len(batch))
 		for i, r := range batch {
-			refs[i], ctxs[i] = r.ref, r.ctx
+			refs, ctxs[i] = append(refs, r.refs...), r.ctx
 		}
 		// Bounded by its readers' deadlines, so a stalled read holds up
 		// the reads it carries no longer than its readers wait.
 		ctx, stop := coalesce.Shared(ctxs, readTimeout)
 		snaps, err := s.client.GetAll(ctx, refs)
 		stop()
-		for i, r := range batch {
+		for _, r := range batch {
 			if err != nil {
 				r.done <- readResult{err: err}
 				continue
 			}
-			r.done <- readResult{snap: snaps[i]}
+			r.done <- readResult{snaps: snaps[:len(r.refs):len(r.refs)]}
+			snaps = snaps[len(r.refs):]
 		}
 	}
 }
