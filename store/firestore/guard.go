@@ -73,11 +73,9 @@ func tornIfCorrupt(err error) error {
 }
 
 // readGuarded reads refs outside any transaction (strongly consistent),
-// in one GetAll, which it shares with the reads other callers of the
-// instance make meanwhile (reads.go); the snapshot of a missing document
-// has Exists false.
+// in one call; the snapshot of a missing document has Exists false.
 func (s *Store) readGuarded(ctx context.Context, refs ...*firestore.DocumentRef) ([]*firestore.DocumentSnapshot, error) {
-	return s.getAll(ctx, refs...)
+	return s.client.GetAll(ctx, refs)
 }
 
 // putGuarded writes doc in tx as the whole document snap read, on the

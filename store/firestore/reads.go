@@ -11,20 +11,18 @@ import (
 )
 
 // The consume path makes a point read per call before its transaction (the
-// consumption key, in charge.Consume), and each batch's transaction reads
-// its documents beside it (readGuarded, guard.go). Under load, those reads,
-// not the commits, are most of the requests. So they share requests: a read
-// issued while maxReaders GetAlls are in flight waits for one of them to
-// return and then goes out in the next GetAll with every read that queued
-// meanwhile. A lone read is one request; no timer delays anything. Every
-// read still starts after its caller asked, so it sees every write
-// committed before the call. The documents one caller asks for together go
-// in one GetAll. Several readers, not one: a stalled GetAll holds up only
-// the reads it carries, not every read of the instance.
+// consumption key, in charge.Consume). Under load, those reads, not the
+// transactions, are most of the requests. So point reads on that path share
+// requests: a read issued while maxReaders GetAlls are in flight waits for
+// one of them to return and then goes out in the next GetAll with every
+// read that queued meanwhile. A lone read is one request; no timer delays
+// anything. Every read still starts after its caller asked, so it sees
+// every write committed before the call. Several readers, not one: a
+// stalled GetAll holds up only the reads it carries, not every read of the
+// instance.
 
-// maxReadBatch bounds the documents of one GetAll (but for one caller's
-// own, which go together however many); maxReaders the GetAlls in flight
-// at once.
+// maxReadBatch bounds the documents of one GetAll; maxReaders the GetAlls
+// in flight at once.
 const (
 	maxReadBatch = 300
 	maxReaders   = 4
@@ -32,13 +30,13 @@ const (
 
 type readReq struct {
 	ctx  context.Context // the reader's
-	refs []*firestore.DocumentRef
+	ref  *firestore.DocumentRef
 	done chan readResult // buffered
 }
 
 type readResult struct {
-	snaps []*firestore.DocumentSnapshot
-	err   error
+	snap *firestore.DocumentSnapshot
+	err  error
 }
 
 // reader queues point reads; running drainer goroutines take from the queue.
@@ -51,17 +49,7 @@ type reader struct {
 // get reads one document through the shared queue. A missing document is
 // a snapshot whose Exists() is false, not an error.
 func (s *Store) get(ctx context.Context, ref *firestore.DocumentRef) (*firestore.DocumentSnapshot, error) {
-	snaps, err := s.getAll(ctx, ref)
-	if err != nil {
-		return nil, err
-	}
-	return snaps[0], nil
-}
-
-// getAll reads refs through the shared queue, in one GetAll: their
-// snapshots in order.
-func (s *Store) getAll(ctx context.Context, refs ...*firestore.DocumentRef) ([]*firestore.DocumentSnapshot, error) {
-	r := &readReq{ctx: ctx, refs: refs, done: make(chan readResult, 1)}
+	r := &readReq{ctx: ctx, ref: ref, done: make(chan readResult, 1)}
 	s.reads.mu.Lock()
 	s.reads.q = append(s.reads.q, r)
 	start := s.reads.running < maxReaders
@@ -79,7 +67,7 @@ func (s *Store) getAll(ctx context.Context, refs ...*firestore.DocumentRef) ([]*
 	}
 	select {
 	case res := <-r.done:
-		return res.snaps, res.err
+		return res.snap, res.err
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
@@ -88,11 +76,7 @@ func (s *Store) getAll(ctx context.Context, refs ...*firestore.DocumentRef) ([]*
 func (s *Store) drainReads() {
 	for {
 		s.reads.mu.Lock()
-		n, docs := 0, 0
-		for n < len(s.reads.q) && (n == 0 || docs+len(s.reads.q[n].refs) <= maxReadBatch) {
-			docs += len(s.reads.q[n].refs)
-			n++
-		}
+		n := min(len(s.reads.q), maxReadBatch)
 		if n == 0 {
 			s.reads.running--
 			s.reads.mu.Unlock()
@@ -105,23 +89,22 @@ func (s *Store) drainReads() {
 		}
 		s.reads.mu.Unlock()
 
-		refs := make([]*firestore.DocumentRef, 0, docs)
+		refs := make([]*firestore.DocumentRef, len(batch))
 		ctxs := make([]context.Context, len(batch))
 		for i, r := range batch {
-			refs, ctxs[i] = append(refs, r.refs...), r.ctx
+			refs[i], ctxs[i] = r.ref, r.ctx
 		}
 		// Bounded by its readers' deadlines, so a stalled read holds up
 		// the reads it carries no longer than its readers wait.
 		ctx, stop := coalesce.Shared(ctxs, readTimeout)
 		snaps, err := s.client.GetAll(ctx, refs)
 		stop()
-		for _, r := range batch {
+		for i, r := range batch {
 			if err != nil {
 				r.done <- readResult{err: err}
 				continue
 			}
-			r.done <- readResult{snaps: snaps[:len(r.refs):len(r.refs)]}
-			snaps = snaps[len(r.refs):]
+			r.done <- readResult{snap: snaps[i]}
 		}
 	}
 }
