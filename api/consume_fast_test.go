@@ -67,3 +67,32 @@ func FuzzConsumeFastPath(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkConsumeBody measures reading the common consume body: the
+// general path (DecodeJSON, then the validator tags) against the fast one
+// (decodeFast, then tagsHold), in the same run.
+func BenchmarkConsumeBody(b *testing.B) {
+	body := []byte(`{"agentId":"agent-a","service":"search","tool":"web","idempotencyKey":"k-12345","cost":{"cents":1,"currency":"USD"}}`)
+	s := &Server{validate: newValidator()}
+	b.Run("general", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var cb consumeBody
+			if err := DecodeJSON(body, &cb); err != nil {
+				b.Fatal(err)
+			}
+			if err := s.check(&cb); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("fast", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var cb consumeBody
+			if !cb.decodeFast(body) || !cb.tagsHold() {
+				b.Fatal("not on the fast path")
+			}
+		}
+	})
+}
