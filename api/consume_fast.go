@@ -44,8 +44,6 @@ const (
 
 func (b *consumeBody) decodeFast(data []byte) bool {
 	var out consumeBody
-	var cost money.Money
-	var units int64
 	s := scanner{data: data}
 	if !s.byte('{') {
 		return false
@@ -81,12 +79,12 @@ func (b *consumeBody) decodeFast(data []byte) bool {
 			out.EntitlementID, ok = s.str()
 		case "units":
 			bit = seenUnits
-			units, ok = s.integer()
-			out.Units = &units
+			out.Units = new(int64)
+			*out.Units, ok = s.integer()
 		case "cost":
 			bit = seenCost
-			cost, ok = s.amount()
-			out.Cost = &cost
+			out.Cost = new(money.Money)
+			*out.Cost, ok = s.amount()
 		default:
 			return false
 		}
