@@ -3,7 +3,9 @@ package mcpgate_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
+	"maps"
+	"net"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,11 +21,12 @@ import (
 	"github.com/stipend-mcp/stipend/money"
 )
 
-// fakeStipend answers every call at once, as Stipend would for an agent
-// with credits, unless err is set: then consumes and authorizes fail with
-// it. It records the requests.
-type fakeStipend struct {
-	err error
+// recorder is the gate's Biller in these tests: a real Stipend client (a
+// host key of the real service startStipend runs, or of a closed port for
+// the tests of an unreachable Stipend) that records each call and its
+// request before the call goes to the service.
+type recorder struct {
+	c *client.Client
 
 	mu         sync.Mutex
 	ops        []string // "consume", "authorize", "capture", "release", "get", in order
@@ -32,67 +35,44 @@ type fakeStipend struct {
 	captures   []client.CaptureRequest
 }
 
-func (f *fakeStipend) record(op string) {
+// record notes op and appends its request r to list (nil: none).
+func record[R any](f *recorder, op string, list *[]R, r R) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.ops = append(f.ops, op)
-}
-
-// keep records op and appends its request r to list.
-func keep[R any](f *fakeStipend, op string, list *[]R, r R) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.ops = append(f.ops, op)
-	*list = append(*list, r)
-}
-
-func (f *fakeStipend) Consume(_ context.Context, r client.ConsumeRequest) (*client.ConsumeResult, error) {
-	keep(f, "consume", &f.consumes, r)
-	if f.err != nil {
-		return nil, f.err
+	if list != nil {
+		*list = append(*list, r)
 	}
-	return &client.ConsumeResult{Result: client.ResultConsumed, Consumption: entitlement.Consumption{
-		ID: "c-" + r.IdempotencyKey[:12], EntitlementID: "e1", Cost: *r.Cost, Units: 1,
-		BalanceAfter: money.Money{Cents: 95, Currency: "USD"},
-	}}, nil
 }
 
-func (f *fakeStipend) Authorize(_ context.Context, r client.AuthorizeRequest) (*client.HoldResult, error) {
-	keep(f, "authorize", &f.authorizes, r)
-	if f.err != nil {
-		return nil, f.err
-	}
-	return &client.HoldResult{Result: client.ResultHeld, Hold: entitlement.Hold{
-		ID: "h-" + r.IdempotencyKey[:12], AgentID: r.AgentID, EntitlementID: "e1", EntitlementType: entitlement.TypeCredits,
-		Status: entitlement.HoldOpen, MaxCost: *r.MaxCost, MaxUnits: 1,
-	}}, nil
+func (f *recorder) Consume(ctx context.Context, r client.ConsumeRequest) (*client.ConsumeResult, error) {
+	record(f, "consume", &f.consumes, r)
+	return f.c.Consume(ctx, r)
 }
 
-func (f *fakeStipend) CaptureHold(_ context.Context, id string, r client.CaptureRequest) (*client.CaptureResult, error) {
-	keep(f, "capture", &f.captures, r)
-	cost := money.Money{Cents: 5, Currency: "USD"}
-	if r.Cost != nil {
-		cost = *r.Cost
-	}
-	return &client.CaptureResult{Result: client.ResultCaptured, Consumption: entitlement.Consumption{
-		ID: "c-" + id, EntitlementID: "e1", HoldID: id, Cost: cost, Units: 1,
-		BalanceAfter: money.Money{Cents: 100 - cost.Cents, Currency: "USD"},
-	}}, nil
+func (f *recorder) Authorize(ctx context.Context, r client.AuthorizeRequest) (*client.HoldResult, error) {
+	record(f, "authorize", &f.authorizes, r)
+	return f.c.Authorize(ctx, r)
 }
 
-func (f *fakeStipend) ReleaseHold(_ context.Context, id, _ string) (*client.HoldResult, error) {
-	f.record("release")
-	return &client.HoldResult{Result: client.ResultReleased, Hold: entitlement.Hold{ID: id, Status: entitlement.HoldReleased}}, nil
+func (f *recorder) CaptureHold(ctx context.Context, id string, r client.CaptureRequest) (*client.CaptureResult, error) {
+	record(f, "capture", &f.captures, r)
+	return f.c.CaptureHold(ctx, id, r)
 }
 
-func (f *fakeStipend) GetHold(_ context.Context, id string) (*entitlement.Hold, error) {
-	f.record("get")
-	return &entitlement.Hold{ID: id, Status: entitlement.HoldOpen}, nil
+func (f *recorder) ReleaseHold(ctx context.Context, id, agentID string) (*client.HoldResult, error) {
+	record[string](f, "release", nil, "")
+	return f.c.ReleaseHold(ctx, id, agentID)
+}
+
+func (f *recorder) GetHold(ctx context.Context, id string) (*entitlement.Hold, error) {
+	record[string](f, "get", nil, "")
+	return f.c.GetHold(ctx, id)
 }
 
 // keys returns the idempotency keys of the consumes and authorizes, in
 // order, and fails t unless there are n.
-func (f *fakeStipend) keys(t *testing.T, n int) []string {
+func (f *recorder) keys(t *testing.T, n int) []string {
 	t.Helper()
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -109,10 +89,60 @@ func (f *fakeStipend) keys(t *testing.T, n int) []string {
 	return keys
 }
 
-func (f *fakeStipend) calls() []string {
+func (f *recorder) calls() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]string(nil), f.ops...)
+}
+
+// derivedKey is the idempotency key the gate sends for a call of tool by
+// agent-1 with no arguments and meta (which must carry a client key, so the
+// key does not depend on the session): learnt from a gate whose Stipend
+// cannot be reached, which refuses the call after sending it.
+func derivedKey(t *testing.T, tool string, meta mcp.Meta) string {
+	t.Helper()
+	f := unreachable(t)
+	var ran atomic.Int32
+	callTool(t, connect(t, toolServer(newGate(t, mcpgate.Config{Stipend: f}), &ran, false)), tool, nil, maps.Clone(meta))
+	return f.keys(t, 1)[0]
+}
+
+// funded starts a real Stipend where agent-1 has 100 cents USD of credits
+// for the weather service, and returns it with a recorder of its host key.
+func funded(t *testing.T) (*stipend, *recorder, *entitlement.Entitlement) {
+	t.Helper()
+	s := startStipend(t)
+	e := s.grantCredits(t, "agent-1", 100)
+	return s, s.recorder(t, s.hostKey), e
+}
+
+// recorder returns a recorder of a client of s with the API key key.
+func (s *stipend) recorder(tb testing.TB, key string) *recorder {
+	tb.Helper()
+	return &recorder{c: newClient(tb, s.url, key)}
+}
+
+// newClient is a client of the Stipend at url with key that retries fast.
+func newClient(tb testing.TB, url, key string) *client.Client {
+	tb.Helper()
+	c, err := client.New(url, key, client.WithRetry(3, time.Millisecond, 10*time.Millisecond))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c
+}
+
+// unreachable is a recorder of a Stipend that cannot be reached: a
+// loopback port nothing listens on any more.
+func unreachable(t *testing.T) *recorder {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + ln.Addr().String()
+	ln.Close()
+	return &recorder{c: newClient(t, url, "unused")}
 }
 
 var prices = map[string]mcpgate.Price{
@@ -205,7 +235,7 @@ func decode(t *testing.T, v any, out any) {
 }
 
 func TestGate_Charges(t *testing.T) {
-	f := &fakeStipend{}
+	st, f, e := funded(t)
 	var ran atomic.Int32
 	cs := connect(t, toolServer(newGate(t, mcpgate.Config{Stipend: f}), &ran, false))
 	usd5 := &money.Money{Cents: 5, Currency: "USD"}
@@ -215,6 +245,7 @@ func TestGate_Charges(t *testing.T) {
 		if res.IsError || len(f.calls()) != 0 {
 			t.Errorf("echo: isError=%v after Stipend calls %v, want a result and none", res.IsError, f.calls())
 		}
+		st.wantCredits(t, e.ID, 100, 0)
 	})
 	t.Run("OnSuccessIsHeldThenCaptured", func(t *testing.T) {
 		res := callTool(t, cs, "forecast", map[string]any{"city": "Oslo"}, nil)
@@ -238,12 +269,16 @@ func TestGate_Charges(t *testing.T) {
 		}
 		var got mcpgate.Consumption
 		decode(t, res.Meta[mcpgate.MetaConsumption], &got)
-		hold := "h-" + key[:12]
-		wantCharge := mcpgate.Consumption{ConsumptionID: "c-" + hold, Result: "consumed", HoldID: hold, EntitlementID: "e1",
+		charged := st.consumptionByKey(t, "agent-1", key)
+		if charged.HoldID == "" {
+			t.Errorf("the consumption of key %s names no hold: the call was not held and captured", key)
+		}
+		wantCharge := mcpgate.Consumption{ConsumptionID: charged.ID, Result: "consumed", HoldID: charged.HoldID, EntitlementID: e.ID,
 			Cost: usd5, Units: 1, BalanceAfter: &money.Money{Cents: 95, Currency: "USD"}}
 		if diff := cmp.Diff(wantCharge, got); diff != "" {
 			t.Errorf("result _meta consumption (-want +got):\n%s", diff)
 		}
+		st.wantCredits(t, e.ID, 95, 0)
 	})
 	t.Run("BeforeIsConsumedFirst", func(t *testing.T) {
 		res := callTool(t, cs, "alert", nil, nil)
@@ -259,11 +294,13 @@ func TestGate_Charges(t *testing.T) {
 		}
 		var got mcpgate.Consumption
 		decode(t, res.Meta[mcpgate.MetaConsumption], &got)
-		wantCharge := mcpgate.Consumption{ConsumptionID: "c-" + f.consumes[0].IdempotencyKey[:12], Result: "consumed", EntitlementID: "e1",
-			Cost: usd5, Units: 1, BalanceAfter: &money.Money{Cents: 95, Currency: "USD"}}
+		charged := st.consumptionByKey(t, "agent-1", f.consumes[0].IdempotencyKey)
+		wantCharge := mcpgate.Consumption{ConsumptionID: charged.ID, Result: "consumed", EntitlementID: e.ID,
+			Cost: usd5, Units: 1, BalanceAfter: &money.Money{Cents: 90, Currency: "USD"}}
 		if diff := cmp.Diff(wantCharge, got); diff != "" {
 			t.Errorf("result _meta consumption (-want +got):\n%s", diff)
 		}
+		st.wantCredits(t, e.ID, 90, 0)
 	})
 	if got := ran.Load(); got != 3 {
 		t.Errorf("tools ran %d times, want 3", got)
@@ -273,7 +310,7 @@ func TestGate_Charges(t *testing.T) {
 var cmpIgnoreKey = cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".IdempotencyKey" }, cmp.Ignore())
 
 func TestGate_IdempotencyKey(t *testing.T) {
-	f := &fakeStipend{}
+	_, f, _ := funded(t)
 	var ran atomic.Int32
 	cs := connect(t, toolServer(newGate(t, mcpgate.Config{Stipend: f}), &ran, false))
 	oslo := map[string]any{"city": "Oslo"}
@@ -308,48 +345,82 @@ func TestGate_IdempotencyKey(t *testing.T) {
 }
 
 func TestGate_Refusals(t *testing.T) {
-	paymentRequired := &client.Problem{Status: 402, Reasons: []entitlement.Denial{{EntitlementID: "e1", Reason: entitlement.ReasonInsufficientBalance}}}
-	unavailable := &client.NetworkError{Op: "POST /v1/consume", Err: errors.New("connection refused")}
 	forecastTerms := &mcpgate.Terms{Cost: &money.Money{Cents: 5, Currency: "USD"}, Units: 1, Policy: mcpgate.PolicyOnSuccess}
+	k1 := mcp.Meta{mcpgate.MetaIdempotencyKey: "k1"}
 	tests := []struct {
-		name     string
-		cfg      mcpgate.Config
-		answer   error
+		name string
+		cfg  mcpgate.Config
+		// setup makes the real condition the refusal answers and returns the
+		// gate's Biller, and the refusal's reasons and texts it alone knows.
+		setup    func(t *testing.T) (f *recorder, reasons []entitlement.Denial, texts []string)
 		tool     string
 		meta     mcp.Meta
 		want     mcpgate.Refusal
 		wantText []string
 	}{
 		{
-			name: "PaymentRequired", answer: paymentRequired, tool: "forecast",
+			name: "PaymentRequired", tool: "forecast",
+			setup: func(t *testing.T) (*recorder, []entitlement.Denial, []string) {
+				s := startStipend(t)
+				e := s.grantCredits(t, "agent-1", 1) // less than the 5 cents the call may cost
+				return s.recorder(t, s.hostKey), []entitlement.Denial{{EntitlementID: e.ID, Reason: entitlement.ReasonInsufficientBalance}},
+					[]string{"insufficient_balance (entitlement " + e.ID + ")"}
+			},
 			cfg: mcpgate.Config{PurchaseURL: "https://example.com/buy"},
 			want: mcpgate.Refusal{Error: mcpgate.RefusalPaymentRequired, Service: "weather", Tool: "forecast",
-				Price: forecastTerms, Reasons: paymentRequired.Reasons, PurchaseURL: "https://example.com/buy"},
+				Price: forecastTerms, PurchaseURL: "https://example.com/buy"},
 			wantText: []string{"payment required", "at most 5 cents USD or 1 unit, charged only if the tool succeeds",
-				"insufficient_balance (entitlement e1)", "Buy credits at https://example.com/buy"},
+				"Buy credits at https://example.com/buy"},
 		},
 		{
-			name: "UnavailableFailsClosed", answer: unavailable, tool: "forecast",
+			name: "UnavailableFailsClosed", tool: "forecast",
+			setup:    func(t *testing.T) (*recorder, []entitlement.Denial, []string) { return unreachable(t), nil, nil },
 			want:     mcpgate.Refusal{Error: mcpgate.RefusalUnavailable, Service: "weather", Tool: "forecast", Retryable: true},
 			wantText: []string{"try the call again"},
 		},
 		{
-			name: "Conflict", answer: &client.Problem{Status: 422}, tool: "forecast",
+			// The key the gate derives for the call was used before by a
+			// consume of another tool: Stipend answers a conflict.
+			name: "Conflict", tool: "forecast", meta: k1,
+			setup: func(t *testing.T) (*recorder, []entitlement.Denial, []string) {
+				s, f, _ := funded(t)
+				key := derivedKey(t, "forecast", k1)
+				if _, err := s.host.Consume(t.Context(), client.ConsumeRequest{AgentID: "agent-1", Service: "weather", Tool: "alert",
+					IdempotencyKey: key, Cost: &money.Money{Cents: 1, Currency: "USD"}}); err != nil {
+					t.Fatalf("consume with the gate's key: %v", err)
+				}
+				return f, nil, nil
+			},
 			want:     mcpgate.Refusal{Error: mcpgate.RefusalKeyConflict, Service: "weather", Tool: "forecast"},
 			wantText: []string{"idempotency key"},
 		},
 		{
-			name: "Misconfigured", answer: &client.Problem{Status: 403}, tool: "forecast",
+			// The gate holds a reader key, which may not charge: Stipend
+			// answers 403.
+			name: "Misconfigured", tool: "forecast",
+			setup: func(t *testing.T) (*recorder, []entitlement.Denial, []string) {
+				s := startStipend(t)
+				s.grantCredits(t, "agent-1", 100)
+				return s.recorder(t, s.readerKey), nil, nil
+			},
 			want:     mcpgate.Refusal{Error: mcpgate.RefusalBillingError, Service: "weather", Tool: "forecast"},
 			wantText: []string{"billing configuration error"},
 		},
 		{
 			name: "Unpriced", tool: "unpriced",
+			setup: func(t *testing.T) (*recorder, []entitlement.Denial, []string) {
+				_, f, _ := funded(t)
+				return f, nil, nil
+			},
 			want:     mcpgate.Refusal{Error: mcpgate.RefusalUnpriced, Service: "weather", Tool: "unpriced"},
 			wantText: []string{"no price"},
 		},
 		{
 			name: "NoAgent", tool: "forecast", meta: mcp.Meta{mcpgate.MetaAgentID: ""},
+			setup: func(t *testing.T) (*recorder, []entitlement.Denial, []string) {
+				_, f, _ := funded(t)
+				return f, nil, nil
+			},
 			want:     mcpgate.Refusal{Error: mcpgate.RefusalNoAgent, Service: "weather", Tool: "forecast", Price: forecastTerms},
 			wantText: []string{"which agent pays", "5 cents USD or 1 unit"},
 		},
@@ -361,14 +432,16 @@ func TestGate_Refusals(t *testing.T) {
 				name = tt.name + "/OutputSchema"
 			}
 			t.Run(name, func(t *testing.T) {
-				f := &fakeStipend{err: tt.answer}
-				tt.cfg.Stipend = f
+				f, reasons, texts := tt.setup(t)
+				cfg, want, meta := tt.cfg, tt.want, maps.Clone(tt.meta)
+				cfg.Stipend, want.Reasons = f, reasons
+				wantText := append(slices.Clip(tt.wantText), texts...)
 				var ran atomic.Int32
-				cs := connect(t, toolServer(newGate(t, tt.cfg), &ran, typed))
+				cs := connect(t, toolServer(newGate(t, cfg), &ran, typed))
 				if _, err := cs.ListTools(t.Context(), nil); err != nil {
 					t.Fatalf("ListTools: %v", err)
 				}
-				res := callTool(t, cs, tt.tool, nil, tt.meta)
+				res := callTool(t, cs, tt.tool, nil, meta)
 				if !res.IsError {
 					t.Fatalf("CallTool(%s) isError = false, want a refusal", tt.tool)
 				}
@@ -379,7 +452,7 @@ func TestGate_Refusals(t *testing.T) {
 				}
 				message := got.Message
 				got.Message = ""
-				if diff := cmp.Diff(tt.want, got); diff != "" {
+				if diff := cmp.Diff(want, got); diff != "" {
 					t.Errorf("_meta refusal (-want +got):\n%s", diff)
 				}
 				if typed && res.StructuredContent != nil {
@@ -389,7 +462,7 @@ func TestGate_Refusals(t *testing.T) {
 					var structured mcpgate.Refusal
 					decode(t, res.StructuredContent, &structured)
 					structured.Message = ""
-					if diff := cmp.Diff(tt.want, structured); diff != "" {
+					if diff := cmp.Diff(want, structured); diff != "" {
 						t.Errorf("structuredContent of a tool without an output schema (-want +_meta refusal):\n%s", diff)
 					}
 				}
@@ -397,13 +470,18 @@ func TestGate_Refusals(t *testing.T) {
 					t.Fatalf("refusal has %d contents, want one text", len(res.Content))
 				}
 				text := res.Content[0].(*mcp.TextContent).Text
-				for _, s := range append(tt.wantText, message) {
+				for _, s := range append(wantText, message) {
 					if !strings.Contains(text, s) {
 						t.Errorf("refusal text %q does not mention %q", text, s)
 					}
 				}
 				if got := ran.Load(); got != 0 {
 					t.Errorf("tool ran %d times, want 0", got)
+				}
+				if tt.name == "Unpriced" || tt.name == "NoAgent" {
+					if calls := f.calls(); len(calls) != 0 {
+						t.Errorf("Stipend calls %v, want none: the gate refuses on its own", calls)
+					}
 				}
 			})
 		}
@@ -414,7 +492,7 @@ func TestGate_Refusals(t *testing.T) {
 // session to list the tools through): the refusal stays out of
 // structuredContent, since the tool may declare an output schema.
 func TestGate_RefusalWithoutSession(t *testing.T) {
-	g := newGate(t, mcpgate.Config{Stipend: &fakeStipend{}})
+	g := newGate(t, mcpgate.Config{Stipend: unreachable(t)})
 	tool := func(context.Context, string, mcp.Request) (mcp.Result, error) {
 		t.Fatal("the tool ran")
 		return nil, nil
@@ -431,7 +509,7 @@ func TestGate_RefusalWithoutSession(t *testing.T) {
 }
 
 func TestGate_ListToolsShowsPrices(t *testing.T) {
-	g := newGate(t, mcpgate.Config{Stipend: &fakeStipend{}})
+	g := newGate(t, mcpgate.Config{Stipend: unreachable(t)})
 	s := mcp.NewServer(&mcp.Implementation{Name: "tools", Version: "1"}, nil)
 	handler := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{}, nil
@@ -466,7 +544,7 @@ func TestGate_ListToolsShowsPrices(t *testing.T) {
 }
 
 func TestGate_FailOpen(t *testing.T) {
-	f := &fakeStipend{err: &client.Problem{Status: 503}}
+	f := unreachable(t)
 	var ran atomic.Int32
 	cs := connect(t, toolServer(newGate(t, mcpgate.Config{Stipend: f, FailOpen: true}), &ran, false))
 	for _, tool := range []string{"forecast", "alert"} {
@@ -487,7 +565,7 @@ func TestGate_FailOpen(t *testing.T) {
 }
 
 func TestNew_Validates(t *testing.T) {
-	f := &fakeStipend{}
+	f := unreachable(t)
 	tests := map[string]mcpgate.Config{
 		"NoStipend":       {Service: "s"},
 		"NoService":       {Stipend: f},

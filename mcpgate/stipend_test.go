@@ -44,6 +44,8 @@ type stipend struct {
 	// host charges (the gate's key); admin grants and reads.
 	host, admin *client.Client
 	hostKey     string
+	// readerKey may read agent-1 but not charge: a misconfigured gate's key.
+	readerKey string
 }
 
 func startStipend(tb testing.TB) *stipend {
@@ -56,7 +58,11 @@ func startStipend(tb testing.TB) *stipend {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	keys, err := apikey.NewSet([]apikey.Key{host, admin})
+	readerKey, reader, err := apikey.Generate("reader", apikey.RoleReader, []string{"agent-1"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	keys, err := apikey.NewSet([]apikey.Key{host, admin, reader})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -72,7 +78,7 @@ func startStipend(tb testing.TB) *stipend {
 	}
 	ts := httptest.NewServer(srv.Handler())
 	tb.Cleanup(ts.Close)
-	s := &stipend{url: ts.URL, clock: clk, store: st, hostKey: hostKey}
+	s := &stipend{url: ts.URL, clock: clk, store: st, hostKey: hostKey, readerKey: readerKey}
 	fast := client.WithRetry(3, time.Millisecond, 10*time.Millisecond)
 	if s.host, err = client.New(ts.URL, hostKey, fast); err != nil {
 		tb.Fatal(err)
@@ -126,6 +132,23 @@ func (s *stipend) wantCredits(tb testing.TB, id string, balance, held int64) {
 		tb.Errorf("entitlement %s: balance %d cents, held %d; want balance %d, held %d",
 			id, e.Credits.Balance.Cents, e.Credits.Held.Cents, balance, held)
 	}
+}
+
+// consumptionByKey returns the consumption agent's idempotency key made,
+// read from the service, and fails tb if there is none.
+func (s *stipend) consumptionByKey(tb testing.TB, agent, key string) entitlement.Consumption {
+	tb.Helper()
+	page, err := s.admin.ListConsumptions(tb.Context(), agent, time.Time{}, client.Page{})
+	if err != nil {
+		tb.Fatalf("ListConsumptions(%s): %v", agent, err)
+	}
+	for _, c := range page.Items {
+		if c.IdempotencyKey == key {
+			return c
+		}
+	}
+	tb.Fatalf("agent %s has no consumption with key %s among %d", agent, key, len(page.Items))
+	return entitlement.Consumption{}
 }
 
 // textLogger is a slog.Logger writing text lines into log.

@@ -72,7 +72,7 @@ func (r *rawSession) call(id int64, method, params string) *jsonrpc.Response {
 }
 
 func TestTransport_RetriedRequestKeepsItsKey(t *testing.T) {
-	f := &fakeStipend{}
+	_, f, _ := funded(t)
 	var ran atomic.Int32
 	s := toolServer(newGate(t, mcpgate.Config{Stipend: f}), &ran, false)
 
@@ -96,7 +96,7 @@ func TestTransport_RetriedRequestKeepsItsKey(t *testing.T) {
 }
 
 func TestHandler_RetriedPostKeepsItsKey(t *testing.T) {
-	f := &fakeStipend{}
+	_, f, _ := funded(t)
 	var ran atomic.Int32
 	s := toolServer(newGate(t, mcpgate.Config{Stipend: f}), &ran, false)
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{JSONResponse: true})

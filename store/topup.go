@@ -46,6 +46,9 @@ type TopUps interface {
 	// ErrNotFound for an unknown account.
 	SettleTopUp(ctx context.Context, agentID string) (topup.TopUp, error)
 	// ListTopUps lists the top-ups a sweep looks at (topup.TopUp.Watched:
-	// enabled, or one pending), by agent ID.
+	// enabled, or one pending), each exactly once over the pages of one
+	// walk, in an order of the store's that its cursor keeps (the stores
+	// differ: memory by agent ID, PostgreSQL and Firestore oldest first);
+	// the sweep needs no order.
 	ListTopUps(ctx context.Context, p Page) (items []topup.TopUp, nextCursor string, err error)
 }
