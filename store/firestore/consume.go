@@ -107,9 +107,9 @@ func (s *Store) ListConsumptions(ctx context.Context, agentID string, since time
 		}
 	}
 	var (
-		g                  errgroup.Group
-		wallet             []entitlement.Consumption
-		walletNext         string
+		g          errgroup.Group
+		wallet     []entitlement.Consumption
+		walletNext string
 	)
 	g.Go(func() (err error) {
 		wallet, walletNext, err = page(qConsumptionsByWallet, "walletId")()

@@ -89,7 +89,7 @@ type usageRun struct {
 	at    time.Time // the read time of every query
 	q     *usage.Query
 	side  usageSide // the account's side of its consumptions (usage_queries.go)
-	limit int // buckets to find: the page and one more, to know if there is a next page
+	limit int       // buckets to find: the page and one more, to know if there is a next page
 	// currencies are those of the credits entitlements the account's
 	// consumptions were charged to, any status:
 	// a consumption's cost is always in its entitlement's currency, and
