@@ -7,6 +7,7 @@ import (
 	"cloud.google.com/go/firestore"
 
 	"github.com/stipend-mcp/stipend/entitlement"
+	"github.com/stipend-mcp/stipend/store"
 )
 
 // A member's charge to a wallet's entitlement reads its membership (the
@@ -56,8 +57,9 @@ type members struct {
 	m        map[string]*entitlement.Membership
 	snaps    map[string]*firestore.DocumentSnapshot
 	// asked maps the document ID of each membership asked for to its
-	// member.
-	asked map[string]string
+	// member; written are the members whose membership is to be written.
+	asked   map[string]string
+	written map[string]bool
 }
 
 // refs returns the membership documents to read for the callers agents:
@@ -114,16 +116,97 @@ func (ms *members) read(ctx context.Context, s *Store, agents ...string) error {
 	return ms.decode(snaps)
 }
 
-// write writes back, guarded, the memberships ids that changed.
-func (ms *members) write(tx *firestore.Transaction, ids []string) error {
-	for _, id := range ids {
-		m := ms.m[id]
-		if m == nil {
-			continue // absent: nothing to count on
+// touch marks for writing the memberships changed names and, if charged,
+// that of agent: a membership a charge relied on is written back even
+// unchanged, so that the charge commits only if the membership is still
+// there (a member removed meanwhile is refused, not charged). It returns
+// how many memberships it newly marked.
+func (ms *members) touch(changed map[string]bool, agent string, charged bool) int {
+	n := 0
+	mark := func(id string) {
+		if ms.m[id] == nil || ms.written[id] {
+			return
 		}
-		if err := putGuarded(tx, ms.snaps[id], membershipDoc(m)); err != nil {
+		if ms.written == nil {
+			ms.written = map[string]bool{}
+		}
+		ms.written[id] = true
+		n++
+	}
+	for id := range changed {
+		mark(id)
+	}
+	if charged {
+		mark(agent)
+	}
+	return n
+}
+
+// write writes back, guarded, the memberships touch marked.
+func (ms *members) write(tx *firestore.Transaction) error {
+	for id := range ms.written {
+		if err := putGuarded(tx, ms.snaps[id], membershipDoc(ms.m[id])); err != nil {
 			return err
 		}
 	}
+	return nil
+}
+
+// chargedBy reports whether the outcome o charged or held something.
+func chargedBy(o *outcome) bool {
+	return o.err == nil && (o.consume.Outcome == store.Consumed || o.hold.Outcome == store.Held || o.hold.Outcome == store.Captured)
+}
+
+// agent is the caller of c (a consume's, a hold's, a capture's or a
+// release's); "" for refunds and expiry, which name no caller.
+func (c *call) agent() string {
+	switch c.op {
+	case opConsume:
+		return c.consume.AgentID
+	case opAuthorize:
+		return c.hold.AgentID
+	case opCapture, opRelease:
+		return c.agentID
+	}
+	return ""
+}
+
+// agentsOf are the callers of calls.
+func agentsOf(calls []*call) []string {
+	out := make([]string, 0, len(calls))
+	for _, c := range calls {
+		if a := c.agent(); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// readMembers sets the batch's Members: the memberships in the
+// entitlement's wallet of the calls' agents and of the members whose
+// charges its refunds give back. snaps are those read with the entitlement
+// for the owner this instance knew, if that was the owner (guessed).
+func (b *batch) readMembers(ctx context.Context, calls []*call, snaps []*firestore.DocumentSnapshot, guessed bool) error {
+	if !b.Found {
+		return nil
+	}
+	b.s.owners.note(b.ID, b.E.AgentID)
+	if guessed {
+		if err := b.members.decode(snaps); err != nil {
+			return err
+		}
+	} else {
+		b.members = members{walletID: b.E.AgentID}
+	}
+	agents := agentsOf(calls)
+	for _, c := range calls {
+		if k := b.keys[c.key]; c.op == opRefund && k != nil && k.Cons != nil && k.Cons.WalletID != "" {
+			agents = append(agents, k.Cons.AgentID)
+		}
+	}
+	if err := b.members.read(ctx, b.s, agents...); err != nil {
+		return err
+	}
+	b.Members = b.members.m
 	return nil
 }

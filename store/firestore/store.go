@@ -72,6 +72,8 @@ type Store struct {
 	owner    string
 	leaseOpt LeaseOptions
 	leasing  escrow.Lanes
+	// owners remembers whose each entitlement read is (members.go).
+	owners owners
 	counters counters
 	// bg holds the store's goroutines but the lanes' (close.go).
 	bg background

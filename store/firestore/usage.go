@@ -19,7 +19,7 @@ import (
 // entitlements, and their open leases are read at its read time (exact
 // reads, reads_exact.go), so the totals are of one snapshot.
 func (s *Store) Balance(ctx context.Context, agentID string) (entitlement.Balance, error) {
-	es, err := s.activeEntitlements(ctx, agentID, true) // exact: leases folded in
+	es, err := s.activeEntitlements(ctx, true, agentID) // exact: leases folded in
 	if err != nil {
 		return entitlement.Balance{}, err
 	}
