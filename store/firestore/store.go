@@ -73,7 +73,7 @@ type Store struct {
 	leaseOpt LeaseOptions
 	leasing  escrow.Lanes
 	// owners remembers whose each entitlement read is (members.go).
-	owners owners
+	owners   owners
 	counters counters
 	// bg holds the store's goroutines but the lanes' (close.go).
 	bg background
