@@ -72,19 +72,31 @@ func (s *Store) ActiveEntitlements(ctx context.Context, agentID string) (charge.
 }
 
 // pool reads what a call of agentID may be charged to: its active
-// entitlements and its memberships at once, then the active entitlements
-// of its wallets (one query per 30 wallets; none for an agent in no
-// wallet), exact if asked.
+// entitlements and its memberships at once, and the active entitlements of
+// its wallets (one query per 30 wallets; none for an agent in no wallet),
+// exact if asked. The wallets' query needs the memberships' answer, so a
+// member's call would wait for two rounds of queries; instead it is sent
+// at once for the wallets the agent's last call found (walletsOf), and
+// sent again after the memberships only if those differ. Every query is
+// sent after the call started, so the answer is as fresh as without the
+// guess.
 func (s *Store) pool(ctx context.Context, agentID string, exact bool) (charge.Pool, error) {
 	var (
-		g  errgroup.Group
-		p  charge.Pool
-		ms []entitlement.Membership
+		g       errgroup.Group
+		ms      []entitlement.Membership
+		guessed []entitlement.Entitlement
 	)
+	guess := s.walletsOf.get(agentID)
 	g.Go(func() (err error) {
 		ms, err = s.memberships(ctx, agentID)
 		return err
 	})
+	if len(guess) > 0 {
+		g.Go(func() (err error) {
+			guessed, err = s.walletEntitlements(ctx, exact, guess)
+			return err
+		})
+	}
 	own, err := s.activeEntitlements(ctx, exact, agentID)
 	if werr := g.Wait(); err == nil {
 		err = werr
@@ -92,19 +104,31 @@ func (s *Store) pool(ctx context.Context, agentID string, exact bool) (charge.Po
 	if err != nil {
 		return charge.Pool{}, err
 	}
-	p.Entitlements, p.Members = own, ms
 	wallets := make([]string, len(ms))
 	for i := range ms {
 		wallets[i] = ms[i].WalletID
 	}
-	for chunk := range slices.Chunk(wallets, 30) { // the most an "in" filter takes
-		es, err := s.activeEntitlements(ctx, exact, chunk...)
-		if err != nil {
+	s.walletsOf.put(agentID, wallets)
+	if !slices.Equal(wallets, guess) {
+		if guessed, err = s.walletEntitlements(ctx, exact, wallets); err != nil {
 			return charge.Pool{}, err
 		}
-		p.Entitlements = append(p.Entitlements, es...)
 	}
-	return p, nil
+	return charge.Pool{Entitlements: append(own, guessed...), Members: ms}, nil
+}
+
+// walletEntitlements reads the active entitlements of wallets, 30 at a
+// time (the most an "in" filter takes).
+func (s *Store) walletEntitlements(ctx context.Context, exact bool, wallets []string) ([]entitlement.Entitlement, error) {
+	var out []entitlement.Entitlement
+	for chunk := range slices.Chunk(wallets, 30) {
+		es, err := s.activeEntitlements(ctx, exact, chunk...)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, es...)
+	}
+	return out, nil
 }
 
 // memberships reads every membership of the agent memberID (an agent is a

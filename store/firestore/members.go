@@ -49,6 +49,34 @@ func (o *owners) of(entitlementID string) (string, bool) {
 	return a, ok
 }
 
+// walletsOf remembers the wallets each agent's last call found it a
+// member of (entitlements.go sends its wallets' query on that guess).
+type walletsOf struct {
+	mu sync.Mutex
+	m  map[string][]string
+}
+
+func (w *walletsOf) get(agentID string) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.m[agentID]
+}
+
+// put records wallets (in memberships order) for agentID; an agent in no
+// wallet is forgotten.
+func (w *walletsOf) put(agentID string, wallets []string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(wallets) == 0 {
+		delete(w.m, agentID)
+		return
+	}
+	if w.m == nil || len(w.m) >= maxOwners {
+		w.m = make(map[string][]string)
+	}
+	w.m[agentID] = wallets
+}
+
 // members are the memberships of one wallet a transaction read, by member
 // ID: each with the snapshot it is written back against (a nil membership
 // is absent).
