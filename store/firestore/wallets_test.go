@@ -235,3 +235,34 @@ func usageQuery(account, groupBy string) usage.Query {
 	now := time.Now()
 	return usage.Query{AgentID: account, From: now.Add(-24 * time.Hour), To: now.Add(time.Hour), GroupBy: usage.GroupBy(groupBy)}
 }
+
+// TestStore_CorruptMembership: a membership document is read strictly, as
+// every other (decode.go): an order, a period or a counter Stipend never
+// writes is an Internal error naming the document and the field, on the
+// admin's read and on a member's charge alike.
+func TestStore_CorruptMembership(t *testing.T) {
+	emulator.Host(t)
+	for _, tc := range []struct {
+		field string
+		value any
+	}{
+		{"order", "last"},
+		{"caps.spend.period", "fortnight"},
+		{"caps.spend.spent.cents", int64(-1)},
+		{"holds", []any{map[string]any{"id": "h", "cents": int64(-5), "expiresAt": time.Now()}}},
+	} {
+		t.Run(tc.field, func(t *testing.T) {
+			client, prefix := emulator.Client(t), emulator.Prefix(t)
+			s := fsstore.New(client, fsstore.WithCollectionPrefix(prefix))
+			t.Cleanup(func() { _ = s.Close() })
+			e := newWallet(t, s, "wallet-corrupt", 1000, 500, "member-corrupt")
+			check := corrupt(t, client, prefix, "memberships", "wallet-corrupt~member-corrupt", tc.field, tc.field[:min(len(tc.field), 5)], tc.value)
+			_, err := s.GetMember(t.Context(), "wallet-corrupt", "member-corrupt")
+			check("GetMember", err)
+			req := consumeReq("member-corrupt", "k", 10)
+			req.EntitlementID = e.ID
+			_, err = s.CheckAndConsume(t.Context(), req)
+			check("CheckAndConsume", err)
+		})
+	}
+}
