@@ -103,22 +103,39 @@ type usageRun struct {
 	refunded map[string]bool
 }
 
-// readKinds takes the page's read time from a read of the account, which
-// says on which side of a consumption the account is (side: a wallet's
-// usage is its members' calls charged to it), and reads, at that time,
-// which currencies and types the entitlements the account's consumptions
-// were charged to have: its own and, for an agent, those of the wallets it
-// charged (qWalletsCharged, a skip-scan of one query per wallet). found is
-// false when there are none, and so no consumptions (entitlements are
-// never deleted).
+// readKinds reads which currencies and types the entitlements the
+// account's consumptions were charged to have, and takes the read time of
+// the first query as the page's: the account's own entitlements, read
+// beside the account (which says on which side of a consumption the
+// account is, side: a wallet's usage is its members' calls charged to it;
+// its kind never changes); then, for an agent, at that read time, the
+// wallets it charged (qWalletsCharged, a skip-scan of one query per wallet,
+// one for an agent that never charged a wallet) and their entitlements.
+// found is false when there are none, and so no consumptions (entitlements
+// are never deleted).
 func (u *usageRun) readKinds(ctx context.Context) (found bool, err error) {
-	snaps, err := u.s.client.GetAll(ctx, []*firestore.DocumentRef{u.s.doc(colAccounts, u.q.AgentID)})
+	var (
+		g       errgroup.Group
+		account []*firestore.DocumentSnapshot
+	)
+	g.Go(func() (err error) {
+		account, err = u.s.client.GetAll(ctx, []*firestore.DocumentRef{u.s.doc(colAccounts, u.q.AgentID)})
+		return err
+	})
+	snaps, err := u.s.build(qEntitlementsByAgent, filter{"agentId", "==", u.q.AgentID}).Select("type", "credits.balance.currency").Documents(ctx).GetAll()
+	if werr := g.Wait(); err == nil {
+		err = werr
+	}
 	if err != nil {
 		return false, err
 	}
-	u.at, u.side = snaps[0].ReadTime.Truncate(time.Microsecond), usageOfAgent // read times are in microseconds
-	if snaps[0].Exists() {
-		a, err := accountFrom(snaps[0])
+	u.at, u.side = account[0].ReadTime, usageOfAgent
+	if len(snaps) > 0 {
+		u.at = snaps[0].ReadTime
+	}
+	u.at = u.at.Truncate(time.Microsecond) // read times are in microseconds
+	if account[0].Exists() {
+		a, err := accountFrom(account[0])
 		if err != nil {
 			return false, err
 		}
@@ -126,39 +143,46 @@ func (u *usageRun) readKinds(ctx context.Context) (found bool, err error) {
 			u.side = usageOfWallet
 		}
 	}
-	owners := []string{u.q.AgentID}
-	if u.side.field == usageOfAgent.field {
-		wallets, err := u.walletsCharged(ctx)
-		if err != nil {
-			return false, err
-		}
-		owners = append(owners, wallets...)
+	if err := u.addKinds(snaps); err != nil || u.side.field != usageOfAgent.field {
+		return len(snaps) > 0, err
 	}
-	for chunk := range slices.Chunk(owners, 30) { // the most an "in" filter takes
+	wallets, err := u.walletsCharged(ctx)
+	if err != nil {
+		return false, err
+	}
+	for chunk := range slices.Chunk(wallets, 30) { // the most an "in" filter takes
 		query := u.s.build(qEntitlementsByAgent, filter{"agentId", "in", chunk}).Select("type", "credits.balance.currency")
-		snaps, err := u.documents(ctx, query)
+		more, err := u.documents(ctx, query)
 		if err != nil {
 			return false, err
 		}
-		for _, snap := range snaps {
-			found = true
-			f := read(snap)
-			switch entitlement.Type(f.str("type")) {
-			case entitlement.TypeQuota:
-				u.quota = true
-			case entitlement.TypeSubscription:
-				u.subscriptions = true
-			case entitlement.TypeCredits:
-				if cur := f.str("credits.balance.currency"); !slices.Contains(u.currencies, cur) {
-					u.currencies = append(u.currencies, cur)
-				}
-			}
-			if f.err != nil {
-				return false, f.err
+		if err := u.addKinds(more); err != nil {
+			return false, err
+		}
+		snaps = append(snaps, more...)
+	}
+	return len(snaps) > 0, nil
+}
+
+// addKinds records the types and currencies of the entitlements snaps.
+func (u *usageRun) addKinds(snaps []*firestore.DocumentSnapshot) error {
+	for _, snap := range snaps {
+		f := read(snap)
+		switch entitlement.Type(f.str("type")) {
+		case entitlement.TypeQuota:
+			u.quota = true
+		case entitlement.TypeSubscription:
+			u.subscriptions = true
+		case entitlement.TypeCredits:
+			if cur := f.str("credits.balance.currency"); !slices.Contains(u.currencies, cur) {
+				u.currencies = append(u.currencies, cur)
 			}
 		}
+		if f.err != nil {
+			return f.err
+		}
 	}
-	return found, nil
+	return nil
 }
 
 // walletsCharged lists the wallets the agent's consumptions were charged
