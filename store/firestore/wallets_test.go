@@ -58,8 +58,8 @@ func newWallet(t *testing.T, s store.EntitlementStore, walletID string, balance,
 // entitlement), so its daily cap holds exactly across the instances: the
 // member spends exactly its cap, the rest is refused naming the member and
 // the limit, one wallet.member_limit_reached is written, and the wallet's
-// balance is exact. A removed member is refused at once on every
-// instance, on its lease too.
+// balance is exact. A refund on another instance gives the spend back. A
+// removed member is refused at once on every instance, on its lease too.
 func TestStore_WalletLeaseCharges(t *testing.T) {
 	emulator.Host(t)
 	ss := walletStores(t, 3)
@@ -123,6 +123,25 @@ func TestStore_WalletLeaseCharges(t *testing.T) {
 		t.Errorf("%d wallet.member_limit_reached events, want 1", n)
 	}
 
+	// A refund on another instance gives the member's spend back, in the
+	// refund's transaction: one more call fits, on a lease again.
+	var charged string
+	for _, res := range results {
+		if res.Outcome == store.Consumed {
+			charged = res.Consumption.ID
+			break
+		}
+	}
+	if _, err := ss[2].RefundConsumption(t.Context(), charged, entitlement.Amount{}); err != nil {
+		t.Fatalf("RefundConsumption: %v", err)
+	}
+	if m, err := ss[0].GetMember(t.Context(), wallet, member); err != nil || m.Caps.Spend.Spent.Cents != 990 {
+		t.Errorf("GetMember after a refund = spent %d, %v; want 990", m.Caps.Spend.Spent.Cents, err)
+	}
+	if res, err := ss[1].CheckAndConsume(t.Context(), consumeReq(member, "again", 10)); err != nil || res.Outcome != store.Consumed {
+		t.Errorf("consume after the refund = %s %+v, %v; want consumed", res.Outcome, res.Denials, err)
+	}
+
 	// The uncapped member spends on the leases until it is removed; then
 	// every instance refuses it.
 	for i, s := range ss {
@@ -147,7 +166,7 @@ func TestStore_WalletLeaseCharges(t *testing.T) {
 		}
 	}
 	if got := getBalance(t, ss[0], e.ID); got != 1_000_000-1000-30 {
-		t.Errorf("wallet balance %d after the leases were released, want %d", got, 1_000_000-1000-30)
+		t.Errorf("wallet balance %d after the leases were released, want %d (the refund and the call after it cancel out)", got, 1_000_000-1000-30)
 	}
 }
 
