@@ -73,31 +73,24 @@ func (s *Store) ActiveEntitlements(ctx context.Context, agentID string) (charge.
 
 // pool reads what a call of agentID may be charged to: its active
 // entitlements and its memberships at once, and the active entitlements of
-// its wallets (one query per 30 wallets; none for an agent in no wallet),
-// exact if asked. The wallets' query needs the memberships' answer, so a
-// member's call would wait for two rounds of queries; instead it is sent
-// at once for the wallets the agent's last call found (walletsOf), and
-// sent again after the memberships only if those differ. Every query is
-// sent after the call started, so the answer is as fresh as without the
-// guess.
+// its wallets, exact if asked. The wallets' entitlements need the
+// memberships' answer, so a member's call would wait for two rounds of
+// queries; instead they are read at once, in the one query of the agent's
+// own, for the wallets the agent's last call found (walletsOf), and read
+// again after the memberships only if those differ. Every query is sent
+// after the call started, so the answer is as fresh as without the guess;
+// an agent in no wallet makes two queries, as a member does.
 func (s *Store) pool(ctx context.Context, agentID string, exact bool) (charge.Pool, error) {
 	var (
-		g       errgroup.Group
-		ms      []entitlement.Membership
-		guessed []entitlement.Entitlement
+		g  errgroup.Group
+		ms []entitlement.Membership
 	)
 	guess := s.walletsOf.get(agentID)
 	g.Go(func() (err error) {
 		ms, err = s.memberships(ctx, agentID)
 		return err
 	})
-	if len(guess) > 0 {
-		g.Go(func() (err error) {
-			guessed, err = s.walletEntitlements(ctx, exact, guess)
-			return err
-		})
-	}
-	own, err := s.activeEntitlements(ctx, exact, agentID)
+	es, err := s.walletEntitlements(ctx, exact, append([]string{agentID}, guess...))
 	if werr := g.Wait(); err == nil {
 		err = werr
 	}
@@ -110,15 +103,18 @@ func (s *Store) pool(ctx context.Context, agentID string, exact bool) (charge.Po
 	}
 	s.walletsOf.put(agentID, wallets)
 	if !slices.Equal(wallets, guess) {
-		if guessed, err = s.walletEntitlements(ctx, exact, wallets); err != nil {
+		es = slices.DeleteFunc(es, func(e entitlement.Entitlement) bool { return e.AgentID != agentID })
+		more, err := s.walletEntitlements(ctx, exact, wallets)
+		if err != nil {
 			return charge.Pool{}, err
 		}
+		es = append(es, more...)
 	}
-	return charge.Pool{Entitlements: append(own, guessed...), Members: ms}, nil
+	return charge.Pool{Entitlements: es, Members: ms}, nil
 }
 
-// walletEntitlements reads the active entitlements of wallets, 30 at a
-// time (the most an "in" filter takes).
+// walletEntitlements reads the active entitlements of the accounts ids
+// (an agent's, wallets'), 30 at a time (the most an "in" filter takes).
 func (s *Store) walletEntitlements(ctx context.Context, exact bool, wallets []string) ([]entitlement.Entitlement, error) {
 	var out []entitlement.Entitlement
 	for chunk := range slices.Chunk(wallets, 30) {
