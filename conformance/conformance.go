@@ -33,8 +33,9 @@ func RunTests(t *testing.T, newStore NewStore) {
 	runTable(t, newStore, providerPaymentTests, providerRefundTests)
 	runTable(t, newStore, usageTests) // usage.go: balance and usage (store.UsageReader)
 	runTable(t, newStore, topUpTests)
-	runTable(t, newStore, portalSessionTests) // portal.go
-	runTable(t, newStore, jobClaimTests)      // claims.go: store.Claimer
+	runTable(t, newStore, portalSessionTests)             // portal.go
+	runTable(t, newStore, jobClaimTests)                  // claims.go: store.Claimer
+	runTable(t, newStore, walletTests, walletChargeTests) // wallets.go, wallets_charge.go: store.Wallets
 }
 
 // RunConcurrencyTests runs the guarantees of store.EntitlementStore under
@@ -44,14 +45,16 @@ func RunTests(t *testing.T, newStore NewStore) {
 // quota that hold exactly what they spend, a revocation among consumes,
 // MaxCallers callers authorizing and capturing on one entitlement, captures
 // racing releases of one hold (one wins), and holds and consumes racing on
-// one key (one call is made), and a Close among consumes (close.go). Run it
+// one key (one call is made), a Close among consumes (close.go), and
+// MaxCallers callers for the members of one wallet, sending the same keys
+// at once, whose caps are never exceeded (wallets_concurrency.go). Run it
 // under -race. A failure names the seed
 // of the random costs.
 func RunConcurrencyTests(t *testing.T, newStore NewStore, opts ConcurrencyOptions) {
 	t.Helper()
 	opts = opts.withDefaults()
 	t.Logf("conformance: concurrency seed %d (reproduce with ConcurrencyOptions{Seed: %d})", opts.Seed, opts.Seed)
-	runTable(t, newStore, paymentConcurrencyTests, withOptions(opts, hotTests, holdConcurrencyTests), closeTests)
+	runTable(t, newStore, paymentConcurrencyTests, withOptions(opts, hotTests, holdConcurrencyTests, walletConcurrencyTests), closeTests)
 	runTable(t, newStore, topUpConcurrencyTests)
 }
 
@@ -69,7 +72,10 @@ func RunConcurrencyTests(t *testing.T, newStore NewStore, opts ConcurrencyOption
 // releases answered; initial − final = Σ consumes + Σ captures; replays
 // identical). A third round (LimitsNN) puts spend controls on a credits
 // entitlement and a quota and checks, under MaxCallers concurrent consumes,
-// holds, captures and releases, that no limit is ever exceeded (limitRound).
+// holds, captures and releases, that no limit is ever exceeded (limitRound);
+// a fourth (WalletsNN) has MaxCallers callers for the members of one wallet
+// send the same keys at once and checks that no member's cap is exceeded
+// and the wallet lost exactly what they charged (walletCapsRace).
 // Run it under -race. A failure names the seed and the round;
 // rerun with ConcurrencyOptions{Seed: seed} to reproduce the same rounds. It
 // stops after the first failing round.
@@ -93,6 +99,10 @@ func RunPropertyTests(t *testing.T, newStore NewStore, opts ConcurrencyOptions) 
 			p := &property{t: t, seed: opts.Seed, round: round, rng: rand.New(rand.NewPCG(uint64(opts.Seed), uint64(round)|2<<32))}
 			clock := NewClock()
 			(&limitRound{property: p, s: newStore(t, clock.Now)}).run(clock, opts.MaxCallers)
+		})
+		passed = passed && t.Run(fmt.Sprintf("Wallets%02d", round), func(t *testing.T) {
+			clock := NewClock()
+			walletCapsRace(t, []store.EntitlementStore{newStore(t, clock.Now)}, clock, opts.MaxCallers, opts.Seed+int64(round))
 		})
 		if !passed {
 			return // one failing round is enough to read

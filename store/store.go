@@ -167,10 +167,14 @@ type EntitlementStore interface {
 	UsageReader        // usage.go
 	TopUps             // topup.go
 	PortalSessions     // portal.go
+	Wallets            // wallet.go
 	// UpsertAccount creates the account a.AgentID if absent, or updates its
 	// DisplayName and Metadata if present (CreatedAt is kept), atomically.
-	// It is idempotent, never a Conflict, and returns the stored account. An
-	// empty AgentID is Invalid.
+	// It is idempotent and returns the stored account. An empty AgentID or
+	// an unknown Kind is Invalid. Kind is set when the account is created
+	// (agent, the zero kind, or wallet) and never changes: a zero Kind keeps
+	// the stored one, another one is a Conflict naming the field kind. An
+	// agent's kind is stored and shown as the zero kind.
 	UpsertAccount(ctx context.Context, a entitlement.Account) (entitlement.Account, error)
 	// GetAccount returns the account, or ErrNotFound.
 	GetAccount(ctx context.Context, agentID string) (entitlement.Account, error)
@@ -221,8 +225,11 @@ type EntitlementStore interface {
 	// no entitlement). Absence is an outcome, never an error; a request that
 	// fails Normalize is Invalid.
 	Check(ctx context.Context, req entitlement.ConsumeRequest) (ConsumeResult, error)
-	// ListConsumptions lists an agent's consumptions at or after since (zero:
-	// all), oldest first (by OccurredAt, then ID).
+	// ListConsumptions lists an account's consumptions at or after since
+	// (zero: all), oldest first (by OccurredAt, then ID): those whose
+	// AgentID (the caller) or WalletID (the wallet a member charged) is
+	// agentID, so an agent's show its charges to its wallets too and a
+	// wallet's show its members' charges to it.
 	ListConsumptions(ctx context.Context, agentID string, since time.Time, p Page) (items []entitlement.Consumption, nextCursor string, err error)
 	// GetConsumption returns the consumption, or ErrNotFound.
 	GetConsumption(ctx context.Context, id string) (entitlement.Consumption, error)

@@ -16,8 +16,13 @@ import (
 const maxWrites = 500
 
 // callWrites is the most writes one call adds to a batch: its document and
-// one event (entitlement.depleted, consumption.refunded).
-const callWrites = 2
+// one event (entitlement.depleted, consumption.refunded); memberWrites
+// what a member's call on a wallet's entitlement may add: its membership
+// and wallet.member_limit_reached.
+const (
+	callWrites   = 2
+	memberWrites = 2
+)
 
 // batch is one attempt of a lane's transaction: the entitlement and the
 // documents of the calls' keys as read, and what the calls have done to
@@ -61,6 +66,9 @@ type batch struct {
 	writtenAt time.Time
 	// other: the batch saw another instance active (takeLease).
 	other bool
+	// members are the memberships of the calls' agents in the
+	// entitlement's wallet (members.go); Batch.Members holds them.
+	members members
 }
 
 // batchKey is one consumptions document in a batch.
@@ -93,6 +101,9 @@ func (s *Store) applyBatch(ctx context.Context, tx *firestore.Transaction, entit
 		need := callWrites
 		if c.fence != nil {
 			need++ // its fence's mark
+		}
+		if b.Found && c.agent() != b.E.AgentID {
+			need += memberWrites
 		}
 		if len(out) > 0 && b.writes+need > maxWrites {
 			break
@@ -140,6 +151,14 @@ func (s *Store) readBatch(ctx context.Context, tx *firestore.Transaction, entitl
 		b.fences[c.fence.Doc().Path] = &fenced{f: c.fence}
 		refs = append(refs, c.fence.Doc())
 	}
+	// The memberships, if this instance knows the entitlement's owner;
+	// else they are read after it.
+	owner, knownOwner := s.owners.of(entitlementID)
+	nfenced := len(refs) - 1 - nkeys
+	if knownOwner {
+		b.members = members{walletID: owner}
+		refs = append(refs, b.members.refs(s, agentsOf(calls)...)...)
+	}
 	var known []*batchKey // read before they queued, not in refs
 	for _, c := range calls {
 		if c.pre != nil && b.keys[c.key] == nil {
@@ -155,7 +174,7 @@ func (s *Store) readBatch(ctx context.Context, tx *firestore.Transaction, entitl
 	if err := b.decodeKeys(snaps[1 : 1+nkeys]); err != nil {
 		return nil, err
 	}
-	for _, snap := range snaps[1+nkeys:] {
+	for _, snap := range snaps[1+nkeys : 1+nkeys+nfenced] {
 		b.fences[snap.Ref.Path].snap = snap
 	}
 	b.writes = 1 // the entitlement
@@ -167,6 +186,9 @@ func (s *Store) readBatch(ctx context.Context, tx *firestore.Transaction, entitl
 		b.writer, b.writtenAt = writerOf(snaps[0])
 	}
 	if err := b.confirm(ctx, known); err != nil {
+		return nil, err
+	}
+	if err := b.readMembers(ctx, calls, snaps[1+nkeys+nfenced:], knownOwner && owner == b.E.AgentID); err != nil {
 		return nil, err
 	}
 	if err := b.gatherIfNeeded(ctx, calls); err != nil {
@@ -300,6 +322,7 @@ func (b *batch) apply(c *call) (outcome, error) {
 	if o.err == nil && (k.Cons != before.Cons || k.Hold != before.Hold || changedHold(o.hold)) {
 		b.touch(k)
 	}
+	b.writes += b.members.touch(b.MembersChanged, c.agent(), chargedBy(&o)) // each membership once
 	for _, ev := range b.Events[events:] {
 		b.writes++
 		if err := b.s.enqueue(b.tx, ev.Type, ev.AgentID, b.Now, ev.Data); err != nil {
@@ -340,6 +363,9 @@ func (b *batch) write() error {
 		if err := b.s.endHold(b.tx, o.ID, entitlement.HoldExpired, o.ExpiresAt); err != nil {
 			return err
 		}
+	}
+	if err := b.members.write(b.tx); err != nil {
+		return err
 	}
 	for _, k := range b.order {
 		if !k.written {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/stipend-mcp/stipend/entitlement"
 	"github.com/stipend-mcp/stipend/internal/fsfault"
@@ -88,12 +89,38 @@ func (s *Store) GetConsumption(ctx context.Context, id string) (entitlement.Cons
 	return *k.Cons, nil
 }
 
-// ListConsumptions implements store.EntitlementStore.
+// ListConsumptions implements store.EntitlementStore: the account's
+// consumptions are those it made (agentId) or, for a wallet, those its
+// members charged to it (walletId). An ID is an agent's or a wallet's,
+// never both, so one of the two queries, run at once, finds nothing, and
+// the page is the other's; both are ordered alike, so one cursor serves
+// both.
 func (s *Store) ListConsumptions(ctx context.Context, agentID string, since time.Time, p store.Page) ([]entitlement.Consumption, string, error) {
-	filters := []filter{{"agentId", "==", agentID}}
-	if !since.IsZero() {
-		filters = append(filters, filter{"occurredAt", ">=", stamp(since)})
-	}
 	key := listKey(qConsumptionsByAgent, agentID, since.UTC().Format(time.RFC3339Nano))
-	return list(ctx, s.build(qConsumptionsByAgent, filters...), key, qConsumptionsByAgent.Order, p, consumptionFrom)
+	page := func(q Query, field string) func() ([]entitlement.Consumption, string, error) {
+		filters := []filter{{field, "==", agentID}}
+		if !since.IsZero() {
+			filters = append(filters, filter{"occurredAt", ">=", stamp(since)})
+		}
+		return func() ([]entitlement.Consumption, string, error) {
+			return list(ctx, s.build(q, filters...), key, q.Order, p, consumptionFrom)
+		}
+	}
+	var (
+		g          errgroup.Group
+		wallet     []entitlement.Consumption
+		walletNext string
+	)
+	g.Go(func() (err error) {
+		wallet, walletNext, err = page(qConsumptionsByWallet, "walletId")()
+		return err
+	})
+	own, next, err := page(qConsumptionsByAgent, "agentId")()
+	if werr := g.Wait(); err == nil {
+		err = werr
+	}
+	if err != nil || len(wallet) == 0 {
+		return own, next, err
+	}
+	return wallet, walletNext, nil
 }

@@ -15,7 +15,7 @@ import (
 
 func accountFields(a *entitlement.Account) []field {
 	return []field{
-		str("agentId", &a.AgentID), opt(str("displayName", &a.DisplayName)), opt(strMap("metadata", &a.Metadata)),
+		str("agentId", &a.AgentID), opt(str("kind", &a.Kind)), opt(str("displayName", &a.DisplayName)), opt(strMap("metadata", &a.Metadata)),
 		instant("createdAt", &a.CreatedAt), instant("updatedAt", &a.UpdatedAt),
 		opt(nested(accountLimitFields)("limits", &a.Limits)),
 	}
@@ -31,7 +31,17 @@ func accountLimitFields(l *entitlement.AccountLimits) []field {
 
 func accountDoc(a *entitlement.Account) map[string]any { return encode(accountFields(a)) }
 
-var accountFrom = decoder(accountFields)
+// accountFrom decodes an account strictly: a known kind (absent: an
+// agent's, as every account stored before wallets).
+func accountFrom(snap *firestore.DocumentSnapshot) (entitlement.Account, error) {
+	var a entitlement.Account
+	f := read(snap)
+	f.decode(accountFields(&a))
+	if !a.Kind.Valid() {
+		f.corrupt("kind", "unknown kind %q", a.Kind)
+	}
+	return a, f.err
+}
 
 func scopeFields(s *entitlement.Scope) []field {
 	return []field{str("service", &s.Service), opt(strs("tools", &s.Tools))}
@@ -72,7 +82,8 @@ func kindFields(e *entitlement.Entitlement) []field {
 				ptr("units", &a.Units, integer), ptr("triggeredAt", &a.TriggeredAt, instant)}
 		})),
 		opt(array("holds", &e.Holds, func(o *entitlement.OpenHold) []field {
-			return []field{str("id", &o.ID), integer("amount", &o.Amount), instant("expiresAt", &o.ExpiresAt)}
+			return []field{str("id", &o.ID), integer("amount", &o.Amount), instant("expiresAt", &o.ExpiresAt),
+				opt(str("memberId", &o.MemberID))}
 		})))
 }
 
@@ -140,14 +151,16 @@ func entitlementFrom(snap *firestore.DocumentSnapshot) (entitlement.Entitlement,
 }
 
 // keyFields are the fields a consumption and a hold of one idempotency key
-// share (docs_hold.go).
-func keyFields(id, agent, ent *string, typ *entitlement.Type, service, tool, key, fingerprint *string) []field {
+// share (docs_hold.go). walletId, on a member's charge to a wallet's
+// entitlement, is what the wallet's lists and usage query (queries.go).
+func keyFields(id, agent, ent *string, typ *entitlement.Type, wallet, service, tool, key, fingerprint *string) []field {
 	return []field{str("id", id), str("agentId", agent), str("entitlementId", ent), str("entitlementType", typ),
-		str("service", service), str("tool", tool), str("idempotencyKey", key), str("fingerprint", fingerprint)}
+		opt(str("walletId", wallet)), str("service", service), str("tool", tool), str("idempotencyKey", key),
+		str("fingerprint", fingerprint)}
 }
 
 func consumptionFields(c *entitlement.Consumption) []field {
-	return append(keyFields(&c.ID, &c.AgentID, &c.EntitlementID, &c.EntitlementType, &c.Service, &c.Tool, &c.IdempotencyKey, &c.Fingerprint),
+	return append(keyFields(&c.ID, &c.AgentID, &c.EntitlementID, &c.EntitlementType, &c.WalletID, &c.Service, &c.Tool, &c.IdempotencyKey, &c.Fingerprint),
 		opt(amount("cost", &c.Cost)), integer("units", &c.Units), instant("occurredAt", &c.OccurredAt),
 		opt(amount("balanceAfter", &c.BalanceAfter)), ptr("remainingAfter", &c.RemainingAfter, integer),
 		opt(str("holdId", &c.HoldID)), ptr("refund", &c.Refund, nested(func(r *entitlement.Refund) []field {

@@ -37,7 +37,7 @@ func keyDocument(k *keyDoc) map[string]any {
 }
 
 func holdFields(h *entitlement.Hold) []field {
-	return append(keyFields(&h.ID, &h.AgentID, &h.EntitlementID, &h.EntitlementType, &h.Service, &h.Tool, &h.IdempotencyKey, &h.Fingerprint),
+	return append(keyFields(&h.ID, &h.AgentID, &h.EntitlementID, &h.EntitlementType, &h.WalletID, &h.Service, &h.Tool, &h.IdempotencyKey, &h.Fingerprint),
 		nested(func(h *entitlement.Hold) []field {
 			return []field{str("status", &h.Status), opt(amount("maxCost", &h.MaxCost)), integer("maxUnits", &h.MaxUnits),
 				instant("createdAt", &h.CreatedAt), instant("expiresAt", &h.ExpiresAt), ptr("endedAt", &h.EndedAt, instant),

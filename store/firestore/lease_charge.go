@@ -7,6 +7,7 @@ import (
 	"cloud.google.com/go/firestore"
 
 	"github.com/stipend-mcp/stipend/entitlement"
+	"github.com/stipend-mcp/stipend/event"
 	"github.com/stipend-mcp/stipend/store"
 	"github.com/stipend-mcp/stipend/store/firestore/internal/escrow"
 	"github.com/stipend-mcp/stipend/store/internal/charge"
@@ -65,9 +66,11 @@ func (s *Store) leaseCharge(ctx context.Context, entitlementID string, calls []*
 }
 
 // runLeaseBatch is one transaction of consumes on lease leaseID: it reads
-// the lease and the calls' key documents (beside the transaction; the lease
-// is written back guarded, the consumptions created: guard.go), charges
-// each call the lease fits
+// the lease, the calls' key documents and, for the calls of a wallet's
+// members, their memberships (beside the transaction; the lease and the
+// memberships are written back guarded, the consumptions created:
+// guard.go; never the entitlement), charges each call the lease and the
+// member's caps fit
 // (a replay or conflict for a key already used, a denial for a reason that
 // does not depend on the balance), writes the lease and the new
 // consumptions, and answers those calls. It returns the calls it left
@@ -96,6 +99,9 @@ func (s *Store) runLeaseBatch(ctx context.Context, ll *escrow.Lane, leaseID stri
 				refs = append(refs, k.ref)
 			}
 		}
+		nkeys := len(order)
+		ms := &members{walletID: ent.AgentID}
+		refs = append(refs, ms.refs(s, agentsOf(calls)...)...)
 		snaps, err := s.readGuarded(ctx, refs...)
 		if err != nil {
 			return err
@@ -106,7 +112,11 @@ func (s *Store) runLeaseBatch(ctx context.Context, ll *escrow.Lane, leaseID stri
 		if lease, err = leaseFrom(snaps[0]); err != nil {
 			return err
 		}
-		for _, snap := range snaps[1:] {
+		if err := ms.decode(snaps[1+nkeys:]); err != nil {
+			return err
+		}
+		var events []charge.Event
+		for _, snap := range snaps[1 : 1+nkeys] {
 			k := keys[snap.Ref.ID]
 			if k.stored = snap.Exists(); k.stored {
 				if k.keyDoc, err = keyFrom(snap); err != nil {
@@ -121,19 +131,38 @@ func (s *Store) runLeaseBatch(ctx context.Context, ll *escrow.Lane, leaseID stri
 				answers, taken = append(answers, outcome{consume: charge.ReplayOf(k.Used(now), c.consume)}), append(taken, c)
 				continue
 			}
-			if ent.AgentID != c.consume.AgentID {
+			m, payer := ms.m[c.consume.AgentID], ent.AgentID == c.consume.AgentID
+			if writes := 1 + len(taken) + len(ms.written) + len(events); writes+callWrites+memberWrites > maxWrites {
+				left = append(left, c) // past one commit's writes: the next batch's
+				continue
+			}
+			if !payer && m == nil {
 				answers = append(answers, outcome{consume: charge.DeniedBy(ll.ID(), entitlement.ReasonNotFound)})
 				taken = append(taken, c)
 				continue
 			}
-			cons, reason, fits := ent.ChargeLease(now, &lease, c.consume, k.ref.ID, c.fingerprint)
+			// Charged on a copy of the lease: a member's caps are checked
+			// after the entitlement's own reasons, as the engine does.
+			next := lease
+			cons, reason, fits := ent.ChargeLease(now, &next, c.consume, k.ref.ID, c.fingerprint)
+			var limit string
+			if fits && reason == "" && m != nil {
+				limit = m.Check(now, &ent, c.consume)
+			}
 			switch {
 			case !fits:
 				left = append(left, c)
 				continue
 			case reason != "":
 				answers = append(answers, outcome{consume: charge.DeniedBy(ll.ID(), reason)})
+			case limit != "":
+				answers = append(answers, outcome{consume: charge.Denied([]entitlement.Denial{entitlement.MemberDenial(ll.ID(), m.MemberID, limit)})})
 			default:
+				lease = next
+				if m != nil {
+					events = append(events, memberCharged(m, now, &ent, &cons)...)
+					ms.touch(nil, m.MemberID, true) // written back even unchanged (members.go)
+				}
 				k.Cons, k.written = &cons, true
 				amount := cons.Units
 				if cons.EntitlementType == entitlement.TypeCredits {
@@ -151,6 +180,14 @@ func (s *Store) runLeaseBatch(ctx context.Context, ll *escrow.Lane, leaseID stri
 		}
 		if err := putGuarded(tx, snaps[0], leaseDoc(&lease)); err != nil {
 			return err
+		}
+		if err := ms.write(tx); err != nil {
+			return err
+		}
+		for _, ev := range events {
+			if err := s.enqueue(tx, ev.Type, ev.AgentID, now, ev.Data); err != nil {
+				return err
+			}
 		}
 		for _, k := range order {
 			if k.written {
@@ -191,4 +228,17 @@ func estimate(ent *entitlement.Entitlement, cons *entitlement.Consumption, now t
 	}
 	e.Refresh(now)
 	return e
+}
+
+// memberCharged counts the lease charge cons of a member on its membership
+// m (the engine's rule for a charge on the entitlement, memberCharged in
+// store/internal/charge), and returns the
+// wallet.member_limit_reached event when the charge took m's spend to its
+// cap.
+func memberCharged(m *entitlement.Membership, now time.Time, ent *entitlement.Entitlement, cons *entitlement.Consumption) []charge.Event {
+	if _, reached := m.Charge(now, ent, cons); !reached {
+		return nil
+	}
+	return []charge.Event{{Type: event.WalletMemberLimitReached, AgentID: m.WalletID,
+		Data: &entitlement.MemberLimitReached{Membership: m.Clone(), ConsumptionID: cons.ID}}}
 }

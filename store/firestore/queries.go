@@ -57,6 +57,27 @@ var (
 		Name: "consumptions.byAgent", Collection: colConsumptions,
 		Equal: []string{"agentId"}, Order: "occurredAt",
 	}
+	// qConsumptionsByWallet is a wallet's: its members' charges to it
+	// (walletId is stored on those only, so only they are in its index).
+	qConsumptionsByWallet = Query{
+		Name: "consumptions.byWallet", Collection: colConsumptions,
+		Equal: []string{"walletId"}, Order: "occurredAt",
+	}
+	// qWalletsCharged is a skip-scan over the wallets an agent's
+	// consumptions were charged to (usage.go).
+	qWalletsCharged = Query{
+		Name: "consumptions.walletsCharged", Collection: colConsumptions,
+		Equal: []string{"agentId"}, Order: "walletId",
+	}
+	// The memberships of a wallet, by member, and of an agent, by wallet.
+	qMembersOfWallet = Query{
+		Name: "memberships.byWallet", Collection: colMemberships,
+		Equal: []string{"walletId"}, Order: "memberId",
+	}
+	qWalletsOfMember = Query{
+		Name: "memberships.byMember", Collection: colMemberships,
+		Equal: []string{"memberId"}, Order: "walletId",
+	}
 	// qHoldsExpiring finds the entitlements with a hold to expire
 	// (ExpireHolds): a range on one field, served by its automatic index.
 	qHoldsExpiring = Query{
@@ -108,6 +129,7 @@ var (
 // Queries lists every query the adapter runs.
 var Queries = slices.Concat([]Query{
 	qEntitlementsByAgent, qActiveEntitlements, qHoldsExpiring, qConsumptionsByAgent,
+	qConsumptionsByWallet, qWalletsCharged, qMembersOfWallet, qWalletsOfMember,
 	qPaymentByIntent, qReceiptsByAgent, qPendingEvents, qPendingPayments,
 	qEndpoints, qDeliveries, qDueDeliveries, qStaleClaims,
 	qTopUpsWatched,
@@ -189,20 +211,30 @@ func encodeCursor(list string, after time.Time, docID string) string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
+// decodeCursor decodes the cursor s of the list listID; ok is false for
+// "" (the first page).
+func decodeCursor(s, listID string) (c cursor, ok bool, err error) {
+	if s == "" {
+		return cursor{}, false, nil
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	if err == nil {
+		err = json.Unmarshal(raw, &c)
+	}
+	if err != nil || c.List != listID || c.DocID == "" {
+		return cursor{}, false, store.Errorf(store.CodeInvalid, "malformed cursor")
+	}
+	return c, true, nil
+}
+
 // list runs one page of query (built by build, so ordered by order and then
 // document ID) and decodes it. It returns the next page's cursor, or "" on
 // the last page.
 func list[T any](ctx context.Context, query firestore.Query, listID, order string, p store.Page, decode func(*firestore.DocumentSnapshot) (T, error)) ([]T, string, error) {
 	size := p.Size()
-	if p.Cursor != "" {
-		raw, err := base64.RawURLEncoding.DecodeString(p.Cursor)
-		var c cursor
-		if err == nil {
-			err = json.Unmarshal(raw, &c)
-		}
-		if err != nil || c.List != listID || c.DocID == "" {
-			return nil, "", store.Errorf(store.CodeInvalid, "malformed cursor")
-		}
+	if c, ok, err := decodeCursor(p.Cursor, listID); err != nil {
+		return nil, "", err
+	} else if ok {
 		query = query.StartAfter(c.After, c.DocID)
 	}
 	snaps, err := query.Limit(size + 1).Documents(ctx).GetAll()

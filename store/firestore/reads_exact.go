@@ -10,6 +10,7 @@ import (
 	"github.com/stipend-mcp/stipend/entitlement"
 	"github.com/stipend-mcp/stipend/internal/fsfault"
 	"github.com/stipend-mcp/stipend/store"
+	"github.com/stipend-mcp/stipend/store/internal/charge"
 )
 
 // Reads are exact: an entitlement with open leases is shown with its
@@ -58,45 +59,45 @@ func (s *Store) storedEntitlement(ctx context.Context, id string) (entitlement.E
 
 // consumeCharger is the store as the consume path (charge.Consume,
 // charge.Authorize) uses it: candidates as stored, since only their order
-// and static checks matter before the atomic step; their query started
+// and static checks matter before the atomic step; their queries started
 // before the key lookup (active).
 type consumeCharger struct {
 	*Store
-	// active answers the query of agent's active entitlements started
-	// early; nil: query when asked.
+	// active answers the queries of agent's candidates started early;
+	// nil: query when asked.
 	agent  string
-	active func() ([]entitlement.Entitlement, error)
+	active func() (charge.Pool, error)
 }
 
-// consumeCharger starts the query of req's agent's active entitlements,
-// unless req names its entitlement (or is invalid, which charge.Consume
-// answers), and returns the charger that answers with it.
+// consumeCharger starts the queries of req's agent's candidates, unless
+// req names its entitlement (or is invalid, which charge.Consume answers),
+// and returns the charger that answers with them.
 func (s *Store) consumeCharger(ctx context.Context, req *entitlement.ConsumeRequest) consumeCharger {
 	c := consumeCharger{Store: s, agent: req.AgentID}
 	if req.EntitlementID != "" || !entitlement.ValidName(req.AgentID) {
 		return c
 	}
 	type result struct {
-		ents []entitlement.Entitlement
+		pool charge.Pool
 		err  error
 	}
 	ch := make(chan result, 1) // never waits: a replay answers without it
 	go func() {
-		ents, err := s.activeEntitlements(ctx, c.agent, false)
-		ch <- result{ents, err}
+		p, err := s.pool(ctx, c.agent, false)
+		ch <- result{p, err}
 	}()
-	c.active = sync.OnceValues(func() ([]entitlement.Entitlement, error) {
+	c.active = sync.OnceValues(func() (charge.Pool, error) {
 		r := <-ch
-		return r.ents, r.err
+		return r.pool, r.err
 	})
 	return c
 }
 
-// ActiveEntitlements implements charge.Charger with the query started
-// early, when it was.
-func (c consumeCharger) ActiveEntitlements(ctx context.Context, agentID string) ([]entitlement.Entitlement, error) {
+// ActiveEntitlements implements charge.Charger with the queries started
+// early, when they were.
+func (c consumeCharger) ActiveEntitlements(ctx context.Context, agentID string) (charge.Pool, error) {
 	if c.active == nil || agentID != c.agent {
-		return c.activeEntitlements(ctx, agentID, false)
+		return c.pool(ctx, agentID, false)
 	}
 	return c.active()
 }
@@ -106,6 +107,6 @@ func (c consumeCharger) ActiveEntitlements(ctx context.Context, agentID string) 
 type checkCharger struct{ *Store }
 
 // ActiveEntitlements implements charge.Charger with exact entitlements.
-func (c checkCharger) ActiveEntitlements(ctx context.Context, agentID string) ([]entitlement.Entitlement, error) {
-	return c.activeEntitlements(ctx, agentID, true)
+func (c checkCharger) ActiveEntitlements(ctx context.Context, agentID string) (charge.Pool, error) {
+	return c.pool(ctx, agentID, true)
 }

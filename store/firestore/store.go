@@ -72,7 +72,11 @@ type Store struct {
 	owner    string
 	leaseOpt LeaseOptions
 	leasing  escrow.Lanes
-	counters counters
+	// owners remembers whose each entitlement read is, walletsOf the
+	// wallets of each agent's last call (members.go).
+	owners    owners
+	walletsOf walletsOf
+	counters  counters
 	// bg holds the store's goroutines but the lanes' (close.go).
 	bg background
 	// log receives what the store's background work cannot return to a

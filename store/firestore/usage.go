@@ -19,7 +19,7 @@ import (
 // entitlements, and their open leases are read at its read time (exact
 // reads, reads_exact.go), so the totals are of one snapshot.
 func (s *Store) Balance(ctx context.Context, agentID string) (entitlement.Balance, error) {
-	es, err := s.activeEntitlements(ctx, agentID, true) // exact: leases folded in
+	es, err := s.activeEntitlements(ctx, true, agentID) // exact: leases folded in
 	if err != nil {
 		return entitlement.Balance{}, err
 	}
@@ -88,8 +88,10 @@ type usageRun struct {
 	s     *Store
 	at    time.Time // the read time of every query
 	q     *usage.Query
-	limit int // buckets to find: the page and one more, to know if there is a next page
-	// currencies are those of the agent's credits entitlements, any status:
+	side  usageSide // the account's side of its consumptions (usage_queries.go)
+	limit int       // buckets to find: the page and one more, to know if there is a next page
+	// currencies are those of the credits entitlements the account's
+	// consumptions were charged to, any status:
 	// a consumption's cost is always in its entitlement's currency, and
 	// entitlements are never deleted. quota says whether it has a quota.
 	currencies    []string
@@ -101,17 +103,69 @@ type usageRun struct {
 	refunded map[string]bool
 }
 
-// readKinds reads which currencies and types the agent's entitlements
-// have, and takes the read time of that query as the page's. found is
-// false for an agent without entitlements, and so without consumptions
-// (entitlements are never deleted).
+// readKinds reads which currencies and types the entitlements the
+// account's consumptions were charged to have, and takes the read time of
+// the first query as the page's: the account's own entitlements, read
+// beside the account (which says on which side of a consumption the
+// account is, side: a wallet's usage is its members' calls charged to it;
+// its kind never changes); then, for an agent, at that read time, the
+// wallets it charged (qWalletsCharged, a skip-scan of one query per wallet,
+// one for an agent that never charged a wallet) and their entitlements.
+// found is false when there are none, and so no consumptions (entitlements
+// are never deleted).
 func (u *usageRun) readKinds(ctx context.Context) (found bool, err error) {
-	query := u.s.build(qEntitlementsByAgent, filter{"agentId", "==", u.q.AgentID}).Select("type", "credits.balance.currency")
-	snaps, err := query.Documents(ctx).GetAll()
-	if err != nil || len(snaps) == 0 {
+	var (
+		g       errgroup.Group
+		account []*firestore.DocumentSnapshot
+	)
+	g.Go(func() (err error) {
+		account, err = u.s.client.GetAll(ctx, []*firestore.DocumentRef{u.s.doc(colAccounts, u.q.AgentID)})
+		return err
+	})
+	snaps, err := u.s.build(qEntitlementsByAgent, filter{"agentId", "==", u.q.AgentID}).Select("type", "credits.balance.currency").Documents(ctx).GetAll()
+	if werr := g.Wait(); err == nil {
+		err = werr
+	}
+	if err != nil {
 		return false, err
 	}
-	u.at = snaps[0].ReadTime.Truncate(time.Microsecond) // read times are in microseconds
+	u.at, u.side = account[0].ReadTime, usageOfAgent
+	if len(snaps) > 0 {
+		u.at = snaps[0].ReadTime
+	}
+	u.at = u.at.Truncate(time.Microsecond) // read times are in microseconds
+	if account[0].Exists() {
+		a, err := accountFrom(account[0])
+		if err != nil {
+			return false, err
+		}
+		if a.IsWallet() {
+			u.side = usageOfWallet
+		}
+	}
+	if err := u.addKinds(snaps); err != nil || u.side.field != usageOfAgent.field {
+		return len(snaps) > 0, err
+	}
+	wallets, err := u.walletsCharged(ctx)
+	if err != nil {
+		return false, err
+	}
+	for chunk := range slices.Chunk(wallets, 30) { // the most an "in" filter takes
+		query := u.s.build(qEntitlementsByAgent, filter{"agentId", "in", chunk}).Select("type", "credits.balance.currency")
+		more, err := u.documents(ctx, query)
+		if err != nil {
+			return false, err
+		}
+		if err := u.addKinds(more); err != nil {
+			return false, err
+		}
+		snaps = append(snaps, more...)
+	}
+	return len(snaps) > 0, nil
+}
+
+// addKinds records the types and currencies of the entitlements snaps.
+func (u *usageRun) addKinds(snaps []*firestore.DocumentSnapshot) error {
 	for _, snap := range snaps {
 		f := read(snap)
 		switch entitlement.Type(f.str("type")) {
@@ -125,10 +179,32 @@ func (u *usageRun) readKinds(ctx context.Context) (found bool, err error) {
 			}
 		}
 		if f.err != nil {
-			return false, f.err
+			return f.err
 		}
 	}
-	return true, nil
+	return nil
+}
+
+// walletsCharged lists the wallets the agent's consumptions were charged
+// to, by a skip-scan: one one-document query per wallet, and one that
+// finds no more (for most agents, the only one).
+func (u *usageRun) walletsCharged(ctx context.Context) ([]string, error) {
+	var wallets []string
+	for {
+		filters := []filter{{"agentId", "==", u.q.AgentID}}
+		if n := len(wallets); n > 0 {
+			filters = append(filters, filter{"walletId", ">", wallets[n-1]})
+		}
+		snaps, err := u.documents(ctx, u.s.build(qWalletsCharged, filters...).Select("walletId").Limit(1))
+		if err != nil || len(snaps) == 0 {
+			return wallets, err
+		}
+		f := read(snaps[0])
+		wallets = append(wallets, f.str("walletId"))
+		if f.err != nil {
+			return nil, f.err
+		}
+	}
 }
 
 // documents runs query at the page's read time.
@@ -158,7 +234,7 @@ func (u *usageRun) byTime(ctx context.Context, after usage.Key, ok bool) ([]usag
 	var keys []usage.Key
 	var tallies []*usage.Tally
 	for len(keys) < u.limit && from.Before(u.q.To) && gctx.Err() == nil {
-		query := u.s.build(qConsumptionsByAgent, filter{"agentId", "==", u.q.AgentID},
+		query := u.s.build(u.side.byTime, filter{u.side.field, "==", u.q.AgentID},
 			filter{"occurredAt", ">=", from}, filter{"occurredAt", "<", u.q.To}).Select("occurredAt").Limit(1)
 		snaps, err := u.documents(ctx, query)
 		var at time.Time
@@ -176,7 +252,7 @@ func (u *usageRun) byTime(ctx context.Context, after usage.Key, ok bool) ([]usag
 		}
 		keys, tallies = append(keys, usage.Key{Wall: u.q.Wall(at)}), append(tallies, t)
 		g.Go(func() (err error) {
-			*t, err = u.tally(gctx, usageByRange, nil, at, to)
+			*t, err = u.tally(gctx, u.side.byRange, nil, at, to)
 			return err
 		})
 		from = end
@@ -206,10 +282,7 @@ func (u *usageRun) byName(ctx context.Context, last usage.Key, ok bool) ([]usage
 				done = true
 				break
 			}
-			shape, eq := usageByService, []filter{{"service", "==", key.Service}}
-			if u.q.GroupBy == usage.ByTool {
-				shape, eq = usageByTool, append(eq, filter{"tool", "==", key.Tool})
-			}
+			shape, eq := u.bucketOf(key)
 			t := new(usage.Tally)
 			batch, totals = append(batch, key), append(totals, t)
 			g.Go(func() (err error) {
@@ -230,34 +303,62 @@ func (u *usageRun) byName(ctx context.Context, last usage.Key, ok bool) ([]usage
 	return keys, tallies, nil
 }
 
-// nextName reads the key of the next service, or (service, tool) pair,
-// after last (the first of all when ok is false); found is false when
-// there is none.
+// nextName reads the key of the next service, (service, tool) pair or
+// member after last (the first of all when ok is false); found is false
+// when there is none.
 func (u *usageRun) nextName(ctx context.Context, last usage.Key, ok bool) (key usage.Key, found bool, err error) {
-	agent := filter{"agentId", "==", u.q.AgentID}
-	first := func(q firestore.Query) (usage.Key, bool, error) {
-		snaps, err := u.documents(ctx, q.Select("service", "tool").Limit(1))
-		if err != nil || len(snaps) == 0 {
-			return usage.Key{}, false, err
-		}
-		f := read(snaps[0])
-		key := usage.Key{Service: f.str("service")}
-		if u.q.GroupBy == usage.ByTool {
-			key.Tool = f.str("tool")
-		}
-		return key, f.err == nil, f.err
-	}
+	account := filter{u.side.field, "==", u.q.AgentID}
 	switch {
+	case u.q.GroupBy == usage.ByMember && u.side.field == usageOfAgent.field:
+		// An agent's calls are its own: one bucket.
+		return usage.Key{Member: u.q.AgentID}, !ok || last.Member < u.q.AgentID, nil
+	case u.q.GroupBy == usage.ByMember && !ok:
+		return u.first(ctx, u.s.build(qUsageMembers, account))
+	case u.q.GroupBy == usage.ByMember:
+		return u.first(ctx, u.s.build(qUsageMembers, account, filter{"agentId", ">", last.Member}))
 	case u.q.GroupBy == usage.ByService && !ok:
-		return first(u.s.build(qUsageServices, agent))
+		return u.first(ctx, u.s.build(u.side.services, account))
 	case u.q.GroupBy == usage.ByService:
-		return first(u.s.build(qUsageServices, agent, filter{"service", ">", last.Service}))
+		return u.first(ctx, u.s.build(u.side.services, account, filter{"service", ">", last.Service}))
 	case !ok:
-		return first(u.s.build(qUsageTools, agent))
+		return u.first(ctx, u.s.build(u.side.tools, account))
 	}
-	key, found, err = first(u.s.build(qUsageToolsOfService, agent, filter{"service", "==", last.Service}, filter{"tool", ">", last.Tool}))
+	key, found, err = u.first(ctx, u.s.build(u.side.toolsOfService, account, filter{"service", "==", last.Service}, filter{"tool", ">", last.Tool}))
 	if err != nil || found {
 		return key, found, err
 	}
-	return first(u.s.build(qUsageTools, agent, filter{"service", ">", last.Service}))
+	return u.first(ctx, u.s.build(u.side.tools, account, filter{"service", ">", last.Service}))
+}
+
+// first reads the key of the first document of a skip-scan q.
+func (u *usageRun) first(ctx context.Context, q firestore.Query) (usage.Key, bool, error) {
+	snaps, err := u.documents(ctx, q.Select("service", "tool", "agentId").Limit(1))
+	if err != nil || len(snaps) == 0 {
+		return usage.Key{}, false, err
+	}
+	f := read(snaps[0])
+	var key usage.Key
+	switch u.q.GroupBy {
+	case usage.ByMember:
+		key.Member = f.str("agentId")
+	case usage.ByTool:
+		key.Service, key.Tool = f.str("service"), f.str("tool")
+	default:
+		key.Service = f.str("service")
+	}
+	return key, f.err == nil, f.err
+}
+
+// bucketOf is the aggregations and equality filters of the named bucket
+// key.
+func (u *usageRun) bucketOf(key usage.Key) (usageShape, []filter) {
+	switch {
+	case u.q.GroupBy == usage.ByMember && u.side.field == usageOfAgent.field:
+		return u.side.byRange, nil
+	case u.q.GroupBy == usage.ByMember:
+		return usageByMember, []filter{{"agentId", "==", key.Member}}
+	case u.q.GroupBy == usage.ByTool:
+		return u.side.byTool, []filter{{"service", "==", key.Service}, {"tool", "==", key.Tool}}
+	}
+	return u.side.byService, []filter{{"service", "==", key.Service}}
 }

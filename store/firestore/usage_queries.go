@@ -7,10 +7,11 @@ import "slices"
 //
 //   - skip-scans find the distinct values of a grouping, one query of one
 //     document each: the next service after the last one
-//     (qUsageServices), the next (service, tool) pair after the last one
-//     (the next tool of its service, qUsageToolsOfService, or else the
-//     first tool of the next service, qUsageTools); hour and day buckets skip to the next consumption at
-//     or after the end of the last bucket (qConsumptionsByAgent);
+//     (services), the next (service, tool) pair after the last one (the
+//     next tool of its service, toolsOfService, or else the first tool of
+//     the next service, tools), the next member of a wallet after the last
+//     one (qUsageMembers); hour and day buckets skip to the next
+//     consumption at or after the end of the last bucket (byTime);
 //   - aggregations total one bucket over [start, end) of occurredAt: a
 //     count of all its consumptions; for quota entitlements the sum of
 //     units and of refunded units; per currency a count and the sum of
@@ -19,40 +20,71 @@ import "slices"
 //     field it names, so an aggregation over two fields would see only the
 //     documents with both (an unrefunded consumption has no refund).
 var (
-	qUsageServices = Query{
-		Name: "consumptions.usage.services", Collection: colConsumptions,
-		Equal: []string{"agentId"}, Order: "service",
+	// usageOfAgent are an agent's (its calls, agentId), usageOfWallet a
+	// wallet's (its members' calls charged to it, walletId: stored on
+	// those only, so the wallet's indexes hold only them).
+	usageOfAgent  = usageParty("agentId", "usage", qConsumptionsByAgent)
+	usageOfWallet = usageParty("walletId", "walletUsage", qConsumptionsByWallet)
+	// qUsageMembers is the skip-scan over the members a wallet's
+	// consumptions were charged by; usageByMember totals one member.
+	qUsageMembers = Query{
+		Name: "consumptions.walletUsage.members", Collection: colConsumptions,
+		Equal: []string{"walletId"}, Order: "agentId",
 	}
-	qUsageTools = Query{
-		Name: "consumptions.usage.tools", Collection: colConsumptions,
-		Equal: []string{"agentId"}, Order: "service", Then: []string{"tool"},
-	}
-	// qUsageToolsOfService is the next tool of one service; its index is
-	// qUsageTools'.
-	qUsageToolsOfService = Query{
-		Name: "consumptions.usage.toolsOfService", Collection: colConsumptions,
-		Equal: []string{"agentId", "service"}, Order: "tool",
-	}
-	usageByRange   = usageShapes("range")
-	usageByService = usageShapes("service", "service")
-	usageByTool    = usageShapes("tool", "service", "tool")
+	usageByMember = usageShapes("walletId", "walletUsage", "member", "agentId")
 
-	usageQueries = slices.Concat([]Query{qUsageServices, qUsageTools, qUsageToolsOfService},
-		usageByRange.all(), usageByService.all(), usageByTool.all())
+	usageQueries = slices.Concat(usageOfAgent.all(), usageOfWallet.all(), []Query{qUsageMembers}, usageByMember.all())
 )
 
+// usageSide is the queries of one side of a consumption: field is the
+// account's (agentId or walletId), byTime the skip-scan of hour and day
+// buckets.
+type usageSide struct {
+	field                           string
+	byTime                          Query
+	services, tools, toolsOfService Query
+	byRange, byService, byTool      usageShape
+}
+
+func usageParty(field, name string, byTime Query) usageSide {
+	return usageSide{
+		field:  field,
+		byTime: byTime,
+		services: Query{
+			Name: "consumptions." + name + ".services", Collection: colConsumptions,
+			Equal: []string{field}, Order: "service",
+		},
+		tools: Query{
+			Name: "consumptions." + name + ".tools", Collection: colConsumptions,
+			Equal: []string{field}, Order: "service", Then: []string{"tool"},
+		},
+		// The next tool of one service; its index is tools'.
+		toolsOfService: Query{
+			Name: "consumptions." + name + ".toolsOfService", Collection: colConsumptions,
+			Equal: []string{field, "service"}, Order: "tool",
+		},
+		byRange:   usageShapes(field, name, "range"),
+		byService: usageShapes(field, name, "service", "service"),
+		byTool:    usageShapes(field, name, "tool", "service", "tool"),
+	}
+}
+
+func (p usageSide) all() []Query {
+	return slices.Concat([]Query{p.services, p.tools, p.toolsOfService}, p.byRange.all(), p.byService.all(), p.byTool.all())
+}
+
 // usageShape is the aggregations of one kind of bucket: its equality
-// filters (the agent, and the service and tool of a bucket by name) and a
-// range on occurredAt.
+// filters (the account, and the service and tool of a bucket by name, or
+// the member) and a range on occurredAt.
 type usageShape struct {
 	count, units, refundUnits, cents, refundCents Query
 }
 
-func usageShapes(name string, eq ...string) usageShape {
+func usageShapes(field, party, name string, eq ...string) usageShape {
 	q := func(what string, extra []string, sum string) Query {
 		return Query{
-			Name: "consumptions.usage." + name + "." + what, Collection: colConsumptions,
-			Equal: slices.Concat([]string{"agentId"}, eq, extra), Order: "occurredAt", Sum: sum,
+			Name: "consumptions." + party + "." + name + "." + what, Collection: colConsumptions,
+			Equal: slices.Concat([]string{field}, eq, extra), Order: "occurredAt", Sum: sum,
 		}
 	}
 	quota, currency := []string{"entitlementType"}, []string{"cost.currency"}

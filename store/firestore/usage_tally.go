@@ -29,7 +29,7 @@ func (u *usageRun) readRefunds(ctx context.Context) error {
 		for _, k := range u.kinds() {
 			g.Go(func() error {
 				var n, unused int64
-				if err := u.aggregate(ctx, tx, k.refunds(usageByRange), nil, k.filter, u.q.From, u.q.To, k.refundField, &n, &unused); err != nil {
+				if err := u.aggregate(ctx, tx, k.refunds(u.side.byRange), nil, k.filter, u.q.From, u.q.To, k.refundField, &n, &unused); err != nil {
 					return err
 				}
 				mu.Lock()
@@ -119,11 +119,11 @@ func (u *usageRun) tally(ctx context.Context, shape usageShape, eq []filter, fro
 	return t, nil
 }
 
-// aggregate runs q (filtered by the agent, eq, extra and [from, to) of
+// aggregate runs q (filtered by the account, eq, extra and [from, to) of
 // occurredAt) as an aggregation in tx: the count into count and, with sum,
 // the sum of that field into total.
 func (u *usageRun) aggregate(ctx context.Context, tx *firestore.Transaction, q Query, eq, extra []filter, from, to time.Time, sum string, count, total *int64) error {
-	filters := slices.Concat([]filter{{"agentId", "==", u.q.AgentID}}, eq, extra,
+	filters := slices.Concat([]filter{{u.side.field, "==", u.q.AgentID}}, eq, extra,
 		[]filter{{"occurredAt", ">=", from}, {"occurredAt", "<", to}})
 	query := u.s.build(q, filters...)
 	agg := query.NewAggregationQuery().WithCount("n")

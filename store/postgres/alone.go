@@ -32,19 +32,27 @@ import (
 // one pipelined read of the same three lookups (prefetched).
 
 // snapshot is what one pipelined read returned: what the agent's key was
-// used for, its account's limits and its entitlements (the active ones, or
-// the one a request names), at now.
+// used for, its account, its entitlements (the active ones, or the one a
+// request names), whether it is a wallet member (member) and, when read,
+// its memberships and its wallets' active entitlements (never locked), at
+// now.
 type snapshot struct {
-	used   map[keyPair]charge.Used
-	limits entitlement.AccountLimits
-	ents   []entitlement.Entitlement
-	now    time.Time
+	used    map[keyPair]charge.Used
+	account entitlement.Account
+	ents    []entitlement.Entitlement
+	member  bool
+	members []entitlement.Membership
+	wallets []entitlement.Entitlement
+	now     time.Time
 }
 
 // readSnapshot reads req's snapshot in one round trip on q. With lock, it
 // opens a transaction first (BEGIN) and locks the entitlements it reads;
-// the transaction stays open.
-func (s *Store) readSnapshot(ctx context.Context, q querier, req *entitlement.ConsumeRequest, lock bool) (snapshot, error) {
+// the transaction stays open. The account's row says whether the agent is
+// a wallet member, which costs an agent that is none no statement of its
+// own; with wallets, the agent's memberships and its wallets' entitlements
+// are read in the same round trip (for an agent last seen to be a member).
+func (s *Store) readSnapshot(ctx context.Context, q querier, req *entitlement.ConsumeRequest, lock, wallets bool) (snapshot, error) {
 	rb := &pgx.Batch{}
 	if lock {
 		rb.Queue(`BEGIN`)
@@ -61,7 +69,10 @@ func (s *Store) readSnapshot(ctx context.Context, q querier, req *entitlement.Co
 	pair := keyPair{req.AgentID, req.IdempotencyKey}
 	keys, keyArgs := keyRefsQuery([]keyPair{pair})
 	rb.Queue(keys, keyArgs...)
-	rb.Queue(`SELECT limits FROM accounts WHERE agent_id = $1`, req.AgentID)
+	rb.Queue(`SELECT limits, kind, EXISTS (SELECT 1 FROM memberships WHERE member_id = $1) FROM accounts WHERE agent_id = $1`, req.AgentID)
+	if wallets {
+		queueWallets(rb, req.AgentID, req.EntitlementID == "")
+	}
 
 	var snap snapshot
 	res := q.SendBatch(ctx, rb)
@@ -86,14 +97,22 @@ func (s *Store) readSnapshot(ctx context.Context, q querier, req *entitlement.Co
 		return snap, err
 	}
 	var raw []byte
-	switch err := res.QueryRow().Scan(&raw); {
+	var kind string
+	switch err := res.QueryRow().Scan(&raw, &kind, &snap.member); {
 	case err == nil:
 		r := &row{table: "accounts", id: req.AgentID}
-		if snap.limits = r.accountLimits(raw); r.err != nil {
+		snap.account.Limits = r.accountLimits(raw)
+		snap.account.Kind = entitlement.AccountKind(r.oneOf("kind", kind, kind == "" || entitlement.AccountKind(kind) == entitlement.KindWallet))
+		if r.err != nil {
 			return snap, r.err
 		}
 	case !errors.Is(err, pgx.ErrNoRows):
 		return snap, err
+	}
+	if wallets {
+		if snap.members, snap.wallets, err = readWallets(res, req.EntitlementID == ""); err != nil {
+			return snap, err
+		}
 	}
 	if err := res.Close(); err != nil {
 		return snap, err
@@ -105,7 +124,7 @@ func (s *Store) readSnapshot(ctx context.Context, q querier, req *entitlement.Co
 	return snap, err
 }
 
-// FindKey, AccountLimits, ActiveEntitlements and GetEntitlement answer
+// FindKey, CallerAccount, ActiveEntitlements and GetEntitlement answer
 // charge.Charger's lookups from the snapshot.
 
 func (p *snapshot) FindKey(_ context.Context, agentID, key string) (charge.Used, error) {
@@ -115,17 +134,19 @@ func (p *snapshot) FindKey(_ context.Context, agentID, key string) (charge.Used,
 	return charge.Used{}, store.Errorf(store.CodeNotFound, "idempotency key not used")
 }
 
-func (p *snapshot) AccountLimits(context.Context, string) (entitlement.AccountLimits, error) {
-	return p.limits, nil
+func (p *snapshot) CallerAccount(context.Context, string) (entitlement.Account, error) {
+	return p.account, nil
 }
 
-func (p *snapshot) ActiveEntitlements(_ context.Context, agentID string) ([]entitlement.Entitlement, error) {
-	var out []entitlement.Entitlement
+func (p *snapshot) ActiveEntitlements(_ context.Context, agentID string) (charge.Pool, error) {
+	var out charge.Pool
 	for _, e := range p.ents {
 		if e.AgentID == agentID && e.Status == entitlement.StatusActive {
-			out = append(out, e)
+			out.Entitlements = append(out.Entitlements, e)
 		}
 	}
+	out.Entitlements = append(out.Entitlements, p.wallets...)
+	out.Members = p.members
 	return out, nil
 }
 
@@ -162,11 +183,11 @@ func (p prefetched) FindKey(ctx context.Context, agentID, key string) (charge.Us
 	return p.snapshot.FindKey(ctx, agentID, key)
 }
 
-func (p prefetched) AccountLimits(ctx context.Context, agentID string) (entitlement.AccountLimits, error) {
-	return p.snapshot.AccountLimits(ctx, agentID)
+func (p prefetched) CallerAccount(ctx context.Context, agentID string) (entitlement.Account, error) {
+	return p.snapshot.CallerAccount(ctx, agentID)
 }
 
-func (p prefetched) ActiveEntitlements(ctx context.Context, agentID string) ([]entitlement.Entitlement, error) {
+func (p prefetched) ActiveEntitlements(ctx context.Context, agentID string) (charge.Pool, error) {
 	return p.snapshot.ActiveEntitlements(ctx, agentID)
 }
 
@@ -174,12 +195,39 @@ func (p prefetched) GetEntitlement(ctx context.Context, id string) (entitlement.
 	return p.snapshot.GetEntitlement(ctx, id)
 }
 
-// prefetch reads req's snapshot from the pool (one round trip, no locks).
+// ConsumeOne and AuthorizeOne queue on the lanes as the Store's do, telling
+// the batch whether the caller is a wallet member (whose memberships it
+// then reads).
+func (p prefetched) ConsumeOne(ctx context.Context, req *entitlement.ConsumeRequest, entitlementID string) (store.ConsumeResult, error) {
+	r, err := p.lanes.Do(ctx, entitlementID, op{kind: opConsume, consume: req, member: p.member})
+	return r.consume, err
+}
+
+func (p prefetched) AuthorizeOne(ctx context.Context, req *entitlement.HoldRequest, entitlementID string) (store.HoldResult, error) {
+	r, err := p.lanes.Do(ctx, entitlementID, op{kind: opAuthorize, authorize: req, member: p.member})
+	return r.hold, err
+}
+
+// prefetch reads req's snapshot from the pool (one round trip, no locks),
+// with the agent's memberships and wallets: in the same round trip for an
+// agent this instance last saw to be a member, in a second one for an
+// agent that has become one since.
 func (s *Store) prefetch(ctx context.Context, req *entitlement.ConsumeRequest) (prefetched, error) {
-	snap, err := s.readSnapshot(ctx, s.pool, req, false)
+	known := s.callers.member(req.AgentID)
+	snap, err := s.readSnapshot(ctx, s.pool, req, false, known)
+	if err == nil && snap.member && !known {
+		rb := &pgx.Batch{}
+		queueWallets(rb, req.AgentID, req.EntitlementID == "")
+		res := s.pool.SendBatch(ctx, rb)
+		snap.members, snap.wallets, err = readWallets(res, req.EntitlementID == "")
+		if cerr := res.Close(); err == nil {
+			err = cerr
+		}
+	}
 	if err != nil {
 		return prefetched{}, pgfault.Read(err, "read before a charge")
 	}
+	s.callers.noteMember(req.AgentID, snap.member)
 	return prefetched{s, &snap}, nil
 }
 
@@ -230,13 +278,20 @@ func (a *alone) commit() error {
 }
 
 // consumeAlone is CheckAndConsume in one transaction of two round trips on
-// one connection.
+// one connection. A wallet member's consume leaves it once the first round
+// trip shows it is one: the transaction is rolled back and the call takes
+// the lanes (prefetch), so a wallet's entitlement, shared by its members,
+// is charged by coalesced batches that lock the members' rows.
 func (s *Store) consumeAlone(ctx context.Context, req entitlement.ConsumeRequest) (store.ConsumeResult, error) {
 	var res store.ConsumeResult
+	member := false
 	err := s.runConn(ctx, "consume", func(conn *pgxpool.Conn) (bool, error) {
-		snap, err := s.readSnapshot(ctx, conn, &req, true)
+		snap, err := s.readSnapshot(ctx, conn, &req, true, false)
 		if err != nil {
 			return false, err
+		}
+		if member = snap.member; member {
+			return false, nil // runConn rolls back
 		}
 		a := &alone{prefetched: prefetched{s, &snap}, ctx: ctx, conn: conn}
 		if res, err = charge.Consume(ctx, a, req); err != nil {
@@ -244,6 +299,13 @@ func (s *Store) consumeAlone(ctx context.Context, req entitlement.ConsumeRequest
 		}
 		return true, a.commit()
 	})
+	if err == nil && member {
+		p, err := s.prefetch(ctx, &req)
+		if err != nil {
+			return store.ConsumeResult{}, err
+		}
+		return charge.Consume(ctx, p, req)
+	}
 	return res, err
 }
 
@@ -285,12 +347,41 @@ func (s *Store) runConn(ctx context.Context, what string, fn func(conn *pgxpool.
 }
 
 // callers counts the charges in flight on this instance per agent, so that
-// a consume alone takes the short way, and Close waits for those.
+// a consume alone takes the short way, and Close waits for those. It also
+// remembers the agents last seen to be wallet members (members), whose
+// consumes take the lanes at once instead of learning it in a transaction
+// they roll back: a hint only, which the next read of the agent corrects,
+// bounded by forgetting all at maxMembers.
 type callers struct {
-	mu     sync.Mutex
-	n      map[string]int
-	closed bool
-	wg     sync.WaitGroup
+	mu      sync.Mutex
+	n       map[string]int
+	members map[string]bool
+	closed  bool
+	wg      sync.WaitGroup
+}
+
+// maxMembers bounds the wallet members callers remembers.
+const maxMembers = 100_000
+
+// member reports whether agentID was last seen to be a wallet member.
+func (c *callers) member(agentID string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.members[agentID]
+}
+
+// noteMember records whether agentID was seen to be a wallet member.
+func (c *callers) noteMember(agentID string, is bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case !is:
+		delete(c.members, agentID)
+	case c.members == nil || len(c.members) >= maxMembers:
+		c.members = map[string]bool{agentID: true}
+	default:
+		c.members[agentID] = true
+	}
 }
 
 // enter counts a call of agentID; alone reports that no other call of the
