@@ -186,6 +186,7 @@ func TestOpenAPI_Responses(t *testing.T) {
 	e.must(200, req{Method: "GET", Path: "/v1/payments?providerIntentId=pi_none", Key: billing})
 	stripeOK := exerciseStripeRoutes(t, seen) // stripe_test.go
 	exerciseTopUpRoutes(t, seen)              // topup_test.go
+	exerciseWalletRoutes(t, seen)             // wallets_test.go
 
 	portalStripeOK := exercisePortalRoutes(t, seen) // portal_test.go
 
