@@ -153,20 +153,27 @@ const (
 type Denial struct {
 	EntitlementID string `json:"entitlementId,omitempty"`
 	Reason        Reason `json:"reason"`
+	// MemberID and Limit say, for ReasonMemberLimit, which member's cap on
+	// the wallet refused the call and which of its limits (LimitSpend, …).
+	MemberID string `json:"memberId,omitempty"`
+	Limit    string `json:"limit,omitempty"`
 }
 
 // Consumption records one charged tool call.
 type Consumption struct {
-	ID              string      `json:"id"`
-	AgentID         string      `json:"agentId"`
-	EntitlementID   string      `json:"entitlementId"`
-	EntitlementType Type        `json:"entitlementType"`
-	Service         string      `json:"service"`
-	Tool            string      `json:"tool"`
-	IdempotencyKey  string      `json:"idempotencyKey"`
-	Cost            money.Money `json:"cost,omitzero"`
-	Units           int64       `json:"units"`
-	OccurredAt      time.Time   `json:"occurredAt"`
+	ID              string `json:"id"`
+	AgentID         string `json:"agentId"`
+	EntitlementID   string `json:"entitlementId"`
+	EntitlementType Type   `json:"entitlementType"`
+	// WalletID names the wallet whose entitlement paid, when AgentID (the
+	// caller) charged it as a member; empty for a charge to the caller's own.
+	WalletID       string      `json:"walletId,omitempty"`
+	Service        string      `json:"service"`
+	Tool           string      `json:"tool"`
+	IdempotencyKey string      `json:"idempotencyKey"`
+	Cost           money.Money `json:"cost,omitzero"`
+	Units          int64       `json:"units"`
+	OccurredAt     time.Time   `json:"occurredAt"`
 	// BalanceAfter (credits) and RemainingAfter (quota) are the entitlement's
 	// state right after this call.
 	BalanceAfter   money.Money `json:"balanceAfter,omitzero"`
@@ -278,6 +285,7 @@ func (e *Entitlement) consumption(now time.Time, r *ConsumeRequest, id, fingerpr
 		AgentID:         r.AgentID,
 		EntitlementID:   e.ID,
 		EntitlementType: e.Type,
+		WalletID:        e.walletOf(r.AgentID),
 		Service:         r.Service,
 		Tool:            r.Tool,
 		IdempotencyKey:  r.IdempotencyKey,

@@ -47,9 +47,13 @@ const (
 	MaxMetadataBytes   = 4096
 )
 
-// Account is an agent's account. Its ID is the agent ID.
+// Account is an agent's or a wallet's account. Its ID is the agent ID (a
+// wallet's ID is in the same namespace).
 type Account struct {
-	AgentID     string            `json:"agentId"`
+	AgentID string `json:"agentId"`
+	// Kind says whether the account is an agent's or a wallet's
+	// (wallet.go); it is set when the account is created and never changes.
+	Kind        AccountKind       `json:"kind,omitempty"`
 	DisplayName string            `json:"displayName,omitempty"`
 	Metadata    map[string]string `json:"metadata,omitempty"`
 	// Limits are the account-wide spend controls (account_limits.go).

@@ -57,6 +57,10 @@ type OpenHold struct {
 	ID        string
 	Amount    int64
 	ExpiresAt time.Time
+	// MemberID names the member whose hold it is when e is a wallet's
+	// (Hold.WalletID set), so that a revoke can end the hold on the
+	// member's caps too (Membership.EndHold); empty otherwise.
+	MemberID string
 }
 
 // HoldRequest asks to reserve the most a tool call may cost. In the embedded
@@ -112,14 +116,17 @@ func (r *HoldRequest) Fingerprint() string {
 
 // Hold is one reservation on an entitlement and, once it has ended, how.
 type Hold struct {
-	ID              string     `json:"id"`
-	AgentID         string     `json:"agentId"`
-	EntitlementID   string     `json:"entitlementId"`
-	EntitlementType Type       `json:"entitlementType"`
-	Service         string     `json:"service"`
-	Tool            string     `json:"tool"`
-	IdempotencyKey  string     `json:"idempotencyKey"`
-	Status          HoldStatus `json:"status"`
+	ID              string `json:"id"`
+	AgentID         string `json:"agentId"`
+	EntitlementID   string `json:"entitlementId"`
+	EntitlementType Type   `json:"entitlementType"`
+	// WalletID names the wallet whose entitlement the hold is on, when
+	// AgentID (the caller) holds it as a member; empty otherwise.
+	WalletID       string     `json:"walletId,omitempty"`
+	Service        string     `json:"service"`
+	Tool           string     `json:"tool"`
+	IdempotencyKey string     `json:"idempotencyKey"`
+	Status         HoldStatus `json:"status"`
 	// MaxCost is the most the call may cost (set when the request carried
 	// a cost); MaxUnits the most units. On a credits entitlement MaxCost is
 	// reserved, on a quota MaxUnits; a subscription reserves nothing.
@@ -278,6 +285,7 @@ func (e *Entitlement) Authorize(now time.Time, r *HoldRequest, id, fingerprint s
 		AgentID:         r.AgentID,
 		EntitlementID:   e.ID,
 		EntitlementType: e.Type,
+		WalletID:        e.walletOf(r.AgentID),
 		Service:         r.Service,
 		Tool:            r.Tool,
 		IdempotencyKey:  r.IdempotencyKey,
@@ -290,7 +298,11 @@ func (e *Entitlement) Authorize(now time.Time, r *HoldRequest, id, fingerprint s
 	if r.Cost != nil {
 		h.MaxCost = *r.Cost
 	}
-	e.Holds = append(e.Holds, OpenHold{ID: id, Amount: e.reserve(&r.ConsumeRequest), ExpiresAt: h.ExpiresAt})
+	o := OpenHold{ID: id, Amount: e.reserve(&r.ConsumeRequest), ExpiresAt: h.ExpiresAt}
+	if h.WalletID != "" {
+		o.MemberID = r.AgentID
+	}
+	e.Holds = append(e.Holds, o)
 	e.tally(now)
 	return h, ""
 }
@@ -312,6 +324,7 @@ func (e *Entitlement) Capture(now time.Time, h *Hold, ch Charge, consumptionID s
 		AgentID:         h.AgentID,
 		EntitlementID:   e.ID,
 		EntitlementType: e.Type,
+		WalletID:        h.WalletID,
 		Service:         h.Service,
 		Tool:            h.Tool,
 		IdempotencyKey:  h.IdempotencyKey,

@@ -77,14 +77,11 @@ func (e *Entitlement) spendRoom(now time.Time) (int64, bool) {
 	if s.Period == "" || e.Type == TypeSubscription {
 		return 0, false
 	}
-	max, spent := s.MaxUnits, s.SpentUnits
+	max := s.MaxUnits
 	if e.Type == TypeCredits {
-		max, spent = s.Max.Cents, s.Spent.Cents
+		max = s.Max.Cents
 	}
-	if !now.Before(s.ResetAt) {
-		spent = 0
-	}
-	return max - spent - e.held(), true
+	return max - s.spentAt(now, e.Type) - e.held(), true
 }
 
 // CheckPerCall reports ReasonMaxPerCall when r costs more than e allows one
@@ -113,8 +110,13 @@ func (e *Entitlement) checkLimits(now time.Time, r *ConsumeRequest) Reason {
 
 // refreshSpend applies the lazy reset of the spend limit at now and
 // reports whether it changed anything.
-func (e *Entitlement) refreshSpend(now time.Time) bool {
-	s := &e.Limits.Spend
+func (e *Entitlement) refreshSpend(now time.Time) bool { return e.Limits.Spend.refresh(now) }
+
+// refresh applies the lazy reset of s at now: once now ≥ ResetAt, the spend
+// starts again at zero and ResetAt is the first boundary after now. It
+// reports whether it changed anything. An entitlement's limit and a wallet
+// member's caps (wallet.go) reset by this one rule.
+func (s *SpendLimit) refresh(now time.Time) bool {
 	if s.Period == "" || now.Before(s.ResetAt) {
 		return false
 	}
@@ -123,15 +125,31 @@ func (e *Entitlement) refreshSpend(now time.Time) bool {
 	return true
 }
 
+// spentAt is what s counts as spent at now in t's terms (cents for credits,
+// units for a quota): zero once the period has ended, as if refresh had run.
+func (s *SpendLimit) spentAt(now time.Time, t Type) int64 {
+	if !now.Before(s.ResetAt) {
+		return 0
+	}
+	if t == TypeCredits {
+		return s.Spent.Cents
+	}
+	return s.SpentUnits
+}
+
 // addSpend counts n (in e's terms; negative for a refund) toward the current
 // period's spend. The caller has applied the lazy reset. A refund never
 // takes the spend below zero.
-func (e *Entitlement) addSpend(n int64) {
-	s := &e.Limits.Spend
+func (e *Entitlement) addSpend(n int64) { e.Limits.Spend.add(e.Type, n) }
+
+// add counts n of a charge to an entitlement of type t (cents for credits,
+// units for a quota; negative for a refund) toward the current period's
+// spend, never below zero. The caller has applied the lazy reset.
+func (s *SpendLimit) add(t Type, n int64) {
 	if s.Period == "" {
 		return
 	}
-	switch e.Type {
+	switch t {
 	case TypeCredits:
 		s.Spent.Cents = max(s.Spent.Cents+n, 0)
 	case TypeQuota:
@@ -140,8 +158,10 @@ func (e *Entitlement) addSpend(n int64) {
 }
 
 // inSpendPeriod reports whether t falls in the spend limit's current period.
-func (e *Entitlement) inSpendPeriod(t time.Time) bool {
-	s := &e.Limits.Spend
+func (e *Entitlement) inSpendPeriod(t time.Time) bool { return e.Limits.Spend.inPeriod(t) }
+
+// inPeriod reports whether t falls in s's current period.
+func (s *SpendLimit) inPeriod(t time.Time) bool {
 	return s.Period != "" && s.Period.NextBoundary(s.Anchor, t).Equal(s.ResetAt)
 }
 

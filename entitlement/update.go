@@ -82,21 +82,28 @@ func (e *Entitlement) Apply(u Update, now time.Time) error {
 
 // spendLimit is the limit want as it applies to e at now (see Apply).
 func (e *Entitlement) spendLimit(want SpendLimit, now time.Time) SpendLimit {
+	out := e.Limits.Spend.replaced(want, now)
+	if e.Type == TypeCredits {
+		out.Spent.Currency = out.Max.Currency
+	}
+	return out
+}
+
+// replaced is the limit want (its period and most) as it replaces s at now:
+// the spend counted so far and the period's bounds are kept when the period
+// is the same, and a new period starts at now otherwise.
+func (s SpendLimit) replaced(want SpendLimit, now time.Time) SpendLimit {
 	if want.Period == "" && want.Max.IsZero() && want.MaxUnits == 0 {
 		return SpendLimit{}
 	}
-	cur := e.Limits.Spend
 	out := SpendLimit{Period: want.Period, Max: want.Max, MaxUnits: want.MaxUnits}
-	if cur.Period != "" && cur.Period == want.Period {
-		out.Spent, out.SpentUnits, out.ResetAt, out.Anchor = cur.Spent, cur.SpentUnits, cur.ResetAt, cur.Anchor
+	if s.Period != "" && s.Period == want.Period && s.Max.Currency == want.Max.Currency {
+		out.Spent, out.SpentUnits, out.ResetAt, out.Anchor = s.Spent, s.SpentUnits, s.ResetAt, s.Anchor
 	} else {
 		out.Anchor = now.UTC()
 		if want.Period.Valid() {
 			out.ResetAt = want.Period.NextBoundary(out.Anchor, out.Anchor)
 		}
-	}
-	if e.Type == TypeCredits {
-		out.Spent.Currency = out.Max.Currency
 	}
 	return out
 }

@@ -54,9 +54,24 @@ const (
 	TopUpFailed Type = "topup.failed"
 )
 
+// The events of shared wallets; AgentID is the wallet's.
+const (
+	// WalletMemberAdded, WalletMemberUpdated, WalletMemberRemoved: an admin
+	// added a member to a wallet, changed its order or caps, or removed it;
+	// data is the membership (as it was, for a removal).
+	WalletMemberAdded   Type = "wallet.member_added"
+	WalletMemberUpdated Type = "wallet.member_updated"
+	WalletMemberRemoved Type = "wallet.member_removed"
+	// WalletMemberLimitReached: a charge took a member's spend of the
+	// period to its cap's most, in the charge's transaction; data is an
+	// entitlement.MemberLimitReached (the membership and the consumption ID).
+	WalletMemberLimitReached Type = "wallet.member_limit_reached"
+)
+
 // Types lists every event type, in a stable order.
 var Types = []Type{PaymentSucceeded, PaymentFailed, PaymentRefunded, EntitlementGranted, EntitlementRevoked, EntitlementDepleted, ConsumptionRefunded,
-	PaymentPartiallyRefunded, PaymentDisputed, EntitlementBalanceLow, TopUpFailed, PaymentDisputeWon}
+	PaymentPartiallyRefunded, PaymentDisputed, EntitlementBalanceLow, TopUpFailed, PaymentDisputeWon,
+	WalletMemberAdded, WalletMemberUpdated, WalletMemberRemoved, WalletMemberLimitReached}
 
 // Event is one outbox entry. Data is the JSON object delivered as the
 // webhook's "data"; it is stored and sent as these exact bytes.

@@ -16,10 +16,12 @@ import (
 // makes shorter or longer than usual); only consumptions inside the
 // query's range count, also in a first or last bucket the range cuts.
 type Bucket struct {
-	Service string     `json:"service,omitempty"`
-	Tool    string     `json:"tool,omitempty"`
-	Start   *time.Time `json:"start,omitempty"`
-	End     *time.Time `json:"end,omitempty"`
+	// MemberID names the caller of a member bucket.
+	MemberID string     `json:"memberId,omitempty"`
+	Service  string     `json:"service,omitempty"`
+	Tool     string     `json:"tool,omitempty"`
+	Start    *time.Time `json:"start,omitempty"`
+	End      *time.Time `json:"end,omitempty"`
 	// Count is how many consumptions the bucket holds, refunded ones too.
 	Count int64 `json:"count"`
 	// Amounts is what credits consumptions charged, net of their refunds,
@@ -34,13 +36,14 @@ type Bucket struct {
 // or day (a time labelled UTC that stands for a reading of the clock, as a
 // PostgreSQL timestamp without time zone does).
 type Key struct {
+	Member        string
 	Service, Tool string
 	Wall          time.Time
 }
 
 // Compare orders keys: -1 if k is before o, 0 if equal, +1 if after.
 func (k Key) Compare(o Key) int {
-	return cmp.Or(cmp.Compare(k.Service, o.Service), cmp.Compare(k.Tool, o.Tool), k.Wall.Compare(o.Wall))
+	return cmp.Or(cmp.Compare(k.Member, o.Member), cmp.Compare(k.Service, o.Service), cmp.Compare(k.Tool, o.Tool), k.Wall.Compare(o.Wall))
 }
 
 // KeyOf returns the key of the bucket c falls in.
@@ -50,6 +53,8 @@ func (q *Query) KeyOf(c *entitlement.Consumption) Key {
 		return Key{Service: c.Service, Tool: c.Tool}
 	case ByService:
 		return Key{Service: c.Service}
+	case ByMember:
+		return Key{Member: c.AgentID}
 	}
 	return Key{Wall: q.Wall(c.OccurredAt)}
 }
@@ -136,7 +141,7 @@ func (t *Tally) Add(c *entitlement.Consumption) {
 // capped at money.MaxCents (2^53−1), the most a JSON client reads exactly;
 // docs/api.md says so.
 func (q *Query) Bucket(k Key, t Tally) Bucket {
-	b := Bucket{Service: k.Service, Tool: k.Tool, Count: t.Count, Units: min(t.Units, money.MaxCents), Amounts: []money.Money{}}
+	b := Bucket{MemberID: k.Member, Service: k.Service, Tool: k.Tool, Count: t.Count, Units: min(t.Units, money.MaxCents), Amounts: []money.Money{}}
 	if q.GroupBy.ByTime() {
 		start, end := q.Span(k.Wall)
 		b.Start, b.End = &start, &end
@@ -147,14 +152,20 @@ func (q *Query) Bucket(k Key, t Tally) Bucket {
 	return b
 }
 
-// Aggregate returns every bucket of q over cs (an agent's consumptions, in
-// any order), in key order. It is the reference the stores agree with; the
-// memory store answers with it.
+// Covers reports whether c is one of q's account's consumptions: its caller
+// or its paying wallet is the account.
+func (q *Query) Covers(c *entitlement.Consumption) bool {
+	return c.AgentID == q.AgentID || c.WalletID == q.AgentID
+}
+
+// Aggregate returns every bucket of q over cs (an account's consumptions,
+// in any order; others are skipped), in key order. It is the reference the
+// stores agree with; the memory store answers with it.
 func (q *Query) Aggregate(cs []entitlement.Consumption) ([]Key, []Bucket) {
 	tallies := map[Key]*Tally{}
 	for i := range cs {
 		c := &cs[i]
-		if c.AgentID != q.AgentID || c.OccurredAt.Before(q.From) || !c.OccurredAt.Before(q.To) {
+		if !q.Covers(c) || c.OccurredAt.Before(q.From) || !c.OccurredAt.Before(q.To) {
 			continue
 		}
 		k := q.KeyOf(c)

@@ -190,3 +190,31 @@ func TestQuery_BucketCapsTotals(t *testing.T) {
 		t.Errorf("Bucket of totals past 2^53−1 (-want +got):\n%s", diff)
 	}
 }
+
+func TestQuery_ByMember(t *testing.T) {
+	q := usage.Query{AgentID: "w", From: at("2026-03-01T00:00:00Z"), To: at("2026-03-03T00:00:00Z"), GroupBy: usage.ByMember}
+	if err := q.Normalize(); err != nil {
+		t.Fatalf("Normalize: %v", err)
+	}
+	cons := func(agent, wallet string, cents int64) entitlement.Consumption {
+		return entitlement.Consumption{AgentID: agent, WalletID: wallet, Service: "s", Tool: "t", OccurredAt: at("2026-03-02T00:00:00Z"),
+			EntitlementType: entitlement.TypeCredits, Cost: money.Money{Cents: cents, Currency: "USD"}, Units: 1}
+	}
+	cs := []entitlement.Consumption{cons("b", "w", 5), cons("a", "w", 2), cons("a", "w", 3), cons("a", "", 100), cons("w2", "", 7)}
+	keys, buckets := q.Aggregate(cs)
+	if len(buckets) != 2 || buckets[0].MemberID != "a" || buckets[0].Count != 2 || buckets[0].Amounts[0].Cents != 5 || buckets[1].MemberID != "b" {
+		t.Fatalf("Aggregate by member of wallet w = %+v, want a (2 calls, 5 cents) then b", buckets)
+	}
+	page, next, err := q.Page(keys, buckets, "", 1)
+	if err != nil || len(page) != 1 || next == "" {
+		t.Fatalf("Page(1) = %+v, %q, %v", page, next, err)
+	}
+	if page, _, err = q.Page(keys, buckets, next, 1); err != nil || len(page) != 1 || page[0].MemberID != "b" {
+		t.Errorf("second page = %+v, %v; want b", page, err)
+	}
+	// The member's own usage counts its calls on the wallet and its own.
+	q.AgentID = "a"
+	if _, buckets := q.Aggregate(cs); len(buckets) != 1 || buckets[0].Count != 3 {
+		t.Errorf("Aggregate by member of agent a = %+v, want one bucket of 3 calls", buckets)
+	}
+}

@@ -18,6 +18,7 @@ var ErrCursor = errors.New("usage: malformed cursor, or one of another query")
 // the store does to find it.
 type cursor struct {
 	List    string    `json:"l"`
+	Member  string    `json:"m,omitempty"`
 	Service string    `json:"s,omitempty"`
 	Tool    string    `json:"t,omitempty"`
 	Wall    time.Time `json:"w,omitzero"`
@@ -35,7 +36,7 @@ func (q *Query) list() string {
 
 // Cursor returns the cursor of a page of q whose last bucket has key last.
 func (q *Query) Cursor(last Key) string {
-	c := cursor{List: q.list(), Service: last.Service, Tool: last.Tool, Wall: last.Wall}
+	c := cursor{List: q.list(), Member: last.Member, Service: last.Service, Tool: last.Tool, Wall: last.Wall}
 	b, _ := json.Marshal(c)
 	return base64.RawURLEncoding.EncodeToString(b)
 }
@@ -54,7 +55,7 @@ func (q *Query) After(s string) (after Key, ok bool, err error) {
 	if err != nil || c.List != q.list() {
 		return Key{}, false, ErrCursor
 	}
-	return Key{Service: c.Service, Tool: c.Tool, Wall: c.Wall.UTC()}, true, nil
+	return Key{Member: c.Member, Service: c.Service, Tool: c.Tool, Wall: c.Wall.UTC()}, true, nil
 }
 
 // Page returns the page of size buckets of q after the cursor (keys and

@@ -26,10 +26,15 @@ const (
 	// time zone that holds a consumption.
 	ByHour GroupBy = "hour"
 	ByDay  GroupBy = "day"
+	// ByMember: one bucket per caller (the consumption's AgentID): for a
+	// wallet, what each member spent from it; for an agent, its own.
+	ByMember GroupBy = "member"
 )
 
 // Valid reports whether g is a known grouping.
-func (g GroupBy) Valid() bool { return g == ByTool || g == ByService || g == ByHour || g == ByDay }
+func (g GroupBy) Valid() bool {
+	return g == ByTool || g == ByService || g == ByHour || g == ByDay || g == ByMember
+}
 
 // ByTime reports whether g makes buckets of time.
 func (g GroupBy) ByTime() bool { return g == ByHour || g == ByDay }
@@ -47,9 +52,12 @@ const (
 	DefaultRange = 30 * 24 * time.Hour
 )
 
-// Query asks for the usage of one agent: the consumptions that occurred in
-// [From, To), in buckets of GroupBy, with hours and days counted in
-// Location.
+// Query asks for the usage of one account: the consumptions that occurred
+// in [From, To) whose caller (AgentID) or paying wallet (WalletID) is the
+// account, in buckets of GroupBy, with hours and days counted in Location.
+// An ID is an agent's or a wallet's, never both, so for an agent these are
+// its calls (to its own entitlements and its wallets'), for a wallet its
+// members' calls charged to it.
 type Query struct {
 	AgentID  string
 	From, To time.Time
@@ -70,7 +78,7 @@ func (q *Query) Normalize() error {
 	case !entitlement.ValidName(q.AgentID):
 		return &field.Error{Field: "agentId", Reason: fmt.Sprintf("must be 1–%d printable ASCII characters", entitlement.MaxNameLen)}
 	case !q.GroupBy.Valid():
-		return &field.Error{Field: "groupBy", Reason: "must be tool, service, hour or day"}
+		return &field.Error{Field: "groupBy", Reason: "must be tool, service, hour, day or member"}
 	case !entitlement.ValidInstant(q.From):
 		return &field.Error{Field: "from", Reason: "must be within the years 0001–9999 in UTC"}
 	case !entitlement.ValidInstant(q.To):
