@@ -167,10 +167,14 @@ type EntitlementStore interface {
 	UsageReader        // usage.go
 	TopUps             // topup.go
 	PortalSessions     // portal.go
+	Wallets            // wallet.go
 	// UpsertAccount creates the account a.AgentID if absent, or updates its
 	// DisplayName and Metadata if present (CreatedAt is kept), atomically.
-	// It is idempotent, never a Conflict, and returns the stored account. An
-	// empty AgentID is Invalid.
+	// It is idempotent and returns the stored account. An empty AgentID or
+	// an unknown Kind is Invalid. Kind is set when the account is created
+	// (agent, the zero kind, or wallet) and never changes: a zero Kind keeps
+	// the stored one, another one is a Conflict naming the field kind. An
+	// agent's kind is stored and shown as the zero kind.
 	UpsertAccount(ctx context.Context, a entitlement.Account) (entitlement.Account, error)
 	// GetAccount returns the account, or ErrNotFound.
 	GetAccount(ctx context.Context, agentID string) (entitlement.Account, error)

@@ -66,6 +66,8 @@ type Store struct {
 	topups   map[string]*topup.TopUp // by agent ID (topup.go)
 
 	portal map[string]*portal.Session // portal sessions by ID (portal.go)
+
+	members memberships // the wallets' members (wallets.go)
 }
 
 // agentIndex holds one agent's rows in list order.
@@ -104,6 +106,7 @@ func New(opts ...Option) *Store {
 		topups:       make(map[string]*topup.TopUp),
 		claims:       make(map[string]store.Claim),
 		portal:       make(map[string]*portal.Session),
+		members:      newMemberships(),
 
 		endpoints:     make(map[string]store.Endpoint),
 		deliveries:    make(map[string]store.Delivery),

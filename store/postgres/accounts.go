@@ -10,18 +10,20 @@ import (
 	"github.com/stipend-mcp/stipend/internal/pgfault"
 )
 
-const accountColumns = `agent_id, display_name, metadata, created_at, updated_at, limits`
+const accountColumns = `agent_id, display_name, metadata, created_at, updated_at, limits, kind`
 
 func scanAccount(rows pgx.Row) (entitlement.Account, error) {
 	var a entitlement.Account
 	var metadata, limits []byte
 	var created, updated *time.Time
-	if err := rows.Scan(&a.AgentID, &a.DisplayName, &metadata, &created, &updated, &limits); err != nil {
+	var kind string
+	if err := rows.Scan(&a.AgentID, &a.DisplayName, &metadata, &created, &updated, &limits, &kind); err != nil {
 		return entitlement.Account{}, err
 	}
 	r := &row{table: "accounts", id: a.AgentID}
 	a.Metadata = r.strings("metadata", metadata)
 	a.Limits = r.accountLimits(limits)
+	a.Kind = entitlement.AccountKind(r.oneOf("kind", kind, kind == "" || entitlement.AccountKind(kind) == entitlement.KindWallet))
 	a.CreatedAt, a.UpdatedAt = r.required("created_at", created), r.required("updated_at", updated)
 	return a, r.err
 }

@@ -11,7 +11,7 @@ import (
 // consumptionColumns are the columns scanConsumption reads, in its order.
 const consumptionColumns = `id, agent_id, idempotency_key, entitlement_id, entitlement_type, service, tool,
 	cost_cents, cost_currency, units, occurred_at, balance_after_cents, balance_after_currency, remaining_after,
-	hold_id, fingerprint, refund_cost_cents, refund_cost_currency, refund_units, refunded_at`
+	hold_id, fingerprint, refund_cost_cents, refund_cost_currency, refund_units, refunded_at, wallet_id`
 
 // scanConsumption reads one row of consumptionColumns strictly.
 func scanConsumption(rows pgx.Row) (entitlement.Consumption, error) {
@@ -25,7 +25,7 @@ func scanConsumption(rows pgx.Row) (entitlement.Consumption, error) {
 	)
 	err := rows.Scan(&c.ID, &c.AgentID, &c.IdempotencyKey, &c.EntitlementID, &typ, &c.Service, &c.Tool,
 		&costCents, &costCur, &c.Units, &occurred, &balCents, &balCur, &remain,
-		&c.HoldID, &c.Fingerprint, &refundCents, &refundCur, &refundUnits, &refundedAt)
+		&c.HoldID, &c.Fingerprint, &refundCents, &refundCur, &refundUnits, &refundedAt, &c.WalletID)
 	if err != nil {
 		return entitlement.Consumption{}, err
 	}
@@ -71,19 +71,19 @@ func (r *row) consumption(c entitlement.Consumption, typ string, costCents int64
 // insertConsumptionSQL inserts one new consumption (with no refund).
 const insertConsumptionSQL = `INSERT INTO consumptions (id, agent_id, idempotency_key, entitlement_id,
 	entitlement_type, service, tool, cost_cents, cost_currency, units, occurred_at, balance_after_cents,
-	balance_after_currency, remaining_after, hold_id, fingerprint)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`
+	balance_after_currency, remaining_after, hold_id, fingerprint, wallet_id)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`
 
 func consumptionArgs(c *entitlement.Consumption) []any {
 	return []any{c.ID, c.AgentID, c.IdempotencyKey, c.EntitlementID, string(c.EntitlementType), c.Service, c.Tool,
 		c.Cost.Cents, c.Cost.Currency, c.Units, c.OccurredAt, c.BalanceAfter.Cents, c.BalanceAfter.Currency,
-		c.RemainingAfter, c.HoldID, c.Fingerprint}
+		c.RemainingAfter, c.HoldID, c.Fingerprint, c.WalletID}
 }
 
 // holdColumns are the columns scanHold reads, in its order.
 const holdColumns = `id, agent_id, entitlement_id, entitlement_type, service, tool, idempotency_key, status,
 	max_cost_cents, max_cost_currency, max_units, created_at, expires_at, ended_at,
-	captured_cost_cents, captured_cost_currency, captured_units, consumption_id, fingerprint`
+	captured_cost_cents, captured_cost_currency, captured_units, consumption_id, fingerprint, wallet_id`
 
 // scanHold reads one row of holdColumns strictly.
 func scanHold(rows pgx.Row) (entitlement.Hold, error) {
@@ -97,7 +97,7 @@ func scanHold(rows pgx.Row) (entitlement.Hold, error) {
 	)
 	err := rows.Scan(&h.ID, &h.AgentID, &h.EntitlementID, &typ, &h.Service, &h.Tool, &h.IdempotencyKey, &status,
 		&maxCents, &maxCur, &h.MaxUnits, &created, &expires, &ended,
-		&capCents, &capCur, &capUnits, &h.ConsumptionID, &h.Fingerprint)
+		&capCents, &capCur, &capUnits, &h.ConsumptionID, &h.Fingerprint, &h.WalletID)
 	if err != nil {
 		return entitlement.Hold{}, err
 	}
@@ -148,12 +148,12 @@ func validHoldStatus(s string) bool {
 
 // insertHoldSQL inserts one new (open) hold.
 const insertHoldSQL = `INSERT INTO holds (id, agent_id, entitlement_id, entitlement_type, service, tool,
-	idempotency_key, status, max_cost_cents, max_cost_currency, max_units, created_at, expires_at, fingerprint)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`
+	idempotency_key, status, max_cost_cents, max_cost_currency, max_units, created_at, expires_at, fingerprint, wallet_id)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`
 
 func holdArgs(h *entitlement.Hold) []any {
 	return []any{h.ID, h.AgentID, h.EntitlementID, string(h.EntitlementType), h.Service, h.Tool,
-		h.IdempotencyKey, string(h.Status), h.MaxCost.Cents, h.MaxCost.Currency, h.MaxUnits, h.CreatedAt, h.ExpiresAt, h.Fingerprint}
+		h.IdempotencyKey, string(h.Status), h.MaxCost.Cents, h.MaxCost.Currency, h.MaxUnits, h.CreatedAt, h.ExpiresAt, h.Fingerprint, h.WalletID}
 }
 
 // endHoldSQL records how an open hold ended: captured (with what and the

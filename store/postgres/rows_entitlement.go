@@ -20,6 +20,7 @@ type openHoldJSON struct {
 	ID        string    `json:"id"`
 	Amount    int64     `json:"amount"`
 	ExpiresAt time.Time `json:"expiresAt"`
+	MemberID  string    `json:"memberId,omitempty"`
 }
 
 // scanEntitlement reads one row of entitlementColumns strictly.
@@ -90,7 +91,7 @@ func (r *row) openHolds(raw []byte) []entitlement.OpenHold {
 			r.corrupt("holds", "element %d: %+v is not an open hold", i, h)
 			return nil
 		}
-		out[i] = entitlement.OpenHold{ID: h.ID, Amount: h.Amount, ExpiresAt: h.ExpiresAt.UTC()}
+		out[i] = entitlement.OpenHold{ID: h.ID, Amount: h.Amount, ExpiresAt: h.ExpiresAt.UTC(), MemberID: h.MemberID}
 	}
 	return out
 }
@@ -100,7 +101,7 @@ func (r *row) openHolds(raw []byte) []entitlement.OpenHold {
 func holdsArg(e *entitlement.Entitlement) []openHoldJSON {
 	list := make([]openHoldJSON, len(e.Holds))
 	for i, h := range e.Holds {
-		list[i] = openHoldJSON{ID: h.ID, Amount: h.Amount, ExpiresAt: stamp(h.ExpiresAt)}
+		list[i] = openHoldJSON{ID: h.ID, Amount: h.Amount, ExpiresAt: stamp(h.ExpiresAt), MemberID: h.MemberID}
 	}
 	return list
 }

@@ -58,8 +58,10 @@ type tx struct {
 	lock   string
 	writes []func() error
 	// accounts says which accounts Account found: PutAccount updates
-	// those and inserts the others.
-	accounts map[string]bool
+	// those and inserts the others; memberships the same of Membership
+	// (wallet, member) for PutMembership.
+	accounts    map[string]bool
+	memberships map[[2]string]bool
 }
 
 var _ unit.Tx = (*tx)(nil)
@@ -265,8 +267,8 @@ func (t *tx) PutAccount(a entitlement.Account) {
 			WHERE agent_id = $1`, a.AgentID, a.DisplayName, metadata, a.UpdatedAt, a.Limits)
 		return
 	}
-	t.insert(`INSERT INTO accounts (`+accountColumns+`) VALUES ($1, $2, $3, $4, $5, $6)
-		ON CONFLICT (agent_id) DO NOTHING`, a.AgentID, a.DisplayName, metadata, a.CreatedAt, a.UpdatedAt, a.Limits)
+	t.insert(`INSERT INTO accounts (`+accountColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7)
+		ON CONFLICT (agent_id) DO NOTHING`, a.AgentID, a.DisplayName, metadata, a.CreatedAt, a.UpdatedAt, a.Limits, string(a.Kind))
 }
 
 // PutTopUp writes the top-up document of its account (migration 00005).

@@ -67,7 +67,10 @@ func (o Shared) changeEntitlement(ctx context.Context, what, id string, change f
 func (o Shared) RevokeEntitlement(ctx context.Context, id string) (entitlement.Entitlement, error) {
 	return o.changeEntitlement(ctx, "revoke entitlement", id, func(tx unit.Tx, e *entitlement.Entitlement, now time.Time) error {
 		es := []entitlement.Entitlement{*e}
-		evs := revoke(tx, es, now)
+		evs, err := revoke(tx, es, now)
+		if err != nil {
+			return err
+		}
 		*e = es[0]
 		return addEvents(tx, now, evs...)
 	})

@@ -96,17 +96,22 @@ func current(tx unit.Tx, p payment.Payment, receiptID string) (store.Completion,
 }
 
 // revoke revokes the active ones of es at now (entitlement.Entitlement.Revoke),
-// writes them and returns their entitlement.revoked events.
-func revoke(tx unit.Tx, es []entitlement.Entitlement, now time.Time) []pendingEvent {
+// writes them, ends the holds it released on the caps of the wallet
+// members who held them, and returns their entitlement.revoked events.
+func revoke(tx unit.Tx, es []entitlement.Entitlement, now time.Time) ([]pendingEvent, error) {
 	var evs []pendingEvent
 	for i := range es {
 		if e := &es[i]; e.Status == entitlement.StatusActive {
+			open := e.Holds
 			expired, released := e.Revoke(now)
 			tx.UpdateEntitlement(e.Clone(), expired, released)
+			if err := endMemberHolds(tx, e.AgentID, open, now); err != nil {
+				return nil, err
+			}
 			evs = append(evs, ev(event.EntitlementRevoked, e.AgentID, e.Clone()))
 		}
 	}
-	return evs
+	return evs, nil
 }
 
 // takeBack refunds amount of p (in full or in part): it locks p's
@@ -115,7 +120,7 @@ func revoke(tx unit.Tx, es []entitlement.Entitlement, now time.Time) []pendingEv
 // they hold after it, and stores p as settle makes it at now with that
 // receipt.
 func takeBack(tx unit.Tx, ch *store.PaymentChange, p payment.Payment, amount money.Money, t event.Type,
-	take func(tx unit.Tx, es []entitlement.Entitlement, now time.Time) []pendingEvent,
+	take func(tx unit.Tx, es []entitlement.Entitlement, now time.Time) ([]pendingEvent, error),
 	settle func(p payment.Payment, now time.Time, receiptID string) payment.Payment,
 ) (store.Completion, error) {
 	es, err := tx.LockEntitlements(p.EntitlementIDs)
@@ -123,7 +128,10 @@ func takeBack(tx unit.Tx, ch *store.PaymentChange, p payment.Payment, amount mon
 		return store.Completion{}, err
 	}
 	now := tx.Now()
-	evs := take(tx, es, now)
+	evs, err := take(tx, es, now)
+	if err != nil {
+		return store.Completion{}, err
+	}
 	grants := make([]receipt.Grant, 0, len(es))
 	for i := range es {
 		es[i].Refresh(now)
@@ -276,7 +284,7 @@ func (o Shared) RefundPaymentPart(ctx context.Context, id string, total money.Mo
 			return err
 		},
 		func(tx unit.Tx, p payment.Payment) (err error) {
-			out, err = takeBack(tx, &ch, p, part, event.PaymentPartiallyRefunded, func(tx unit.Tx, es []entitlement.Entitlement, now time.Time) []pendingEvent {
+			out, err = takeBack(tx, &ch, p, part, event.PaymentPartiallyRefunded, func(tx unit.Tx, es []entitlement.Entitlement, now time.Time) ([]pendingEvent, error) {
 				var lows []pendingEvent
 				for i := range es {
 					e := &es[i]
@@ -289,7 +297,7 @@ func (o Shared) RefundPaymentPart(ctx context.Context, id string, total money.Mo
 					}
 					tx.UpdateEntitlement(e.Clone(), expired, nil)
 				}
-				return lows
+				return lows, nil
 			}, func(p payment.Payment, now time.Time, _ string) payment.Payment { return p.PartlyRefunded(now, total) })
 			return err
 		})
@@ -299,16 +307,17 @@ func (o Shared) RefundPaymentPart(ctx context.Context, id string, total money.Mo
 // DisputePayment is store.ProviderPayments.DisputePayment.
 func (o Shared) DisputePayment(ctx context.Context, id string, ch store.PaymentChange) (payment.Payment, error) {
 	return o.dispute(ctx, "dispute payment", id, &ch, (*payment.Payment).CheckDispute,
-		func(tx unit.Tx, p payment.Payment, es []entitlement.Entitlement, now time.Time) (payment.Payment, []pendingEvent) {
+		func(tx unit.Tx, p payment.Payment, es []entitlement.Entitlement, now time.Time) (payment.Payment, []pendingEvent, error) {
 			out := p.Disputed(now, ch.Reason)
-			return out, append([]pendingEvent{ev(event.PaymentDisputed, out.AgentID, &out)}, revoke(tx, es, now)...)
+			evs, err := revoke(tx, es, now)
+			return out, append([]pendingEvent{ev(event.PaymentDisputed, out.AgentID, &out)}, evs...), err
 		})
 }
 
 // WinDispute is store.ProviderPayments.WinDispute.
 func (o Shared) WinDispute(ctx context.Context, id string, ch store.PaymentChange) (payment.Payment, error) {
 	return o.dispute(ctx, "win dispute", id, &ch, (*payment.Payment).CheckDisputeWon,
-		func(tx unit.Tx, p payment.Payment, es []entitlement.Entitlement, now time.Time) (payment.Payment, []pendingEvent) {
+		func(tx unit.Tx, p payment.Payment, es []entitlement.Entitlement, now time.Time) (payment.Payment, []pendingEvent, error) {
 			out := p.DisputeWon(now)
 			evs := []pendingEvent{ev(event.PaymentDisputeWon, out.AgentID, &out)}
 			for i := range es {
@@ -317,7 +326,7 @@ func (o Shared) WinDispute(ctx context.Context, id string, ch store.PaymentChang
 					evs = append(evs, ev(event.EntitlementGranted, e.AgentID, e.Clone()))
 				}
 			}
-			return out, evs
+			return out, evs, nil
 		})
 }
 
@@ -325,7 +334,7 @@ func (o Shared) WinDispute(ctx context.Context, id string, ch store.PaymentChang
 // replay or refusal; otherwise apply gives the payment as changed and the
 // events, from the payment's entitlements as locked and the instant.
 func (o Shared) dispute(ctx context.Context, what, id string, ch *store.PaymentChange, check func(*payment.Payment) (bool, error),
-	apply func(tx unit.Tx, p payment.Payment, es []entitlement.Entitlement, now time.Time) (payment.Payment, []pendingEvent),
+	apply func(tx unit.Tx, p payment.Payment, es []entitlement.Entitlement, now time.Time) (payment.Payment, []pendingEvent, error),
 ) (out payment.Payment, err error) {
 	err = o.change(ctx, what, id, ch, check,
 		func(_ unit.Tx, p payment.Payment) error {
@@ -339,7 +348,9 @@ func (o Shared) dispute(ctx context.Context, what, id string, ch *store.PaymentC
 			}
 			now := tx.Now()
 			var evs []pendingEvent
-			out, evs = apply(tx, p, es, now)
+			if out, evs, err = apply(tx, p, es, now); err != nil {
+				return err
+			}
 			tx.PutPayment(out)
 			return addEvents(tx, now, evs...)
 		})

@@ -170,6 +170,16 @@ type Tx interface {
 	// another unit recorded it meanwhile, this one starts over.
 	RecordInbound(in store.InboundEvent)
 
+	// Membership reads the membership of memberID in the wallet walletID,
+	// locking it where the backend locks: ErrNotFound if absent.
+	Membership(walletID, memberID string) (entitlement.Membership, error)
+	// PutMembership stores the membership m, new or read by Membership
+	// (its open holds included).
+	PutMembership(m entitlement.Membership)
+	// DeleteMembership deletes the membership of memberID in walletID,
+	// read by Membership.
+	DeleteMembership(walletID, memberID string)
+
 	// Claim reads the claim of job name, locking it: ErrNotFound if the job
 	// was never claimed. PutClaim stores c, over the claim Claim read
 	// (exists) or as a new one: if another unit created it meanwhile, this

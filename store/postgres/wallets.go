@@ -1,0 +1,160 @@
+package postgres
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/stipend-mcp/stipend/entitlement"
+	"github.com/stipend-mcp/stipend/internal/pgfault"
+	"github.com/stipend-mcp/stipend/money"
+	"github.com/stipend-mcp/stipend/store"
+	"github.com/stipend-mcp/stipend/store/internal/cursor"
+)
+
+// The memberships of wallets (migration 00010): one row per wallet ×
+// member, its caps (with the member's spend of the period) and its holds as
+// JSON.
+
+// membershipColumns are the columns scanMembership reads, in its order.
+const membershipColumns = `wallet_id, member_id, member_order, caps, holds, created_at, updated_at`
+
+// memberHoldJSON is one element of the holds column.
+type memberHoldJSON struct {
+	ID        string    `json:"id"`
+	Cents     int64     `json:"cents,omitempty"`
+	Units     int64     `json:"units,omitempty"`
+	ExpiresAt time.Time `json:"expiresAt"`
+}
+
+// scanMembership reads one row of membershipColumns strictly.
+func scanMembership(rows pgx.Row) (entitlement.Membership, error) {
+	var (
+		m               entitlement.Membership
+		order           string
+		caps, holds     []byte
+		created, update *time.Time
+	)
+	if err := rows.Scan(&m.WalletID, &m.MemberID, &order, &caps, &holds, &created, &update); err != nil {
+		return entitlement.Membership{}, err
+	}
+	r := &row{table: "memberships", id: m.WalletID + "/" + m.MemberID}
+	m.Order = entitlement.Order(r.oneOf("member_order", order, entitlement.Order(order).Valid()))
+	if err := strictJSON(caps, &m.Caps); err != nil {
+		r.corrupt("caps", "not caps: %v", err)
+	}
+	m.Caps.Spend.ResetAt, m.Caps.Spend.Anchor = m.Caps.Spend.ResetAt.UTC(), m.Caps.Spend.Anchor.UTC()
+	var list []memberHoldJSON
+	if err := strictJSON(holds, &list); err != nil {
+		r.corrupt("holds", "not an array of member holds: %v", err)
+	}
+	for i, h := range list {
+		if h.ID == "" || h.ExpiresAt.IsZero() || h.Cents < 0 || h.Units < 0 || h.Cents > money.MaxCents || h.Units > money.MaxCents {
+			r.corrupt("holds", "element %d: %+v is not a member hold", i, h)
+			break
+		}
+		m.Holds = append(m.Holds, entitlement.MemberHold{ID: h.ID, Cents: h.Cents, Units: h.Units, ExpiresAt: h.ExpiresAt.UTC()})
+	}
+	m.CreatedAt, m.UpdatedAt = r.required("created_at", created), r.required("updated_at", update)
+	if r.err != nil {
+		return entitlement.Membership{}, r.err
+	}
+	return m, nil
+}
+
+// membershipArgs are m's values for membershipColumns.
+func membershipArgs(m *entitlement.Membership) ([]any, error) {
+	caps, err := jsonArg(m.Caps)
+	if err != nil {
+		return nil, err
+	}
+	holds := make([]memberHoldJSON, len(m.Holds))
+	for i, h := range m.Holds {
+		holds[i] = memberHoldJSON{ID: h.ID, Cents: h.Cents, Units: h.Units, ExpiresAt: stamp(h.ExpiresAt)}
+	}
+	return []any{m.WalletID, m.MemberID, string(m.Order), caps, holds, stamp(m.CreatedAt), stamp(m.UpdatedAt)}, nil
+}
+
+// insertMembershipSQL inserts a new membership unless it exists;
+// updateMembershipSQL writes a changed one.
+const (
+	insertMembershipSQL = `INSERT INTO memberships (` + membershipColumns + `) VALUES ($1, $2, $3, $4, $5, $6, $7)
+		ON CONFLICT (wallet_id, member_id) DO NOTHING`
+	updateMembershipSQL = `UPDATE memberships SET member_order = $3, caps = $4, holds = $5, updated_at = $7
+		WHERE wallet_id = $1 AND member_id = $2`
+)
+
+func membershipNotFound(walletID, memberID string) error {
+	return store.Errorf(store.CodeNotFound, "membership of %q in wallet %q", memberID, walletID)
+}
+
+func (t *tx) Membership(walletID, memberID string) (entitlement.Membership, error) {
+	m, err := one(t.ctx, t.q, scanMembership, membershipNotFound(walletID, memberID),
+		`SELECT `+membershipColumns+` FROM memberships WHERE wallet_id = $1 AND member_id = $2`+t.lock, walletID, memberID)
+	if err == nil {
+		if t.memberships == nil {
+			t.memberships = make(map[[2]string]bool)
+		}
+		t.memberships[[2]string{walletID, memberID}] = true
+	}
+	return m, err
+}
+
+// PutMembership updates a membership Membership found, or inserts a new
+// one; if a concurrent transaction inserted it meanwhile, the unit starts
+// over and reads it.
+func (t *tx) PutMembership(m entitlement.Membership) {
+	args, err := membershipArgs(&m)
+	switch {
+	case err != nil:
+		t.write(func() error { return err })
+	case t.memberships[[2]string{m.WalletID, m.MemberID}]:
+		t.exec(updateMembershipSQL, args...)
+	default:
+		t.insert(insertMembershipSQL, args...)
+	}
+}
+
+func (t *tx) DeleteMembership(walletID, memberID string) {
+	t.exec(`DELETE FROM memberships WHERE wallet_id = $1 AND member_id = $2`, walletID, memberID)
+}
+
+// ListMembers implements store.Wallets: by member ID.
+func (s *Store) ListMembers(ctx context.Context, walletID string, p store.Page) ([]entitlement.Membership, string, error) {
+	return s.listMemberships(ctx, "members", "wallet_id", "member_id", walletID, p, func(m *entitlement.Membership) string { return m.MemberID })
+}
+
+// ListWallets implements store.Wallets: by wallet ID.
+func (s *Store) ListWallets(ctx context.Context, memberID string, p store.Page) ([]entitlement.Membership, string, error) {
+	return s.listMemberships(ctx, "wallets", "member_id", "wallet_id", memberID, p, func(m *entitlement.Membership) string { return m.WalletID })
+}
+
+// listMemberships pages the memberships whose column owner is id, ordered
+// by the column key, each shown as it is now. Cursors are package
+// cursor's, the key as the position's ID.
+func (s *Store) listMemberships(ctx context.Context, name, owner, key, id string, p store.Page, keyOf func(*entitlement.Membership) string) ([]entitlement.Membership, string, error) {
+	size, list := p.Size(), cursor.List(name, id)
+	after, _, err := cursor.Decode(p.Cursor, list)
+	if err != nil {
+		return nil, "", err
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+membershipColumns+` FROM memberships WHERE `+owner+` = $1 AND `+key+` COLLATE "C" > $2
+		ORDER BY `+key+` COLLATE "C" LIMIT $3`, id, after.ID, size+1)
+	if err != nil {
+		return nil, "", pgfault.Read(err, "list %s", name)
+	}
+	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (entitlement.Membership, error) { return scanMembership(r) })
+	if err != nil {
+		return nil, "", pgfault.Read(err, "list %s", name)
+	}
+	now := s.clock()
+	for i := range items {
+		items[i].Refresh(now)
+	}
+	if len(items) <= size {
+		return items, "", nil
+	}
+	items = items[:size]
+	return items, cursor.Encode(list, cursor.Position{ID: keyOf(&items[size-1])}), nil
+}
