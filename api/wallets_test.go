@@ -491,3 +491,51 @@ func TestPortal_WalletSession(t *testing.T) {
 	e.must(http.StatusOK, req{Method: "GET", Path: "/v1/accounts/" + agentA + "/wallets", Key: as.Token})
 	e.must(http.StatusUnauthorized, req{Method: "GET", Path: "/v1/wallets/" + walletW + "/members", Key: as.Token})
 }
+
+// FuzzWalletBodies: whatever the body, adding a member (POST), changing
+// one (PATCH) and making an account (PUT, its kind) answer a success or a
+// 4xx problem naming a field; they never panic. The seeds run in every
+// normal test run.
+func FuzzWalletBodies(f *testing.F) {
+	for _, s := range []string{
+		`{"memberId":"m1"}`,
+		`{"memberId":"m1","order":"wallet_first","caps":{"maxPerCall":{"cents":5,"currency":"USD"},"spendLimit":{"period":"day","max":{"cents":50,"currency":"USD"}}}}`,
+		`{"memberId":"m1","caps":{"maxUnitsPerCall":3,"spendLimit":{"period":"week","maxUnits":10}}}`,
+		`{"memberId":"m1","caps":{"spendLimit":{"period":"month","max":{"cents":5,"currency":"EUR"},"maxUnits":7}}}`,
+		`{"memberId":"m1","caps":{"maxPerCall":{"cents":-1,"currency":"USD"}}}`,
+		`{"memberId":"m1","caps":{"spendLimit":{}}}`,
+		`{"memberId":"m1","caps":{"spendLimit":{"period":"day","spent":{"cents":1,"currency":"USD"}}}}`,
+		`{"memberId":"` + walletW + `"}`, `{"memberId":""}`, `{"memberId":null}`, `{"memberId":"m1","order":null}`,
+		`{"order":"own_first"}`, `{"caps":null}`, `{"caps":{}}`, `{"order":"wallet_first","caps":{"maxUnitsPerCall":1000000}}`,
+		`{"caps":{"maxUnitsPerCall":1000001}}`, `{"caps":{"maxUnitsPerCall":1.5}}`, `{"caps":[]}`, `{"order":1}`,
+		`{"kind":"wallet"}`, `{"kind":"agent","displayName":"x"}`, `{"kind":""}`, `{"kind":"robot"}`,
+		`{"memberId":"m1","memberId":"m2"}`, `{"caps":null,"caps":null}`,
+		`[]`, `null`, ``, `{`, `{}`, `{} {}`, `"x"`,
+	} {
+		f.Add([]byte(s))
+	}
+	base := newEnv(f)
+	base.makeWallet(walletW)
+	base.addMember(walletW, agentA, dailyCap(100))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		e := base.with(t)
+		e.noSpec = true // the other wallet tests check the answers against the spec
+		for _, r := range []req{
+			{Method: "POST", Path: "/v1/wallets/" + walletW + "/members"},
+			{Method: "PATCH", Path: "/v1/wallets/" + walletW + "/members/" + agentA},
+			{Method: "PUT", Path: "/v1/accounts/fuzz-account"},
+		} {
+			r.Key, r.Body = e.keys.Admin, body
+			res := e.do(r)
+			switch {
+			case res.Status == http.StatusOK || res.Status == http.StatusCreated:
+				continue
+			case res.Status >= 500 || res.Status < 400:
+				t.Fatalf("%s %s %q: status %d body %s", r.Method, r.Path, body, res.Status, res.Body)
+			}
+			if p := res.problem(t); len(p.Errors) == 0 || p.Detail == "" {
+				t.Fatalf("%s %s %q: problem %+v names no field", r.Method, r.Path, body, p)
+			}
+		}
+	})
+}
