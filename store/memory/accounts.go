@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/stipend-mcp/stipend/entitlement"
+	"github.com/stipend-mcp/stipend/store/internal/charge"
 )
 
 // ensureAccount creates the account agentID if absent. Callers hold s.mu.
@@ -14,19 +15,23 @@ func (s *Store) ensureAccount(agentID string) {
 	}
 }
 
-// AccountLimits returns the account-wide limits of the agent's account
-// (charge.Charger).
-func (s *Store) AccountLimits(_ context.Context, agentID string) (entitlement.AccountLimits, error) {
+// CallerAccount returns the agent's account, the zero account when there
+// is none (charge.Charger).
+func (s *Store) CallerAccount(_ context.Context, agentID string) (entitlement.Account, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.accountLimits(agentID), nil
+	if a := s.accounts[agentID]; a != nil {
+		return copyAccount(a), nil
+	}
+	return entitlement.Account{}, nil
 }
 
-// accountLimits returns the limits of the account agentID, shared with
-// stored state (zero without an account). Callers hold s.mu.
-func (s *Store) accountLimits(agentID string) entitlement.AccountLimits {
-	if a := s.accounts[agentID]; a != nil {
-		return a.Limits
+// refuseCaller is charge.Refuse on the stored account of req's agent.
+// Callers hold s.mu.
+func (s *Store) refuseCaller(req *entitlement.ConsumeRequest) ([]entitlement.Denial, error) {
+	a := s.accounts[req.AgentID]
+	if a == nil {
+		return nil, nil
 	}
-	return entitlement.AccountLimits{}
+	return charge.Refuse(a, req)
 }

@@ -26,20 +26,16 @@ func (s *Store) CheckAndConsume(_ context.Context, req entitlement.ConsumeReques
 	if prior, ok := s.used(req.AgentID, req.IdempotencyKey, now); ok {
 		return charge.ReplayOf(prior, &req), nil
 	}
-	if l := s.accountLimits(req.AgentID); !l.IsZero() {
-		if reason := l.Check(&req); reason != "" {
-			return charge.AccountDenied([]entitlement.Denial{{Reason: reason}}), nil
-		}
+	if d, err := s.refuseCaller(&req); err != nil {
+		return store.ConsumeResult{}, err
+	} else if d != nil {
+		return charge.AccountDenied(d), nil
 	}
 	if req.EntitlementID != "" {
 		return s.consumeLocked(&req, s.entitlements[req.EntitlementID], req.EntitlementID, now)
 	}
-	var active []*entitlement.Entitlement
-	if a := s.agents[req.AgentID]; a != nil {
-		active = a.active
-	}
 	var buf [8]*entitlement.Entitlement
-	candidates, denials := entitlement.Candidates(buf[:0], active, req.Service, req.Tool)
+	candidates, denials := charge.Order(buf[:0], s.active(req.AgentID), s.walletsOf(req.AgentID), req.Service, req.Tool)
 	for _, e := range candidates {
 		res, err := s.consumeLocked(&req, e, e.ID, now)
 		if err != nil || res.Outcome != store.Denied {
@@ -67,23 +63,49 @@ func (s *Store) FindKey(_ context.Context, agentID, key string) (charge.Used, er
 	return u, nil
 }
 
-// ActiveEntitlements returns the agent's active entitlements as stored (lazy
-// resets not applied). They are shallow copies: this runs on every consume
-// without an entitlement ID, and the parts they share with stored state
-// (scope tools, metadata, expiry times, open holds) are never changed in
-// place.
-func (s *Store) ActiveEntitlements(_ context.Context, agentID string) ([]entitlement.Entitlement, error) {
+// ActiveEntitlements returns the agent's and its wallets' active
+// entitlements as stored (lazy resets not applied), and its memberships
+// (charge.Charger). The entitlements are shallow copies: this runs on every
+// consume without an entitlement ID, and the parts they share with stored
+// state (scope tools, metadata, expiry times, open holds) are never changed
+// in place.
+func (s *Store) ActiveEntitlements(_ context.Context, agentID string) (charge.Pool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	a := s.agents[agentID]
-	if a == nil {
-		return nil, nil
+	var p charge.Pool
+	for _, e := range s.active(agentID) {
+		p.Entitlements = append(p.Entitlements, *e)
 	}
-	out := make([]entitlement.Entitlement, len(a.active))
-	for i, e := range a.active {
-		out[i] = *e
+	for _, w := range s.walletsOf(agentID) {
+		p.Members = append(p.Members, w.Member.Clone())
+		for _, e := range w.Active {
+			p.Entitlements = append(p.Entitlements, *e)
+		}
 	}
-	return out, nil
+	return p, nil
+}
+
+// active returns the stored active entitlements of agentID. Callers hold s.mu.
+func (s *Store) active(agentID string) []*entitlement.Entitlement {
+	if a := s.agents[agentID]; a != nil {
+		return a.active
+	}
+	return nil
+}
+
+// walletsOf returns agentID's wallets as charge.Order takes them, sharing
+// stored state (nil for an agent that is no member, with no allocation).
+// Callers hold s.mu.
+func (s *Store) walletsOf(agentID string) []charge.Wallet {
+	ms := s.members.byMember[agentID]
+	if len(ms) == 0 {
+		return nil
+	}
+	out := make([]charge.Wallet, 0, len(ms))
+	for walletID, m := range ms {
+		out = append(out, charge.Wallet{Member: m, Active: s.active(walletID)})
+	}
+	return out
 }
 
 // ConsumeOne is the atomic step of charge.Consume (charge.Charger): under
@@ -104,6 +126,7 @@ func (s *Store) ConsumeOne(_ context.Context, req *entitlement.ConsumeRequest, e
 func (s *Store) consumeLocked(req *entitlement.ConsumeRequest, stored *entitlement.Entitlement, entitlementID string, now time.Time) (store.ConsumeResult, error) {
 	var b charge.Batch
 	expired := start(&b, entitlementID, stored, now)
+	s.loadMember(&b, req.AgentID)
 	var r charge.Record // the key is unused
 	res := b.Consume(req, &r, uuid.NewString(), req.Fingerprint())
 	if err := s.commitBatch(stored, &b, expired); err != nil {

@@ -58,6 +58,10 @@ func (s *Store) putConsumption(c *entitlement.Consumption) {
 	s.keys[k] = u
 	a := s.agent(c.AgentID)
 	a.consumptions = insertSorted(a.consumptions, stored, consumptionPos)
+	if c.WalletID != "" { // a wallet's consumptions are its members' charges to it
+		w := s.agent(c.WalletID)
+		w.consumptions = insertSorted(w.consumptions, stored, consumptionPos)
+	}
 }
 
 // putHold stores and indexes a copy of h, a new hold. Callers hold s.mu.

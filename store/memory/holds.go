@@ -56,8 +56,24 @@ func (s *Store) commitBatch(e *entitlement.Entitlement, b *charge.Batch, expired
 	}
 	*e = b.E
 	s.endHolds(expired, entitlement.HoldExpired, b.Now)
+	for id := range b.MembersChanged {
+		s.members.put(*b.Members[id])
+	}
 	s.events.add(evs...)
 	return nil
+}
+
+// loadMember gives b the membership of agentID in the wallet that owns
+// b's entitlement, a copy the engine may change, when agentID is not the
+// owner and is a member. Callers hold s.mu.
+func (s *Store) loadMember(b *charge.Batch, agentID string) {
+	if !b.Found || b.E.AgentID == agentID {
+		return
+	}
+	if m := s.members.get(b.E.AgentID, agentID); m != nil {
+		c := m.Clone()
+		b.Members = map[string]*entitlement.Membership{agentID: &c}
+	}
 }
 
 // endHolds records that the holds ids ended in status at now. Callers hold s.mu.
@@ -88,6 +104,7 @@ func (s *Store) AuthorizeOne(_ context.Context, req *entitlement.HoldRequest, en
 	stored := s.entitlements[entitlementID]
 	var b charge.Batch
 	expired := start(&b, entitlementID, stored, now)
+	s.loadMember(&b, req.AgentID)
 	var r charge.Record // the key is unused
 	res := b.Authorize(req, &r, uuid.NewString(), req.Fingerprint())
 	if err := s.commitBatch(stored, &b, expired); err != nil {
@@ -136,6 +153,7 @@ func (s *Store) finishHold(id, agentID string, apply func(*charge.Batch, *charge
 	e := s.entitlements[h.EntitlementID]
 	b := &charge.Batch{}
 	expired := start(b, h.EntitlementID, e, s.clock())
+	s.loadMember(b, agentID)
 	b.Consumption = func(cid string) (entitlement.Consumption, error) {
 		if c := s.consumptions[cid]; c != nil {
 			return copyConsumption(c), nil

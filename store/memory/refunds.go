@@ -27,6 +27,7 @@ func (s *Store) RefundConsumption(ctx context.Context, id string, amount entitle
 	e := s.entitlements[c.EntitlementID]
 	b := &charge.Batch{}
 	expired := start(b, c.EntitlementID, e, s.clock())
+	s.loadMember(b, c.AgentID)
 	refunded := copyConsumption(c)
 	r := charge.Record{Cons: &refunded}
 	res, err := b.Refund(&r, id, amount, func() error { return markFence(ctx) })

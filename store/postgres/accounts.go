@@ -28,9 +28,9 @@ func scanAccount(rows pgx.Row) (entitlement.Account, error) {
 	return a, r.err
 }
 
-// AccountLimits implements charge.Charger: one query, which charge.Consume
+// CallerAccount implements charge.Charger: one query, which charge.Consume
 // runs beside the key lookup. Charges never write the account row.
-func (s *Store) AccountLimits(ctx context.Context, agentID string) (entitlement.AccountLimits, error) {
+func (s *Store) CallerAccount(ctx context.Context, agentID string) (entitlement.Account, error) {
 	a, err := one(ctx, s.pool, scanAccount, nil, `SELECT `+accountColumns+` FROM accounts WHERE agent_id = $1`, agentID)
-	return a.Limits, pgfault.Read(err, "account limits") // no account: no limits
+	return a, pgfault.Read(err, "account") // no account: the zero account
 }

@@ -32,13 +32,16 @@ import (
 // one pipelined read of the same three lookups (prefetched).
 
 // snapshot is what one pipelined read returned: what the agent's key was
-// used for, its account's limits and its entitlements (the active ones, or
-// the one a request names), at now.
+// used for, its account, its entitlements (the active ones, or the one a
+// request names), its memberships and its wallets' active entitlements
+// (never locked), at now.
 type snapshot struct {
-	used   map[keyPair]charge.Used
-	limits entitlement.AccountLimits
-	ents   []entitlement.Entitlement
-	now    time.Time
+	used    map[keyPair]charge.Used
+	account entitlement.Account
+	ents    []entitlement.Entitlement
+	members []entitlement.Membership
+	wallets []entitlement.Entitlement
+	now     time.Time
 }
 
 // readSnapshot reads req's snapshot in one round trip on q. With lock, it
@@ -61,7 +64,8 @@ func (s *Store) readSnapshot(ctx context.Context, q querier, req *entitlement.Co
 	pair := keyPair{req.AgentID, req.IdempotencyKey}
 	keys, keyArgs := keyRefsQuery([]keyPair{pair})
 	rb.Queue(keys, keyArgs...)
-	rb.Queue(`SELECT limits FROM accounts WHERE agent_id = $1`, req.AgentID)
+	rb.Queue(`SELECT limits, kind FROM accounts WHERE agent_id = $1`, req.AgentID)
+	queueWallets(rb, req.AgentID, req.EntitlementID == "")
 
 	var snap snapshot
 	res := q.SendBatch(ctx, rb)
@@ -86,13 +90,19 @@ func (s *Store) readSnapshot(ctx context.Context, q querier, req *entitlement.Co
 		return snap, err
 	}
 	var raw []byte
-	switch err := res.QueryRow().Scan(&raw); {
+	var kind string
+	switch err := res.QueryRow().Scan(&raw, &kind); {
 	case err == nil:
 		r := &row{table: "accounts", id: req.AgentID}
-		if snap.limits = r.accountLimits(raw); r.err != nil {
+		snap.account.Limits = r.accountLimits(raw)
+		snap.account.Kind = entitlement.AccountKind(r.oneOf("kind", kind, kind == "" || entitlement.AccountKind(kind) == entitlement.KindWallet))
+		if r.err != nil {
 			return snap, r.err
 		}
 	case !errors.Is(err, pgx.ErrNoRows):
+		return snap, err
+	}
+	if snap.members, snap.wallets, err = readWallets(res, req.EntitlementID == ""); err != nil {
 		return snap, err
 	}
 	if err := res.Close(); err != nil {
@@ -105,7 +115,7 @@ func (s *Store) readSnapshot(ctx context.Context, q querier, req *entitlement.Co
 	return snap, err
 }
 
-// FindKey, AccountLimits, ActiveEntitlements and GetEntitlement answer
+// FindKey, CallerAccount, ActiveEntitlements and GetEntitlement answer
 // charge.Charger's lookups from the snapshot.
 
 func (p *snapshot) FindKey(_ context.Context, agentID, key string) (charge.Used, error) {
@@ -115,17 +125,19 @@ func (p *snapshot) FindKey(_ context.Context, agentID, key string) (charge.Used,
 	return charge.Used{}, store.Errorf(store.CodeNotFound, "idempotency key not used")
 }
 
-func (p *snapshot) AccountLimits(context.Context, string) (entitlement.AccountLimits, error) {
-	return p.limits, nil
+func (p *snapshot) CallerAccount(context.Context, string) (entitlement.Account, error) {
+	return p.account, nil
 }
 
-func (p *snapshot) ActiveEntitlements(_ context.Context, agentID string) ([]entitlement.Entitlement, error) {
-	var out []entitlement.Entitlement
+func (p *snapshot) ActiveEntitlements(_ context.Context, agentID string) (charge.Pool, error) {
+	var out charge.Pool
 	for _, e := range p.ents {
 		if e.AgentID == agentID && e.Status == entitlement.StatusActive {
-			out = append(out, e)
+			out.Entitlements = append(out.Entitlements, e)
 		}
 	}
+	out.Entitlements = append(out.Entitlements, p.wallets...)
+	out.Members = p.members
 	return out, nil
 }
 
@@ -162,11 +174,11 @@ func (p prefetched) FindKey(ctx context.Context, agentID, key string) (charge.Us
 	return p.snapshot.FindKey(ctx, agentID, key)
 }
 
-func (p prefetched) AccountLimits(ctx context.Context, agentID string) (entitlement.AccountLimits, error) {
-	return p.snapshot.AccountLimits(ctx, agentID)
+func (p prefetched) CallerAccount(ctx context.Context, agentID string) (entitlement.Account, error) {
+	return p.snapshot.CallerAccount(ctx, agentID)
 }
 
-func (p prefetched) ActiveEntitlements(ctx context.Context, agentID string) ([]entitlement.Entitlement, error) {
+func (p prefetched) ActiveEntitlements(ctx context.Context, agentID string) (charge.Pool, error) {
 	return p.snapshot.ActiveEntitlements(ctx, agentID)
 }
 
@@ -230,13 +242,21 @@ func (a *alone) commit() error {
 }
 
 // consumeAlone is CheckAndConsume in one transaction of two round trips on
-// one connection.
+// one connection. A wallet member's consume leaves it once the first round
+// trip shows its memberships: the transaction is rolled back and the call
+// takes the lanes with what it read, so a wallet's entitlement, shared by
+// its members, is charged by coalesced batches that lock the members' rows.
 func (s *Store) consumeAlone(ctx context.Context, req entitlement.ConsumeRequest) (store.ConsumeResult, error) {
 	var res store.ConsumeResult
+	var member *snapshot
 	err := s.runConn(ctx, "consume", func(conn *pgxpool.Conn) (bool, error) {
 		snap, err := s.readSnapshot(ctx, conn, &req, true)
 		if err != nil {
 			return false, err
+		}
+		if member = nil; len(snap.members) > 0 {
+			member = &snap
+			return false, nil // runConn rolls back
 		}
 		a := &alone{prefetched: prefetched{s, &snap}, ctx: ctx, conn: conn}
 		if res, err = charge.Consume(ctx, a, req); err != nil {
@@ -244,6 +264,9 @@ func (s *Store) consumeAlone(ctx context.Context, req entitlement.ConsumeRequest
 		}
 		return true, a.commit()
 	})
+	if err == nil && member != nil {
+		return charge.Consume(ctx, prefetched{s, member}, req)
+	}
 	return res, err
 }
 

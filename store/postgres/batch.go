@@ -151,21 +151,26 @@ func (b *batch) apply(calls []*op) ([]coalesce.Result[opResult], error) {
 
 // read opens the transaction, locks and reads the entitlement, then (in
 // statements that start after the lock is held, so they see what the last
-// holder committed) the calls' keys and holds: one round trip, the four
-// pipelined, and one more only when keys were used before.
+// holder committed) the memberships of the calls' agents in the wallet
+// that owns it, locked (none when it is an agent's), and the calls' keys
+// and holds: one round trip, the five pipelined, and one more only when
+// keys were used before.
 func (b *batch) read(calls []*op) error {
 	var pairs []keyPair
-	var holdIDs []string
+	var holdIDs, agents []string
 	for i := range calls {
 		if k, ok := calls[i].key(); ok {
 			pairs = append(pairs, k)
+			agents = append(agents, k.agent)
 		} else {
 			holdIDs = append(holdIDs, calls[i].holdID)
+			agents = append(agents, calls[i].agentID)
 		}
 	}
 	rb := &pgx.Batch{}
 	rb.Queue(`BEGIN`)
 	rb.Queue(`SELECT `+entitlementColumns+` FROM entitlements WHERE id = $1 FOR UPDATE`, b.ID)
+	rb.Queue(lockMembersSQL, b.ID, agents)
 	if len(pairs) > 0 {
 		sql, args := keyRefsQuery(pairs)
 		rb.Queue(sql, args...)
@@ -183,6 +188,9 @@ func (b *batch) read(calls []*op) error {
 	case err == nil:
 		b.E, b.Found = e, true
 	case !errors.Is(err, pgx.ErrNoRows):
+		return err
+	}
+	if err := b.readMembers(res); err != nil {
 		return err
 	}
 	refs := map[keyPair]keyRef{}
@@ -240,6 +248,9 @@ func (b *batch) queueWrites(wb *pgx.Batch, before *entitlement.Entitlement) erro
 			return err
 		}
 		wb.Queue(updateEntitlementSQL, args...)
+	}
+	if err := b.queueMembers(wb); err != nil {
+		return err
 	}
 	if len(b.expired) > 0 {
 		wb.Queue(endHoldsSQL, b.expired, string(entitlement.HoldExpired), b.Now)

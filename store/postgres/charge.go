@@ -88,18 +88,61 @@ func (s *Store) FindKey(ctx context.Context, agentID, key string) (charge.Used, 
 	return u, nil
 }
 
-// ActiveEntitlements implements charge.Charger.
-func (s *Store) ActiveEntitlements(ctx context.Context, agentID string) ([]entitlement.Entitlement, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+entitlementColumns+` FROM entitlements
-		WHERE agent_id = $1 AND status = 'active'`, agentID)
-	if err != nil {
-		return nil, pgfault.Read(err, "active entitlements")
+// ActiveEntitlements implements charge.Charger: the agent's memberships and
+// the active entitlements of the agent and its wallets, in one round trip.
+func (s *Store) ActiveEntitlements(ctx context.Context, agentID string) (charge.Pool, error) {
+	rb := &pgx.Batch{}
+	rb.Queue(`SELECT `+entitlementColumns+` FROM entitlements WHERE agent_id = $1 AND status = 'active'`, agentID)
+	queueWallets(rb, agentID, true)
+	res := s.pool.SendBatch(ctx, rb)
+	defer res.Close()
+	var p charge.Pool
+	ents, err := collectEntitlements(res)
+	if err == nil {
+		p.Members, p.Entitlements, err = readWallets(res, true)
+		p.Entitlements = append(ents, p.Entitlements...)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (entitlement.Entitlement, error) { return scanEntitlement(r) })
-	if err != nil {
-		return nil, pgfault.Read(err, "active entitlements")
+	if err == nil {
+		err = res.Close()
 	}
-	return out, nil
+	if err != nil {
+		return charge.Pool{}, pgfault.Read(err, "active entitlements")
+	}
+	return p, nil
+}
+
+// queueWallets queues the reads of agentID's memberships and, with ents,
+// of its wallets' active entitlements, which readWallets reads: two index
+// lookups that find nothing for an agent that is no member.
+func queueWallets(rb *pgx.Batch, agentID string, ents bool) {
+	rb.Queue(`SELECT `+membershipColumns+` FROM memberships WHERE member_id = $1`, agentID)
+	if ents {
+		rb.Queue(`SELECT `+entitlementColumns+` FROM entitlements
+			WHERE agent_id IN (SELECT wallet_id FROM memberships WHERE member_id = $1) AND status = 'active'`, agentID)
+	}
+}
+
+// readWallets reads what queueWallets queued.
+func readWallets(res pgx.BatchResults, ents bool) ([]entitlement.Membership, []entitlement.Entitlement, error) {
+	rows, err := res.Query()
+	if err != nil {
+		return nil, nil, err
+	}
+	ms, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (entitlement.Membership, error) { return scanMembership(r) })
+	if err != nil || !ents {
+		return ms, nil, err
+	}
+	es, err := collectEntitlements(res)
+	return ms, es, err
+}
+
+// collectEntitlements reads the next result of res, rows of entitlementColumns.
+func collectEntitlements(res pgx.BatchResults) ([]entitlement.Entitlement, error) {
+	rows, err := res.Query()
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (entitlement.Entitlement, error) { return scanEntitlement(r) })
 }
 
 // ConsumeOne implements charge.Charger: it queues the call on the
@@ -169,7 +212,7 @@ func (s *Store) GetHold(ctx context.Context, id string) (entitlement.Hold, error
 func (s *Store) ListConsumptions(ctx context.Context, agentID string, since time.Time, p store.Page) ([]entitlement.Consumption, string, error) {
 	q := listQuery{
 		name:  "consumptions",
-		from:  `SELECT ` + consumptionColumns + ` FROM consumptions WHERE agent_id = $1`,
+		from:  `SELECT * FROM ` + accountConsumptions(consumptionColumns) + ` WHERE true`,
 		args:  []any{agentID},
 		order: "occurred_at",
 		parts: []string{agentID, since.UTC().Format(time.RFC3339Nano)},

@@ -36,8 +36,16 @@ func (s *Store) RefundConsumption(ctx context.Context, id string, amount entitle
 		if err != nil {
 			return err
 		}
+		if c.WalletID != "" && c.Refund == nil {
+			if err := lockMember(ctx, tx, &b, c.WalletID, c.AgentID); err != nil {
+				return err
+			}
+		}
 		r := charge.Record{Cons: &c}
 		if out, err = b.Refund(&r, id, amount, func() error { return s.markFence(ctx, tx, b.Now) }); err != nil || out.Replayed {
+			return err
+		}
+		if err := writeMembers(ctx, tx, &b); err != nil {
 			return err
 		}
 		if err := endHolds(ctx, tx, expired, entitlement.HoldExpired, b.Now); err != nil {

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -10,6 +11,7 @@ import (
 	"github.com/stipend-mcp/stipend/internal/pgfault"
 	"github.com/stipend-mcp/stipend/money"
 	"github.com/stipend-mcp/stipend/store"
+	"github.com/stipend-mcp/stipend/store/internal/charge"
 	"github.com/stipend-mcp/stipend/store/internal/cursor"
 )
 
@@ -157,4 +159,72 @@ func (s *Store) listMemberships(ctx context.Context, name, owner, key, id string
 	}
 	items = items[:size]
 	return items, cursor.Encode(list, cursor.Position{ID: keyOf(&items[size-1])}), nil
+}
+
+// lockMembersSQL reads, locked in member order, the memberships of the
+// agents $2 in the wallet that owns the entitlement $1: what a batch on a
+// wallet's entitlement counts its members' charges on. On an agent's
+// entitlement it finds nothing (no agent is its own member).
+const lockMembersSQL = `SELECT ` + membershipColumns + ` FROM memberships
+	WHERE wallet_id = (SELECT agent_id FROM entitlements WHERE id = $1) AND member_id = ANY($2)
+	ORDER BY member_id FOR UPDATE`
+
+// readMembers reads the result of lockMembersSQL into the engine's Members.
+func (b *batch) readMembers(res pgx.BatchResults) error {
+	rows, err := res.Query()
+	if err != nil {
+		return err
+	}
+	ms, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (entitlement.Membership, error) { return scanMembership(r) })
+	if err != nil || len(ms) == 0 {
+		return err
+	}
+	b.Members = make(map[string]*entitlement.Membership, len(ms))
+	for i := range ms {
+		b.Members[ms[i].MemberID] = &ms[i]
+	}
+	return nil
+}
+
+// queueMembers queues the writes of the memberships the batch's calls
+// changed.
+func (b *batch) queueMembers(wb *pgx.Batch) error {
+	for id := range b.MembersChanged {
+		args, err := membershipArgs(b.Members[id])
+		if err != nil {
+			return err
+		}
+		wb.Queue(updateMembershipSQL, args...)
+	}
+	return nil
+}
+
+// lockMember gives b, a refund's engine, the membership of memberID in
+// walletID, locked in the refund's transaction, when there is one (a
+// member removed since counts nothing).
+func lockMember(ctx context.Context, tx pgx.Tx, b *charge.Batch, walletID, memberID string) error {
+	m, err := one(ctx, tx, scanMembership, store.ErrNotFound,
+		`SELECT `+membershipColumns+` FROM memberships WHERE wallet_id = $1 AND member_id = $2 FOR UPDATE`, walletID, memberID)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil
+	case err != nil:
+		return err
+	}
+	b.Members = map[string]*entitlement.Membership{memberID: &m}
+	return nil
+}
+
+// writeMembers writes the memberships b changed, in tx.
+func writeMembers(ctx context.Context, tx pgx.Tx, b *charge.Batch) error {
+	for id := range b.MembersChanged {
+		args, err := membershipArgs(b.Members[id])
+		if err == nil {
+			_, err = tx.Exec(ctx, updateMembershipSQL, args...)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

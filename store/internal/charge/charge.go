@@ -24,11 +24,13 @@ type Charger interface {
 	// record stored under entitlement.ConsumptionKey(agentID, key)), or
 	// store.ErrNotFound.
 	FindKey(ctx context.Context, agentID, key string) (Used, error)
-	// ActiveEntitlements returns every active entitlement of the agent, in
-	// any order, as stored (lazy resets not applied). The values may share
-	// scope tools, metadata, expiry times and holds with stored state:
-	// callers must not modify those.
-	ActiveEntitlements(ctx context.Context, agentID string) ([]entitlement.Entitlement, error)
+	// ActiveEntitlements returns what a call of the agent may be charged
+	// to, in one lookup: every active entitlement of the agent and of each
+	// wallet it is a member of, in any order, as stored (lazy resets not
+	// applied), and its memberships. The values may share scope tools,
+	// metadata, expiry times and holds with stored state: callers must not
+	// modify those.
+	ActiveEntitlements(ctx context.Context, agentID string) (Pool, error)
 	// ConsumeOne is the atomic step of a consume: inside one transaction it
 	// re-checks the key (ReplayOf), reads the entitlement (a Denied with
 	// not_found if absent or owned by another agent), ends its expired holds,
@@ -41,10 +43,11 @@ type Charger interface {
 	AuthorizeOne(ctx context.Context, req *entitlement.HoldRequest, entitlementID string) (store.HoldResult, error)
 	// GetEntitlement is store.EntitlementStore.GetEntitlement.
 	GetEntitlement(ctx context.Context, id string) (entitlement.Entitlement, error)
-	// AccountLimits returns the account-wide limits of the agent's account
-	// (zero when it has none, or no account), read outside any transaction;
-	// it may run concurrently with the other lookups (account.go).
-	AccountLimits(ctx context.Context, agentID string) (entitlement.AccountLimits, error)
+	// CallerAccount returns the agent's account (its account-wide limits
+	// and its kind; the zero account when there is none), read outside any
+	// transaction; it may run concurrently with the other lookups
+	// (account.go).
+	CallerAccount(ctx context.Context, agentID string) (entitlement.Account, error)
 }
 
 // Used is what an (agent, idempotency key) pair was used for: a consume
@@ -138,7 +141,7 @@ func Authorize(ctx context.Context, c Charger, req entitlement.HoldRequest) (sto
 // returns that answer; if none does, it returns every denial (never empty).
 func first[R any](ctx context.Context, c Charger, req *entitlement.ConsumeRequest, try func(entitlementID string) (R, []entitlement.Denial, error), done func(R) bool) (R, []entitlement.Denial, error) {
 	var zero R
-	candidates, denials, err := candidates(ctx, c, req)
+	candidates, _, denials, err := candidates(ctx, c, req)
 	if err != nil {
 		return zero, nil, err
 	}
@@ -171,7 +174,7 @@ func Check(ctx context.Context, c Charger, req entitlement.ConsumeRequest, now t
 	} else if d != nil {
 		return AccountDenied(d), nil
 	}
-	candidates, denials, err := candidates(ctx, c, &req)
+	candidates, members, denials, err := candidates(ctx, c, &req)
 	if err != nil {
 		return store.ConsumeResult{}, err
 	}
@@ -184,40 +187,57 @@ func Check(ctx context.Context, c Charger, req entitlement.ConsumeRequest, now t
 			denials = append(denials, entitlement.Denial{EntitlementID: e.ID, Reason: reason})
 			continue
 		}
+		if e.AgentID != req.AgentID {
+			m := members.of(e.AgentID)
+			if m == nil {
+				denials = append(denials, entitlement.Denial{EntitlementID: e.ID, Reason: entitlement.ReasonNotFound})
+				continue
+			}
+			if limit := m.Check(now, &e, &req); limit != "" {
+				denials = append(denials, entitlement.MemberDenial(e.ID, req.AgentID, limit))
+				continue
+			}
+		}
 		return store.ConsumeResult{Outcome: store.Allowed, Entitlement: e}, nil
 	}
 	return Denied(denials), nil
 }
 
-// candidates returns the agent's entitlements worth trying for req, in the
-// order to try them, and the denials of those ruled out without a transaction
+// candidates returns the entitlements worth trying for req, in the order to
+// try them (Order: the agent's own and its wallets'), the agent's
+// memberships, and the denials of those ruled out without a transaction
 // (out of scope). With req.EntitlementID set, only that entitlement is
-// returned, whatever its status, so the caller's check gives the exact reason.
-func candidates(ctx context.Context, c Charger, req *entitlement.ConsumeRequest) ([]entitlement.Entitlement, []entitlement.Denial, error) {
+// returned, whatever its status, so the caller's check gives the exact
+// reason; a wallet's is the agent's to try when it is a member.
+func candidates(ctx context.Context, c Charger, req *entitlement.ConsumeRequest) ([]entitlement.Entitlement, members, []entitlement.Denial, error) {
 	if req.EntitlementID != "" {
 		e, err := c.GetEntitlement(ctx, req.EntitlementID)
-		if errors.Is(err, store.ErrNotFound) || (err == nil && e.AgentID != req.AgentID) {
-			return nil, []entitlement.Denial{{EntitlementID: req.EntitlementID, Reason: entitlement.ReasonNotFound}}, nil
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return nil, nil, nil, err
 		}
-		if err != nil {
-			return nil, nil, err
+		var ms members
+		if err == nil && e.AgentID != req.AgentID {
+			pool, perr := c.ActiveEntitlements(ctx, req.AgentID)
+			if perr != nil {
+				return nil, nil, nil, perr
+			}
+			ms = pool.Members
 		}
-		return []entitlement.Entitlement{e}, nil, nil
+		if err != nil || (e.AgentID != req.AgentID && ms.of(e.AgentID) == nil) {
+			return nil, nil, []entitlement.Denial{{EntitlementID: req.EntitlementID, Reason: entitlement.ReasonNotFound}}, nil
+		}
+		return []entitlement.Entitlement{e}, ms, nil, nil
 	}
-	all, err := c.ActiveEntitlements(ctx, req.AgentID)
+	pool, err := c.ActiveEntitlements(ctx, req.AgentID)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	ptrs := make([]*entitlement.Entitlement, len(all))
-	for i := range all {
-		ptrs[i] = &all[i]
-	}
-	ordered, denials := entitlement.Candidates(ptrs[:0:0], ptrs, req.Service, req.Tool)
+	ordered, denials := pool.Order(req.AgentID, req.Service, req.Tool)
 	out := make([]entitlement.Entitlement, len(ordered))
 	for i, e := range ordered {
 		out[i] = *e
 	}
-	return out, denials, nil
+	return out, pool.Members, denials, nil
 }
 
 // Denied is the Denied answer with every reason; an agent with no

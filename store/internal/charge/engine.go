@@ -98,6 +98,15 @@ type Batch struct {
 	// captured before, when its Record carries no Cons (a store that keeps
 	// holds and consumptions apart). Nil when Records carry it.
 	Consumption func(id string) (entitlement.Consumption, error)
+	// Members are the memberships in E's wallet of the calls' agents other
+	// than E's owner, by member ID, as the store read them in the
+	// transaction (locked where it locks): a consume or hold of an agent
+	// with none is refused on E, its caps are checked and counted; a
+	// capture, release or refund of a member's charge counts on its
+	// membership if it is still there. The store sets it (nil: none) and
+	// writes back those MembersChanged names.
+	Members        map[string]*entitlement.Membership
+	MembersChanged map[string]bool
 }
 
 // Start applies what every transaction on an entitlement does first: the
@@ -134,8 +143,66 @@ func (b *Batch) After() entitlement.Entitlement {
 	return e
 }
 
-// ours reports whether the entitlement exists and belongs to agentID.
-func (b *Batch) ours(agentID string) bool { return b.Found && b.E.AgentID == agentID }
+// payer reports whether agentID may charge the entitlement: it exists and
+// is agentID's own (m nil) or its wallet's, agentID being a member (m its
+// membership).
+func (b *Batch) payer(agentID string) (m *entitlement.Membership, ok bool) {
+	if !b.Found {
+		return nil, false
+	}
+	if b.E.AgentID == agentID {
+		return nil, true
+	}
+	m = b.Members[agentID]
+	return m, m != nil
+}
+
+// refuse answers why a member's call req may not charge the wallet's
+// entitlement: the entitlement's own reason first, then the member's caps.
+func (b *Batch) refuse(m *entitlement.Membership, req *entitlement.ConsumeRequest) []entitlement.Denial {
+	if reason := b.E.Check(b.Now, req); reason != "" {
+		return []entitlement.Denial{{EntitlementID: b.ID, Reason: reason}}
+	}
+	if limit := m.Check(b.Now, &b.E, req); limit != "" {
+		return []entitlement.Denial{entitlement.MemberDenial(b.ID, m.MemberID, limit)}
+	}
+	return nil
+}
+
+// memberChanged records that a call changed m, for the store to write it.
+func (b *Batch) memberChanged(m *entitlement.Membership, changed bool) {
+	if !changed {
+		return
+	}
+	if b.MembersChanged == nil {
+		b.MembersChanged = map[string]bool{}
+	}
+	b.MembersChanged[m.MemberID] = true
+}
+
+// memberCharged counts the consumption c on m (nil: not a member's) and
+// raises wallet.member_limit_reached when it took m's spend to its cap.
+func (b *Batch) memberCharged(m *entitlement.Membership, c *entitlement.Consumption) {
+	if m == nil {
+		return
+	}
+	changed, reached := m.Charge(b.Now, &b.E, c)
+	b.memberChanged(m, changed)
+	if reached {
+		b.Events = append(b.Events, Event{event.WalletMemberLimitReached, m.WalletID,
+			&entitlement.MemberLimitReached{Membership: m.Clone(), ConsumptionID: c.ID}})
+	}
+}
+
+// memberOf is the membership a record of agentID on the wallet's
+// entitlement counts on: nil for a charge that was not a member's
+// (walletID empty), or whose membership is gone.
+func (b *Batch) memberOf(walletID, agentID string) *entitlement.Membership {
+	if walletID == "" {
+		return nil
+	}
+	return b.Members[agentID]
+}
 
 // Consume charges req to the entitlement under the key whose record is r
 // (a replay or conflict if the key was used), storing the new consumption,
@@ -144,14 +211,21 @@ func (b *Batch) Consume(req *entitlement.ConsumeRequest, r *Record, id, fingerpr
 	if !r.Unused() {
 		return ReplayOf(r.Used(b.Now), req)
 	}
-	if !b.ours(req.AgentID) {
+	m, ok := b.payer(req.AgentID)
+	if !ok {
 		return DeniedBy(b.ID, entitlement.ReasonNotFound)
+	}
+	if m != nil {
+		if d := b.refuse(m, req); d != nil {
+			return Denied(d)
+		}
 	}
 	cons, reason := b.E.Consume(b.Now, req, id, fingerprint)
 	if reason != "" {
 		return DeniedBy(b.ID, reason)
 	}
 	b.Changed = b.Changed || b.E.Type != entitlement.TypeSubscription
+	b.memberCharged(m, &cons)
 	r.Cons = &cons
 	after := b.After()
 	b.chargeEvents(&cons, after)
@@ -164,14 +238,23 @@ func (b *Batch) Authorize(req *entitlement.HoldRequest, r *Record, id, fingerpri
 	if !r.Unused() {
 		return HoldReplayOf(r.Used(b.Now), req)
 	}
-	if !b.ours(req.AgentID) {
+	m, ok := b.payer(req.AgentID)
+	if !ok {
 		return HoldDeniedBy(b.ID, entitlement.ReasonNotFound)
+	}
+	if m != nil {
+		if d := b.refuse(m, &req.ConsumeRequest); d != nil {
+			return store.HoldResult{Outcome: store.Denied, Denials: d}
+		}
 	}
 	h, reason := b.E.Authorize(b.Now, req, id, fingerprint)
 	if reason != "" {
 		return HoldDeniedBy(b.ID, reason)
 	}
 	b.Changed = true
+	if m != nil {
+		b.memberChanged(m, m.Hold(b.Now, &b.E, &h))
+	}
 	r.Hold = &h
 	return store.HoldResult{Outcome: store.Held, Hold: h, Entitlement: b.After()}
 }
@@ -199,6 +282,10 @@ func (b *Batch) Capture(r *Record, holdID, agentID string, amount entitlement.Am
 		return store.HoldResult{}, corrupt(h.ID, "open, but not on its entitlement")
 	}
 	b.Changed = true
+	if m := b.memberOf(h.WalletID, h.AgentID); m != nil {
+		b.memberChanged(m, m.EndHold(b.Now, h.ID))
+		b.memberCharged(m, &cons)
+	}
 	r.Cons = &cons
 	after := b.After()
 	b.chargeEvents(&cons, after)
@@ -255,6 +342,9 @@ func (b *Batch) Release(r *Record, holdID, agentID string) (store.HoldResult, er
 		return store.HoldResult{}, corrupt(h.ID, "open, but not on its entitlement")
 	}
 	b.Changed = true
+	if m := b.memberOf(h.WalletID, h.AgentID); m != nil {
+		b.memberChanged(m, m.EndHold(b.Now, h.ID))
+	}
 	return store.HoldResult{Outcome: store.Released, Hold: *h, Entitlement: b.After()}, nil
 }
 
@@ -309,6 +399,9 @@ func (b *Batch) Refund(r *Record, consumptionID string, amount entitlement.Amoun
 		}
 	}
 	b.E, b.Changed = e, true
+	if m := b.memberOf(cons.WalletID, cons.AgentID); m != nil {
+		b.memberChanged(m, m.Refund(b.Now, &b.E, &cons, cons.Refund.Charge))
+	}
 	r.Cons = &cons
 	b.Events = append(b.Events, Event{event.ConsumptionRefunded, cons.AgentID, &cons})
 	return store.RefundResult{Consumption: cons, Entitlement: b.After()}, nil
