@@ -65,12 +65,21 @@ func (s *Server) consumeWith(c echo.Context, route string, op func(context.Conte
 	}
 	res, err := op(storeCtx(c), req)
 	if err != nil {
-		return err
+		return chargeError(err)
 	}
 	if res.Outcome == store.Consumed {
 		s.charged(&res.Entitlement)
 	}
 	return s.answerConsume(c, route, res)
+}
+
+// chargeError is the answer of a charge the store refused outright: its
+// Invalid names the field (agentId, when the caller is a wallet).
+func chargeError(err error) error {
+	if store.CodeOf(err) == store.CodeInvalid {
+		return fieldErrorOf(err)
+	}
+	return err
 }
 
 // answerConsume maps a consume or check result to its HTTP answer: 200

@@ -93,7 +93,8 @@ func TestWallets_Flow(t *testing.T) {
 		t.Errorf("wallet balance = %d, want %d", got, 1000-70)
 	}
 
-	// Usage of the wallet by member.
+	// Usage of the wallet by member (the range ends now, excluded).
+	e.clock.Advance(time.Minute)
 	var page usagePage
 	e.must(http.StatusOK, req{Method: "GET", Path: "/v1/accounts/" + team + "/usage?groupBy=member", Key: e.keys.Billing}).decode(t, &page)
 	spent := map[string]int64{}
@@ -183,6 +184,11 @@ func TestWallets_Kind(t *testing.T) {
 	if len(p.Errors) != 1 || p.Errors[0].Field != "agentId" {
 		t.Errorf("consume as a wallet: errors %+v, want one naming agentId", p.Errors)
 	}
+	p = e.must(http.StatusBadRequest, req{Method: "POST", Path: "/v1/authorize", Key: e.keys.Host, Body: authorizeBody(walletW, "h", 1)}).problem(t)
+	if len(p.Errors) != 1 || p.Errors[0].Field != "agentId" {
+		t.Errorf("authorize as a wallet: errors %+v, want one naming agentId", p.Errors)
+	}
+	e.must(http.StatusBadRequest, req{Method: "POST", Path: "/v1/check", Key: e.keys.Host, Body: consumeBody(walletW, "k", 1)})
 }
 
 // TestWallets_BadInput: every refused membership request is a 4xx naming
@@ -427,8 +433,10 @@ func exerciseWalletRoutes(t *testing.T, seen *sync.Map) {
 	e.must(http.StatusConflict, req{Method: "PUT", Path: "/v1/accounts/" + walletW, Key: e.keys.Billing, Body: `{"kind":"agent"}`})
 	e.must(http.StatusPaymentRequired, req{Method: "POST", Path: "/v1/consume", Key: e.keys.Host, Body: consumeBody(agentA, "over", 11)})
 	e.must(http.StatusOK, req{Method: "POST", Path: "/v1/consume", Key: e.keys.Host, Body: consumeBody(agentA, "in", 5)})
+	e.clock.Advance(time.Minute)
 	e.must(http.StatusOK, req{Method: "GET", Path: "/v1/accounts/" + walletW + "/usage?groupBy=member", Key: e.keys.Billing})
 	e.must(http.StatusOK, req{Method: "POST", Path: "/v1/authorize", Key: e.keys.Host, Body: authorizeBody(agentA, "h", 2)})
+	e.must(http.StatusBadRequest, req{Method: "POST", Path: "/v1/consume", Key: e.keys.Host, Body: consumeBody(walletW, "as-wallet", 1)})
 	for _, path := range []string{w, "/v1/accounts/" + agentA + "/wallets"} {
 		e.must(http.StatusNoContent, req{Method: "OPTIONS", Path: path, Header: map[string]string{"Origin": "null", "Access-Control-Request-Method": "GET"}})
 	}
@@ -461,6 +469,7 @@ func TestPortal_WalletSession(t *testing.T) {
 	if len(cs.Items) != 1 || cs.Items[0].AgentID != agentA || cs.Items[0].WalletID != walletW {
 		t.Errorf("wallet's consumptions with its session = %+v, want agentA's one on the wallet", cs.Items)
 	}
+	e.clock.Advance(time.Minute) // the range ends now, excluded
 	var page usagePage
 	e.must(http.StatusOK, req{Method: "GET", Path: "/v1/accounts/" + walletW + "/usage?groupBy=member", Key: ps.Token}).decode(t, &page)
 	if len(page.Items) != 1 || page.Items[0].MemberID != agentA {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/stipend-mcp/stipend/client"
 	"github.com/stipend-mcp/stipend/entitlement"
@@ -82,6 +83,7 @@ func TestClient_Wallets(t *testing.T) {
 	if w := ws.Items[0]; w.WalletID != team || w.Balance.Credits[0].Available != *client.USD(500 - 75) || w.CapRoom == nil || *w.CapRoom.Amount != *client.USD(5) {
 		t.Errorf("alice's wallet = %+v, want %s with 425 available and 5 of room", w, team)
 	}
+	c.clock.Advance(time.Minute) // the range ends now, excluded
 	page, err := c.billing.Usage(ctx, team, client.UsageQuery{GroupBy: usage.ByMember}, client.Page{})
 	if err != nil || len(page.Items) != 2 {
 		t.Fatalf("Usage(by member) = %+v, %v", page, err)
