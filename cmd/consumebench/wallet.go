@@ -94,10 +94,10 @@ func openWalletTarget(ctx context.Context, c config, out io.Writer) (walletTarge
 	n := c.instances
 	switch c.store {
 	case "memory":
-		// One store in the process is one database: the instances share it.
-		s := memory.New()
-		return walletTarget{name: "the memory store (one store: the instances are one)", open: func(context.Context) ([]store.EntitlementStore, func(), error) {
-			return slices.Repeat([]store.EntitlementStore{s}, n), func() {}, nil
+		// A fresh store per run; one store in the process is one database,
+		// so the instances are one.
+		return walletTarget{name: "the memory store (a fresh one per run; its instances are one)", open: func(context.Context) ([]store.EntitlementStore, func(), error) {
+			return slices.Repeat([]store.EntitlementStore{memory.New()}, n), func() {}, nil
 		}}, func() {}, nil
 	case "postgres":
 		cfg, drop, err := walletSchema(ctx, c, out)
@@ -258,7 +258,7 @@ func (w walletRun) run(ctx context.Context, shared bool) (walletResult, error) {
 		if _, err := s0.UpsertAccount(ctx, entitlement.Account{AgentID: wallet, Kind: entitlement.KindWallet}); err != nil {
 			return r, err
 		}
-		e, err := grant(ctx, s0, wallet, initial, entitlement.Limits{})
+		e, err := grant(ctx, s0, wallet, initial, entitlement.SpendLimit{})
 		if err != nil {
 			return r, err
 		}
@@ -271,7 +271,7 @@ func (w walletRun) run(ctx context.Context, shared bool) (walletResult, error) {
 	} else {
 		initial = int64(perMember*cost + 1000)
 		for _, a := range agents {
-			e, err := grant(ctx, s0, a, initial, daily)
+			e, err := grant(ctx, s0, a, initial, daily.Spend)
 			if err != nil {
 				return r, err
 			}
@@ -363,11 +363,18 @@ func (w walletRun) checkCaps(ctx context.Context, s store.EntitlementStore, wall
 	return "held, exact", nil
 }
 
-// grant gives agent a credits entitlement of cents USD with limits.
-func grant(ctx context.Context, s store.EntitlementStore, agent string, cents int64, limits entitlement.Limits) (string, error) {
+// grant gives agent a credits entitlement of cents USD with the spend
+// limit given (no Period: none), set as the API sets one.
+func grant(ctx context.Context, s store.EntitlementStore, agent string, cents int64, limit entitlement.SpendLimit) (string, error) {
 	m := usdCents(cents)
-	e, err := s.CreateEntitlement(ctx, entitlement.Entitlement{ID: uuid.NewString(), AgentID: agent, Type: entitlement.TypeCredits,
-		Scope: entitlement.Scope{Service: "bench"}, Credits: entitlement.Credits{Balance: m, Granted: m}, Limits: limits})
+	e := entitlement.Entitlement{ID: uuid.NewString(), AgentID: agent, Type: entitlement.TypeCredits,
+		Scope: entitlement.Scope{Service: "bench"}, Credits: entitlement.Credits{Balance: m, Granted: m}}
+	if limit.Period != "" {
+		if err := e.Apply(entitlement.Update{SpendLimit: &entitlement.Set[entitlement.SpendLimit]{To: limit}}, time.Now()); err != nil {
+			return "", err
+		}
+	}
+	e, err := s.CreateEntitlement(ctx, e)
 	return e.ID, err
 }
 
