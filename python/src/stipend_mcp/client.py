@@ -204,6 +204,10 @@ _REPEATABLE_POSTS = [
 ]
 
 
+_UNSET: Any = object()
+"""The default of an argument whose None means something (update_member's caps: None removes them)."""
+
+
 def _repeatable(method: str, path: str, idempotency_key: str | None) -> bool:
     if method != "POST" or idempotency_key:
         return True
@@ -486,9 +490,6 @@ class StipendClient:
         """One page of the wallets an agent belongs to (items: WalletMembership), by wallet (GET /v1/accounts/{id}/wallets)."""
         path = f"/v1/accounts/{_seg(agent_id)}/wallets"
         return cast(Page, await self.request("GET", path, params=_page(limit, cursor)))
-
-
-_UNSET: Any = object()
 
 
 def _page(limit: int, cursor: str) -> dict[str, str | int]:
