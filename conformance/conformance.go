@@ -33,8 +33,9 @@ func RunTests(t *testing.T, newStore NewStore) {
 	runTable(t, newStore, providerPaymentTests, providerRefundTests)
 	runTable(t, newStore, usageTests) // usage.go: balance and usage (store.UsageReader)
 	runTable(t, newStore, topUpTests)
-	runTable(t, newStore, portalSessionTests) // portal.go
-	runTable(t, newStore, jobClaimTests)      // claims.go: store.Claimer
+	runTable(t, newStore, portalSessionTests)             // portal.go
+	runTable(t, newStore, jobClaimTests)                  // claims.go: store.Claimer
+	runTable(t, newStore, walletTests, walletChargeTests) // wallets.go, wallets_charge.go: store.Wallets
 }
 
 // RunConcurrencyTests runs the guarantees of store.EntitlementStore under

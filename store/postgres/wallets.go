@@ -83,9 +83,18 @@ func membershipArgs(m *entitlement.Membership) ([]any, error) {
 const (
 	insertMembershipSQL = `INSERT INTO memberships (` + membershipColumns + `) VALUES ($1, $2, $3, $4, $5, $6, $7)
 		ON CONFLICT (wallet_id, member_id) DO NOTHING`
-	updateMembershipSQL = `UPDATE memberships SET member_order = $3, caps = $4, holds = $5, updated_at = $7
+	updateMembershipSQL = `UPDATE memberships SET member_order = $3, caps = $4, holds = $5, updated_at = $6
 		WHERE wallet_id = $1 AND member_id = $2`
 )
+
+// updateMembershipArgs are m's values for updateMembershipSQL.
+func updateMembershipArgs(m *entitlement.Membership) ([]any, error) {
+	args, err := membershipArgs(m)
+	if err != nil {
+		return nil, err
+	}
+	return append(args[:5:5], args[6]), nil
+}
 
 func membershipNotFound(walletID, memberID string) error {
 	return store.Errorf(store.CodeNotFound, "membership of %q in wallet %q", memberID, walletID)
@@ -107,14 +116,18 @@ func (t *tx) Membership(walletID, memberID string) (entitlement.Membership, erro
 // one; if a concurrent transaction inserted it meanwhile, the unit starts
 // over and reads it.
 func (t *tx) PutMembership(m entitlement.Membership) {
-	args, err := membershipArgs(&m)
+	sql, args := insertMembershipSQL, membershipArgs
+	if t.memberships[[2]string{m.WalletID, m.MemberID}] {
+		sql, args = updateMembershipSQL, updateMembershipArgs
+	}
+	values, err := args(&m)
 	switch {
 	case err != nil:
 		t.write(func() error { return err })
-	case t.memberships[[2]string{m.WalletID, m.MemberID}]:
-		t.exec(updateMembershipSQL, args...)
+	case sql == insertMembershipSQL:
+		t.insert(sql, values...)
 	default:
-		t.insert(insertMembershipSQL, args...)
+		t.exec(sql, values...)
 	}
 }
 
@@ -190,7 +203,7 @@ func (b *batch) readMembers(res pgx.BatchResults) error {
 // changed.
 func (b *batch) queueMembers(wb *pgx.Batch) error {
 	for id := range b.MembersChanged {
-		args, err := membershipArgs(b.Members[id])
+		args, err := updateMembershipArgs(b.Members[id])
 		if err != nil {
 			return err
 		}
@@ -218,7 +231,7 @@ func lockMember(ctx context.Context, tx pgx.Tx, b *charge.Batch, walletID, membe
 // writeMembers writes the memberships b changed, in tx.
 func writeMembers(ctx context.Context, tx pgx.Tx, b *charge.Batch) error {
 	for id := range b.MembersChanged {
-		args, err := membershipArgs(b.Members[id])
+		args, err := updateMembershipArgs(b.Members[id])
 		if err == nil {
 			_, err = tx.Exec(ctx, updateMembershipSQL, args...)
 		}
