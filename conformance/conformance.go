@@ -45,14 +45,16 @@ func RunTests(t *testing.T, newStore NewStore) {
 // quota that hold exactly what they spend, a revocation among consumes,
 // MaxCallers callers authorizing and capturing on one entitlement, captures
 // racing releases of one hold (one wins), and holds and consumes racing on
-// one key (one call is made), and a Close among consumes (close.go). Run it
+// one key (one call is made), a Close among consumes (close.go), and
+// MaxCallers callers for the members of one wallet, sending the same keys
+// at once, whose caps are never exceeded (wallets_concurrency.go). Run it
 // under -race. A failure names the seed
 // of the random costs.
 func RunConcurrencyTests(t *testing.T, newStore NewStore, opts ConcurrencyOptions) {
 	t.Helper()
 	opts = opts.withDefaults()
 	t.Logf("conformance: concurrency seed %d (reproduce with ConcurrencyOptions{Seed: %d})", opts.Seed, opts.Seed)
-	runTable(t, newStore, paymentConcurrencyTests, withOptions(opts, hotTests, holdConcurrencyTests), closeTests)
+	runTable(t, newStore, paymentConcurrencyTests, withOptions(opts, hotTests, holdConcurrencyTests, walletConcurrencyTests), closeTests)
 	runTable(t, newStore, topUpConcurrencyTests)
 }
 

@@ -40,8 +40,9 @@ const instanceStores = 3
 // instance (abandoned after reserving part of the entitlement) whose share
 // the others can still spend; a low-balance alert that fires exactly once,
 // and a spend limit charged exactly, across the instances; a partial
-// refund and a dispute of the paying payment among them. Run it under
-// -race.
+// refund and a dispute of the paying payment among them; and a wallet's
+// members charging it through every instance within their caps. Run it
+// under -race.
 func RunInstanceTests(t *testing.T, newStores NewStores, opts InstanceOptions) {
 	t.Helper()
 	tests := []struct {
@@ -60,6 +61,7 @@ func RunInstanceTests(t *testing.T, newStores NewStores, opts InstanceOptions) {
 		{"AlertOnce", instancesAlert},
 		{"SpendLimit", instancesSpendLimit},
 		{"RefundAndDispute", instancesRefundAndDispute},
+		{"WalletCaps", instancesWalletCaps},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -225,8 +225,11 @@ type EntitlementStore interface {
 	// no entitlement). Absence is an outcome, never an error; a request that
 	// fails Normalize is Invalid.
 	Check(ctx context.Context, req entitlement.ConsumeRequest) (ConsumeResult, error)
-	// ListConsumptions lists an agent's consumptions at or after since (zero:
-	// all), oldest first (by OccurredAt, then ID).
+	// ListConsumptions lists an account's consumptions at or after since
+	// (zero: all), oldest first (by OccurredAt, then ID): those whose
+	// AgentID (the caller) or WalletID (the wallet a member charged) is
+	// agentID, so an agent's show its charges to its wallets too and a
+	// wallet's show its members' charges to it.
 	ListConsumptions(ctx context.Context, agentID string, since time.Time, p Page) (items []entitlement.Consumption, nextCursor string, err error)
 	// GetConsumption returns the consumption, or ErrNotFound.
 	GetConsumption(ctx context.Context, id string) (entitlement.Consumption, error)

@@ -18,9 +18,10 @@ type UsageReader interface {
 	// never ErrNotFound.
 	Balance(ctx context.Context, agentID string) (entitlement.Balance, error)
 	// Usage answers one page of q's buckets in key order, exactly as
-	// q.Aggregate over the agent's consumptions would (uncaptured holds
-	// are no consumptions), with the cursor of the next page ("" on the
-	// last). q is normalized first: a query that fails Normalize is
+	// q.Aggregate over the account's consumptions would (those whose
+	// agentId or walletId is q.AgentID: a wallet's are its members'
+	// charges to it; uncaptured holds are no consumptions), with the
+	// cursor of the next page ("" on the last). q is normalized first: a query that fails Normalize is
 	// Invalid (a *field.Error inside); so is a cursor not of q.
 	Usage(ctx context.Context, q usage.Query, p Page) (items []usage.Bucket, nextCursor string, err error)
 }

@@ -256,6 +256,7 @@ func (s *Store) consumeAlone(ctx context.Context, req entitlement.ConsumeRequest
 		}
 		if member = nil; len(snap.members) > 0 {
 			member = &snap
+			s.callers.noteMember(req.AgentID, true)
 			return false, nil // runConn rolls back
 		}
 		a := &alone{prefetched: prefetched{s, &snap}, ctx: ctx, conn: conn}
@@ -308,12 +309,41 @@ func (s *Store) runConn(ctx context.Context, what string, fn func(conn *pgxpool.
 }
 
 // callers counts the charges in flight on this instance per agent, so that
-// a consume alone takes the short way, and Close waits for those.
+// a consume alone takes the short way, and Close waits for those. It also
+// remembers the agents last seen to be wallet members (members), whose
+// consumes take the lanes at once instead of learning it in a transaction
+// they roll back: a hint only, which the next read of the agent corrects,
+// bounded by forgetting all at maxMembers.
 type callers struct {
-	mu     sync.Mutex
-	n      map[string]int
-	closed bool
-	wg     sync.WaitGroup
+	mu      sync.Mutex
+	n       map[string]int
+	members map[string]bool
+	closed  bool
+	wg      sync.WaitGroup
+}
+
+// maxMembers bounds the wallet members callers remembers.
+const maxMembers = 100_000
+
+// member reports whether agentID was last seen to be a wallet member.
+func (c *callers) member(agentID string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.members[agentID]
+}
+
+// noteMember records whether agentID was seen to be a wallet member.
+func (c *callers) noteMember(agentID string, is bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case !is:
+		delete(c.members, agentID)
+	case c.members == nil || len(c.members) >= maxMembers:
+		c.members = map[string]bool{agentID: true}
+	default:
+		c.members[agentID] = true
+	}
 }
 
 // enter counts a call of agentID; alone reports that no other call of the

@@ -22,8 +22,9 @@ var _ charge.Charger = (*Store)(nil)
 
 // CheckAndConsume implements store.EntitlementStore.
 // A consume with no other call of its agent in flight here runs alone, in
-// one transaction of two round trips (alone.go); the others read what
-// charge.Consume needs in one round trip and queue on the lanes.
+// one transaction of two round trips (alone.go), unless the agent is a
+// wallet member; the others read what charge.Consume needs in one round
+// trip and queue on the lanes.
 func (s *Store) CheckAndConsume(ctx context.Context, req entitlement.ConsumeRequest) (store.ConsumeResult, error) {
 	if err := req.Normalize(); err != nil {
 		return charge.Consume(ctx, s, req) // which answers what is wrong
@@ -33,13 +34,14 @@ func (s *Store) CheckAndConsume(ctx context.Context, req entitlement.ConsumeRequ
 		return store.ConsumeResult{}, coalesce.ErrClosed
 	}
 	defer s.callers.leave(req.AgentID)
-	if alone {
+	if alone && !s.callers.member(req.AgentID) {
 		return s.consumeAlone(ctx, req)
 	}
 	p, err := s.prefetch(ctx, &req)
 	if err != nil {
 		return store.ConsumeResult{}, err
 	}
+	s.callers.noteMember(req.AgentID, len(p.members) > 0)
 	return charge.Consume(ctx, p, req)
 }
 
