@@ -1,6 +1,8 @@
 package api_test
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -9,7 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/stipend-mcp/stipend/entitlement"
+	"github.com/stipend-mcp/stipend/event"
 	"github.com/stipend-mcp/stipend/problem"
 	"github.com/stipend-mcp/stipend/usage"
 )
@@ -150,6 +155,35 @@ func TestWallets_Flow(t *testing.T) {
 	e.must(http.StatusNotFound, req{Method: "GET", Path: "/v1/wallets/" + team + "/members/" + bob, Key: e.keys.Billing})
 	e.must(http.StatusPaymentRequired, req{Method: "POST", Path: "/v1/consume", Key: e.keys.Host, Body: consumeBody(bob, "k-gone", 1)})
 	e.must(http.StatusOK, req{Method: "POST", Path: "/v1/consume", Key: e.keys.Host, Body: consumeBody(alice, "k-still", 1)})
+
+	// The outbox: two adds, one change, one removal, and bob's charge of 40
+	// that took his day to its 50.
+	got := map[event.Type][]string{}
+	for _, ev := range e.walletEvents() {
+		var d struct{ MemberID, ConsumptionID string }
+		if err := json.Unmarshal(ev.Data, &d); err != nil || ev.AgentID != team {
+			t.Errorf("event %s: agent %q, data %s (%v); want the wallet's, a membership", ev.Type, ev.AgentID, ev.Data, err)
+		}
+		got[ev.Type] = append(got[ev.Type], d.MemberID)
+		if ev.Type == event.WalletMemberLimitReached && d.ConsumptionID == "" {
+			t.Errorf("wallet.member_limit_reached %s names no consumption", ev.Data)
+		}
+	}
+	wantEvents := map[event.Type][]string{event.WalletMemberAdded: {alice, bob}, event.WalletMemberUpdated: {alice},
+		event.WalletMemberRemoved: {bob}, event.WalletMemberLimitReached: {bob}}
+	if d := cmp.Diff(wantEvents, got); d != "" {
+		t.Errorf("wallet events (-want +got):\n%s", d)
+	}
+}
+
+// walletEvents returns the wallet events of the store's outbox, oldest first.
+func (e *env) walletEvents() []event.Event {
+	e.t.Helper()
+	evs, err := e.store.PendingEvents(context.Background(), 1000)
+	if err != nil {
+		e.t.Fatalf("PendingEvents: %v", err)
+	}
+	return slices.DeleteFunc(evs, func(ev event.Event) bool { return !strings.HasPrefix(string(ev.Type), "wallet.") })
 }
 
 // TestWallets_Kind: an account's kind is set when it is made and never
@@ -203,7 +237,7 @@ func TestWallets_BadInput(t *testing.T) {
 		t.Helper()
 		return string(e.must(http.StatusOK, req{Method: "GET", Path: "/v1/wallets/" + walletW + "/members", Key: e.keys.Admin}).Body)
 	}
-	before := members()
+	before, events := members(), len(e.walletEvents())
 	w := "/v1/wallets/" + walletW + "/members"
 	tests := []struct {
 		name, method, path string
@@ -253,6 +287,9 @@ func TestWallets_BadInput(t *testing.T) {
 			}
 			if after := members(); after != before {
 				t.Errorf("%s %s %s changed the members:\nbefore %s\nafter  %s", tt.method, tt.path, tt.body, before, after)
+			}
+			if n := len(e.walletEvents()); n != events {
+				t.Errorf("%s %s %s wrote %d wallet events", tt.method, tt.path, tt.body, n-events)
 			}
 		})
 	}
@@ -547,4 +584,16 @@ func FuzzWalletBodies(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestWallets_EventTypes: an endpoint may subscribe to the wallet events.
+func TestWallets_EventTypes(t *testing.T) {
+	e := newEnv(t)
+	types := []string{"wallet.member_added", "wallet.member_updated", "wallet.member_removed", "wallet.member_limit_reached"}
+	var ep struct{ EventTypes []string }
+	e.must(http.StatusCreated, req{Method: "POST", Path: "/v1/webhook-endpoints", Key: e.keys.Admin,
+		Body: map[string]any{"url": "https://hooks.example/wallets", "eventTypes": types}}).decode(t, &ep)
+	if !slices.Equal(ep.EventTypes, types) {
+		t.Errorf("endpoint's eventTypes = %v, want %v", ep.EventTypes, types)
+	}
 }
