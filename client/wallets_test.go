@@ -35,6 +35,10 @@ func TestClient_Wallets(t *testing.T) {
 	if _, err := c.admin.AddMember(ctx, team, "", client.MemberRequest{MemberID: alice}); err == nil {
 		t.Errorf("AddMember without an idempotency key: no error")
 	}
+	before := c.requests.Load()
+	if _, err := c.admin.AddMember(ctx, team, "add-nobody", client.MemberRequest{}); !client.IsInvalid(err) || c.requests.Load() != before {
+		t.Errorf("AddMember(no memberId) = %v after %d requests, want it refused unsent", err, c.requests.Load()-before)
+	}
 	m, err := c.admin.AddMember(ctx, team, "add-alice", client.MemberRequest{MemberID: alice, Caps: daily(20)})
 	if err != nil || m.MemberID != alice || m.Order != entitlement.OrderOwnFirst {
 		t.Fatalf("AddMember(alice) = %+v, %v", m, err)
