@@ -72,7 +72,10 @@ func RunConcurrencyTests(t *testing.T, newStore NewStore, opts ConcurrencyOption
 // releases answered; initial − final = Σ consumes + Σ captures; replays
 // identical). A third round (LimitsNN) puts spend controls on a credits
 // entitlement and a quota and checks, under MaxCallers concurrent consumes,
-// holds, captures and releases, that no limit is ever exceeded (limitRound).
+// holds, captures and releases, that no limit is ever exceeded (limitRound);
+// a fourth (WalletsNN) has MaxCallers callers for the members of one wallet
+// send the same keys at once and checks that no member's cap is exceeded
+// and the wallet lost exactly what they charged (walletCapsRace).
 // Run it under -race. A failure names the seed and the round;
 // rerun with ConcurrencyOptions{Seed: seed} to reproduce the same rounds. It
 // stops after the first failing round.
@@ -96,6 +99,10 @@ func RunPropertyTests(t *testing.T, newStore NewStore, opts ConcurrencyOptions) 
 			p := &property{t: t, seed: opts.Seed, round: round, rng: rand.New(rand.NewPCG(uint64(opts.Seed), uint64(round)|2<<32))}
 			clock := NewClock()
 			(&limitRound{property: p, s: newStore(t, clock.Now)}).run(clock, opts.MaxCallers)
+		})
+		passed = passed && t.Run(fmt.Sprintf("Wallets%02d", round), func(t *testing.T) {
+			clock := NewClock()
+			walletCapsRace(t, []store.EntitlementStore{newStore(t, clock.Now)}, clock, opts.MaxCallers, opts.Seed+int64(round))
 		})
 		if !passed {
 			return // one failing round is enough to read

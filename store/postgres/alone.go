@@ -33,12 +33,14 @@ import (
 
 // snapshot is what one pipelined read returned: what the agent's key was
 // used for, its account, its entitlements (the active ones, or the one a
-// request names), its memberships and its wallets' active entitlements
-// (never locked), at now.
+// request names), whether it is a wallet member (member) and, when read,
+// its memberships and its wallets' active entitlements (never locked), at
+// now.
 type snapshot struct {
 	used    map[keyPair]charge.Used
 	account entitlement.Account
 	ents    []entitlement.Entitlement
+	member  bool
 	members []entitlement.Membership
 	wallets []entitlement.Entitlement
 	now     time.Time
@@ -46,8 +48,11 @@ type snapshot struct {
 
 // readSnapshot reads req's snapshot in one round trip on q. With lock, it
 // opens a transaction first (BEGIN) and locks the entitlements it reads;
-// the transaction stays open.
-func (s *Store) readSnapshot(ctx context.Context, q querier, req *entitlement.ConsumeRequest, lock bool) (snapshot, error) {
+// the transaction stays open. The account's row says whether the agent is
+// a wallet member, which costs an agent that is none no statement of its
+// own; with wallets, the agent's memberships and its wallets' entitlements
+// are read in the same round trip (for an agent last seen to be a member).
+func (s *Store) readSnapshot(ctx context.Context, q querier, req *entitlement.ConsumeRequest, lock, wallets bool) (snapshot, error) {
 	rb := &pgx.Batch{}
 	if lock {
 		rb.Queue(`BEGIN`)
@@ -64,8 +69,10 @@ func (s *Store) readSnapshot(ctx context.Context, q querier, req *entitlement.Co
 	pair := keyPair{req.AgentID, req.IdempotencyKey}
 	keys, keyArgs := keyRefsQuery([]keyPair{pair})
 	rb.Queue(keys, keyArgs...)
-	rb.Queue(`SELECT limits, kind FROM accounts WHERE agent_id = $1`, req.AgentID)
-	queueWallets(rb, req.AgentID, req.EntitlementID == "")
+	rb.Queue(`SELECT limits, kind, EXISTS (SELECT 1 FROM memberships WHERE member_id = $1) FROM accounts WHERE agent_id = $1`, req.AgentID)
+	if wallets {
+		queueWallets(rb, req.AgentID, req.EntitlementID == "")
+	}
 
 	var snap snapshot
 	res := q.SendBatch(ctx, rb)
@@ -91,7 +98,7 @@ func (s *Store) readSnapshot(ctx context.Context, q querier, req *entitlement.Co
 	}
 	var raw []byte
 	var kind string
-	switch err := res.QueryRow().Scan(&raw, &kind); {
+	switch err := res.QueryRow().Scan(&raw, &kind, &snap.member); {
 	case err == nil:
 		r := &row{table: "accounts", id: req.AgentID}
 		snap.account.Limits = r.accountLimits(raw)
@@ -102,8 +109,10 @@ func (s *Store) readSnapshot(ctx context.Context, q querier, req *entitlement.Co
 	case !errors.Is(err, pgx.ErrNoRows):
 		return snap, err
 	}
-	if snap.members, snap.wallets, err = readWallets(res, req.EntitlementID == ""); err != nil {
-		return snap, err
+	if wallets {
+		if snap.members, snap.wallets, err = readWallets(res, req.EntitlementID == ""); err != nil {
+			return snap, err
+		}
 	}
 	if err := res.Close(); err != nil {
 		return snap, err
@@ -186,12 +195,39 @@ func (p prefetched) GetEntitlement(ctx context.Context, id string) (entitlement.
 	return p.snapshot.GetEntitlement(ctx, id)
 }
 
-// prefetch reads req's snapshot from the pool (one round trip, no locks).
+// ConsumeOne and AuthorizeOne queue on the lanes as the Store's do, telling
+// the batch whether the caller is a wallet member (whose memberships it
+// then reads).
+func (p prefetched) ConsumeOne(ctx context.Context, req *entitlement.ConsumeRequest, entitlementID string) (store.ConsumeResult, error) {
+	r, err := p.lanes.Do(ctx, entitlementID, op{kind: opConsume, consume: req, member: p.member})
+	return r.consume, err
+}
+
+func (p prefetched) AuthorizeOne(ctx context.Context, req *entitlement.HoldRequest, entitlementID string) (store.HoldResult, error) {
+	r, err := p.lanes.Do(ctx, entitlementID, op{kind: opAuthorize, authorize: req, member: p.member})
+	return r.hold, err
+}
+
+// prefetch reads req's snapshot from the pool (one round trip, no locks),
+// with the agent's memberships and wallets: in the same round trip for an
+// agent this instance last saw to be a member, in a second one for an
+// agent that has become one since.
 func (s *Store) prefetch(ctx context.Context, req *entitlement.ConsumeRequest) (prefetched, error) {
-	snap, err := s.readSnapshot(ctx, s.pool, req, false)
+	known := s.callers.member(req.AgentID)
+	snap, err := s.readSnapshot(ctx, s.pool, req, false, known)
+	if err == nil && snap.member && !known {
+		rb := &pgx.Batch{}
+		queueWallets(rb, req.AgentID, req.EntitlementID == "")
+		res := s.pool.SendBatch(ctx, rb)
+		snap.members, snap.wallets, err = readWallets(res, req.EntitlementID == "")
+		if cerr := res.Close(); err == nil {
+			err = cerr
+		}
+	}
 	if err != nil {
 		return prefetched{}, pgfault.Read(err, "read before a charge")
 	}
+	s.callers.noteMember(req.AgentID, snap.member)
 	return prefetched{s, &snap}, nil
 }
 
@@ -243,20 +279,18 @@ func (a *alone) commit() error {
 
 // consumeAlone is CheckAndConsume in one transaction of two round trips on
 // one connection. A wallet member's consume leaves it once the first round
-// trip shows its memberships: the transaction is rolled back and the call
-// takes the lanes with what it read, so a wallet's entitlement, shared by
-// its members, is charged by coalesced batches that lock the members' rows.
+// trip shows it is one: the transaction is rolled back and the call takes
+// the lanes (prefetch), so a wallet's entitlement, shared by its members,
+// is charged by coalesced batches that lock the members' rows.
 func (s *Store) consumeAlone(ctx context.Context, req entitlement.ConsumeRequest) (store.ConsumeResult, error) {
 	var res store.ConsumeResult
-	var member *snapshot
+	member := false
 	err := s.runConn(ctx, "consume", func(conn *pgxpool.Conn) (bool, error) {
-		snap, err := s.readSnapshot(ctx, conn, &req, true)
+		snap, err := s.readSnapshot(ctx, conn, &req, true, false)
 		if err != nil {
 			return false, err
 		}
-		if member = nil; len(snap.members) > 0 {
-			member = &snap
-			s.callers.noteMember(req.AgentID, true)
+		if member = snap.member; member {
 			return false, nil // runConn rolls back
 		}
 		a := &alone{prefetched: prefetched{s, &snap}, ctx: ctx, conn: conn}
@@ -265,8 +299,12 @@ func (s *Store) consumeAlone(ctx context.Context, req entitlement.ConsumeRequest
 		}
 		return true, a.commit()
 	})
-	if err == nil && member != nil {
-		return charge.Consume(ctx, prefetched{s, member}, req)
+	if err == nil && member {
+		p, err := s.prefetch(ctx, &req)
+		if err != nil {
+			return store.ConsumeResult{}, err
+		}
+		return charge.Consume(ctx, p, req)
 	}
 	return res, err
 }

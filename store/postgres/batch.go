@@ -42,6 +42,9 @@ type op struct {
 	// what a capture charges.
 	holdID, agentID string
 	amount          entitlement.Amount
+	// member says the caller may charge the entitlement as a wallet
+	// member: the batch then reads the callers' memberships.
+	member bool
 }
 
 // key is the (agent, idempotency key) a consume or hold uses.
@@ -53,6 +56,17 @@ func (o *op) key() (keyPair, bool) {
 		return keyPair{o.authorize.AgentID, o.authorize.IdempotencyKey}, true
 	}
 	return keyPair{}, false
+}
+
+// caller is the agent that makes the call.
+func (o *op) caller() string {
+	switch o.kind {
+	case opConsume:
+		return o.consume.AgentID
+	case opAuthorize:
+		return o.authorize.AgentID
+	}
+	return o.agentID
 }
 
 // opResult is what one call answers: consume for a consume, hold for the rest.
@@ -151,26 +165,29 @@ func (b *batch) apply(calls []*op) ([]coalesce.Result[opResult], error) {
 
 // read opens the transaction, locks and reads the entitlement, then (in
 // statements that start after the lock is held, so they see what the last
-// holder committed) the memberships of the calls' agents in the wallet
-// that owns it, locked (none when it is an agent's), and the calls' keys
-// and holds: one round trip, the five pipelined, and one more only when
-// keys were used before.
+// holder committed) the calls' keys and holds and, when a call is a wallet
+// member's, the memberships of the calls' agents in the wallet that owns
+// it, locked: one round trip, the statements pipelined, and one more only
+// when keys were used before.
 func (b *batch) read(calls []*op) error {
 	var pairs []keyPair
-	var holdIDs, agents []string
+	var holdIDs, members []string
 	for i := range calls {
 		if k, ok := calls[i].key(); ok {
 			pairs = append(pairs, k)
-			agents = append(agents, k.agent)
 		} else {
 			holdIDs = append(holdIDs, calls[i].holdID)
-			agents = append(agents, calls[i].agentID)
+		}
+		if calls[i].member {
+			members = append(members, calls[i].caller())
 		}
 	}
 	rb := &pgx.Batch{}
 	rb.Queue(`BEGIN`)
 	rb.Queue(`SELECT `+entitlementColumns+` FROM entitlements WHERE id = $1 FOR UPDATE`, b.ID)
-	rb.Queue(lockMembersSQL, b.ID, agents)
+	if len(members) > 0 {
+		rb.Queue(lockMembersSQL, b.ID, members)
+	}
 	if len(pairs) > 0 {
 		sql, args := keyRefsQuery(pairs)
 		rb.Queue(sql, args...)
@@ -190,8 +207,10 @@ func (b *batch) read(calls []*op) error {
 	case !errors.Is(err, pgx.ErrNoRows):
 		return err
 	}
-	if err := b.readMembers(res); err != nil {
-		return err
+	if len(members) > 0 {
+		if err := b.readMembers(res); err != nil {
+			return err
+		}
 	}
 	refs := map[keyPair]keyRef{}
 	if len(pairs) > 0 {

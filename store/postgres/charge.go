@@ -41,7 +41,6 @@ func (s *Store) CheckAndConsume(ctx context.Context, req entitlement.ConsumeRequ
 	if err != nil {
 		return store.ConsumeResult{}, err
 	}
-	s.callers.noteMember(req.AgentID, len(p.members) > 0)
 	return charge.Consume(ctx, p, req)
 }
 
@@ -148,51 +147,54 @@ func collectEntitlements(res pgx.BatchResults) ([]entitlement.Entitlement, error
 }
 
 // ConsumeOne implements charge.Charger: it queues the call on the
-// entitlement's lane and waits for its own result.
+// entitlement's lane and waits for its own result. (The calls of the
+// charge path go through prefetched's, which knows whether the caller is a
+// wallet member; here the batch reads its memberships in case.)
 func (s *Store) ConsumeOne(ctx context.Context, req *entitlement.ConsumeRequest, entitlementID string) (store.ConsumeResult, error) {
-	r, err := s.lanes.Do(ctx, entitlementID, op{kind: opConsume, consume: req})
+	r, err := s.lanes.Do(ctx, entitlementID, op{kind: opConsume, consume: req, member: true})
 	return r.consume, err
 }
 
 // AuthorizeOne implements charge.Charger, as ConsumeOne.
 func (s *Store) AuthorizeOne(ctx context.Context, req *entitlement.HoldRequest, entitlementID string) (store.HoldResult, error) {
-	r, err := s.lanes.Do(ctx, entitlementID, op{kind: opAuthorize, authorize: req})
+	r, err := s.lanes.Do(ctx, entitlementID, op{kind: opAuthorize, authorize: req, member: true})
 	return r.hold, err
 }
 
 // CaptureHold implements store.EntitlementStore: the capture queues on the
 // lane of the hold's entitlement.
 func (s *Store) CaptureHold(ctx context.Context, id, agentID string, amount entitlement.Amount) (store.HoldResult, error) {
-	entitlementID, err := s.holdEntitlement(ctx, id, agentID)
+	entitlementID, member, err := s.holdEntitlement(ctx, id, agentID)
 	if err != nil {
 		return store.HoldResult{}, err
 	}
-	r, err := s.lanes.Do(ctx, entitlementID, op{kind: opCapture, holdID: id, agentID: agentID, amount: amount})
+	r, err := s.lanes.Do(ctx, entitlementID, op{kind: opCapture, holdID: id, agentID: agentID, amount: amount, member: member})
 	return r.hold, err
 }
 
 // ReleaseHold implements store.EntitlementStore, as CaptureHold.
 func (s *Store) ReleaseHold(ctx context.Context, id, agentID string) (store.HoldResult, error) {
-	entitlementID, err := s.holdEntitlement(ctx, id, agentID)
+	entitlementID, member, err := s.holdEntitlement(ctx, id, agentID)
 	if err != nil {
 		return store.HoldResult{}, err
 	}
-	r, err := s.lanes.Do(ctx, entitlementID, op{kind: opRelease, holdID: id, agentID: agentID})
+	r, err := s.lanes.Do(ctx, entitlementID, op{kind: opRelease, holdID: id, agentID: agentID, member: member})
 	return r.hold, err
 }
 
-// holdEntitlement returns the entitlement of agentID's hold id (which never
-// changes), or ErrNotFound for an unknown hold or another agent's.
-func (s *Store) holdEntitlement(ctx context.Context, id, agentID string) (string, error) {
-	var entitlementID, owner string
-	err := s.pool.QueryRow(ctx, `SELECT entitlement_id, agent_id FROM holds WHERE id = $1`, id).Scan(&entitlementID, &owner)
+// holdEntitlement returns the entitlement of agentID's hold id and whether
+// it holds a wallet's as a member (neither ever changes), or ErrNotFound
+// for an unknown hold or another agent's.
+func (s *Store) holdEntitlement(ctx context.Context, id, agentID string) (string, bool, error) {
+	var entitlementID, owner, wallet string
+	err := s.pool.QueryRow(ctx, `SELECT entitlement_id, agent_id, wallet_id FROM holds WHERE id = $1`, id).Scan(&entitlementID, &owner, &wallet)
 	if errors.Is(err, pgx.ErrNoRows) || (err == nil && owner != agentID) {
-		return "", errHoldNotFound(id)
+		return "", false, errHoldNotFound(id)
 	}
 	if err != nil {
-		return "", pgfault.Read(err, "read hold")
+		return "", false, pgfault.Read(err, "read hold")
 	}
-	return entitlementID, nil
+	return entitlementID, wallet != "", nil
 }
 
 func errHoldNotFound(id string) error { return store.Errorf(store.CodeNotFound, "hold %q", id) }

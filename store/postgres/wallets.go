@@ -67,15 +67,23 @@ func scanMembership(rows pgx.Row) (entitlement.Membership, error) {
 
 // membershipArgs are m's values for membershipColumns.
 func membershipArgs(m *entitlement.Membership) ([]any, error) {
-	caps, err := jsonArg(m.Caps)
+	caps, holds, err := membershipJSON(m)
 	if err != nil {
 		return nil, err
 	}
-	holds := make([]memberHoldJSON, len(m.Holds))
-	for i, h := range m.Holds {
-		holds[i] = memberHoldJSON{ID: h.ID, Cents: h.Cents, Units: h.Units, ExpiresAt: stamp(h.ExpiresAt)}
-	}
 	return []any{m.WalletID, m.MemberID, string(m.Order), caps, holds, stamp(m.CreatedAt), stamp(m.UpdatedAt)}, nil
+}
+
+// membershipJSON encodes m's caps and holds columns.
+func membershipJSON(m *entitlement.Membership) (caps, holds []byte, err error) {
+	list := make([]memberHoldJSON, len(m.Holds))
+	for i, h := range m.Holds {
+		list[i] = memberHoldJSON{ID: h.ID, Cents: h.Cents, Units: h.Units, ExpiresAt: stamp(h.ExpiresAt)}
+	}
+	if caps, err = jsonArg(m.Caps); err == nil {
+		holds, err = jsonArg(list)
+	}
+	return caps, holds, err
 }
 
 // insertMembershipSQL inserts a new membership unless it exists;
@@ -199,16 +207,29 @@ func (b *batch) readMembers(res pgx.BatchResults) error {
 	return nil
 }
 
-// queueMembers queues the writes of the memberships the batch's calls
-// changed.
+// updateMembersSQL writes the spend and holds of several memberships of
+// one wallet ($1) in one statement: the member IDs $2 with their caps $3
+// and holds $4, in the same order.
+const updateMembersSQL = `UPDATE memberships m SET caps = v.caps, holds = v.holds
+	FROM unnest($2::text[], $3::jsonb[], $4::jsonb[]) AS v (member_id, caps, holds)
+	WHERE m.wallet_id = $1 AND m.member_id = v.member_id`
+
+// queueMembers queues the write of the memberships the batch's calls
+// changed: one statement, whatever their number.
 func (b *batch) queueMembers(wb *pgx.Batch) error {
+	if len(b.MembersChanged) == 0 {
+		return nil
+	}
+	n := len(b.MembersChanged)
+	ids, caps, holds := make([]string, 0, n), make([][]byte, 0, n), make([][]byte, 0, n)
 	for id := range b.MembersChanged {
-		args, err := updateMembershipArgs(b.Members[id])
+		c, h, err := membershipJSON(b.Members[id])
 		if err != nil {
 			return err
 		}
-		wb.Queue(updateMembershipSQL, args...)
+		ids, caps, holds = append(ids, id), append(caps, c), append(holds, h)
 	}
+	wb.Queue(updateMembersSQL, b.E.AgentID, ids, caps, holds)
 	return nil
 }
 
