@@ -57,12 +57,18 @@ type consumeAnswerBody struct {
 	Consumption entitlement.Consumption
 }
 
-// TestWallets_Flow is the walk-through of docs/api.md: a wallet funded
-// once, two members with daily caps spending it, one reaching its cap
-// while the other spends on, usage by member, the member's view of its
-// wallets, a change of caps, and a removal that stops the member at once.
+// TestWallets_Flow is the walk-through of docs/api.md, on every store: a
+// wallet funded once, two members with daily caps spending it, one reaching
+// its cap while the other spends on, usage by member, the member's view of
+// its wallets, a change of caps, a removal that stops the member at once,
+// and the events all that wrote.
 func TestWallets_Flow(t *testing.T) {
-	e := newEnv(t)
+	for _, st := range storeEnvs {
+		t.Run(st.name, func(t *testing.T) { walletFlow(t, st.env(t)) })
+	}
+}
+
+func walletFlow(t *testing.T, e *env) {
 	const team, alice, bob = "team-wallet", "agent-alice", "agent-bob"
 	e.makeWallet(team)
 	ent := e.grantCredits(team, 1000)
@@ -226,9 +232,15 @@ func TestWallets_Kind(t *testing.T) {
 }
 
 // TestWallets_BadInput: every refused membership request is a 4xx naming
-// the field, and changes nothing.
+// the field, and changes nothing (no membership, no account, no event), on
+// every store.
 func TestWallets_BadInput(t *testing.T) {
-	e := newEnv(t)
+	for _, st := range storeEnvs {
+		t.Run(st.name, func(t *testing.T) { walletBadInput(t, st.env(t)) })
+	}
+}
+
+func walletBadInput(t *testing.T, e *env) {
 	e.makeWallet(walletW)
 	e.makeWallet("other-wallet")
 	e.must(http.StatusOK, req{Method: "PUT", Path: "/v1/accounts/" + agentB, Key: e.keys.Billing})
