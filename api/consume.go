@@ -131,15 +131,15 @@ var reasonRank = map[entitlement.Reason]int{
 	entitlement.ReasonInsufficientBalance: 0,
 	entitlement.ReasonQuotaExhausted:      1,
 	entitlement.ReasonSpendLimit:          2,
-	entitlement.ReasonMemberLimit:         3,
-	entitlement.ReasonMaxPerCall:          4,
-	entitlement.ReasonTooManyHolds:        5,
-	entitlement.ReasonExpired:             6,
-	entitlement.ReasonCurrencyMismatch:    7,
-	entitlement.ReasonCostRequired:        8,
-	entitlement.ReasonRevoked:             9,
-	entitlement.ReasonScopeMismatch:       10,
-	entitlement.ReasonNotFound:            11,
+	entitlement.ReasonMemberLimit:         2, // a spend limit too: the member's in the wallet
+	entitlement.ReasonMaxPerCall:          3,
+	entitlement.ReasonTooManyHolds:        4,
+	entitlement.ReasonExpired:             5,
+	entitlement.ReasonCurrencyMismatch:    6,
+	entitlement.ReasonCostRequired:        7,
+	entitlement.ReasonRevoked:             8,
+	entitlement.ReasonScopeMismatch:       9,
+	entitlement.ReasonNotFound:            10,
 }
 
 // mainReason picks the one reason that sums up a denial, for the metric

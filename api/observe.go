@@ -198,18 +198,19 @@ func recoverPanic(next echo.HandlerFunc) echo.HandlerFunc {
 
 // corsRoutes are the reader routes browsers may call.
 var corsRoutes = map[string]bool{
-	"/v1/accounts/:agentId":                   true,
-	"/v1/accounts/:agentId/entitlements":      true,
-	"/v1/accounts/:agentId/consumptions":      true,
-	"/v1/accounts/:agentId/receipts":          true,
-	"/v1/accounts/:agentId/balance":           true,
-	"/v1/accounts/:agentId/usage":             true,
+	"/v1/accounts/:agentId":              true,
+	"/v1/accounts/:agentId/entitlements": true,
+	"/v1/accounts/:agentId/consumptions": true,
+	"/v1/accounts/:agentId/receipts":     true,
+	"/v1/accounts/:agentId/balance":      true,
+	"/v1/accounts/:agentId/usage":        true,
+	"/v1/entitlements/:id":               true,
+	"/v1/receipts/:id":                   true,
+	"/.well-known/jwks.json":             true,
+	// Shared wallets (wallets.go).
 	"/v1/accounts/:agentId/wallets":           true,
 	"/v1/wallets/:walletId/members":           true,
 	"/v1/wallets/:walletId/members/:memberId": true,
-	"/v1/entitlements/:id":                    true,
-	"/v1/receipts/:id":                        true,
-	"/.well-known/jwks.json":                  true,
 }
 
 func (s *Server) corsMiddleware() echo.MiddlewareFunc {
