@@ -43,15 +43,6 @@ func (ms *memberships) remove(walletID, memberID string) {
 	delete(ms.byMember[memberID], walletID)
 }
 
-// ofMember returns copies of memberID's memberships, in any order.
-func (ms *memberships) ofMember(memberID string) []entitlement.Membership {
-	var out []entitlement.Membership
-	for _, m := range ms.byMember[memberID] {
-		out = append(out, m.Clone())
-	}
-	return out
-}
-
 func membershipNotFound(walletID, memberID string) error {
 	return store.Errorf(store.CodeNotFound, "membership of %q in wallet %q", memberID, walletID)
 }
