@@ -12,6 +12,7 @@ import (
 	"github.com/stipend-mcp/stipend/entitlement"
 	"github.com/stipend-mcp/stipend/money"
 	"github.com/stipend-mcp/stipend/payment"
+	"github.com/stipend-mcp/stipend/problem"
 	"github.com/stipend-mcp/stipend/store"
 )
 
@@ -57,12 +58,20 @@ func paramValue(c echo.Context, name string) (string, error) {
 
 // accountBody is the body of PUT /v1/accounts/{agentId}.
 type accountBody struct {
-	DisplayName string            `json:"displayName" validate:"max=200"`
-	Metadata    map[string]string `json:"metadata"`
+	// Kind is set when the account is made (absent: an agent) and never
+	// changes: absent keeps the stored kind, another is a 409 naming kind.
+	Kind        entitlement.AccountKind `json:"kind"`
+	DisplayName string                  `json:"displayName" validate:"max=200"`
+	Metadata    map[string]string       `json:"metadata"`
 }
 
-// Validate checks the metadata bounds.
-func (b *accountBody) Validate() error { return entitlement.ValidateMetadata("metadata", b.Metadata) }
+// Validate checks the kind and the metadata bounds.
+func (b *accountBody) Validate() error {
+	if !b.Kind.Valid() {
+		return Invalid("kind", "must be agent or wallet")
+	}
+	return entitlement.ValidateMetadata("metadata", b.Metadata)
+}
 
 func (s *Server) putAccount(c echo.Context) error {
 	agent, b, err := withBody[accountBody](c, agentParam, s.decodeOptional)
@@ -70,8 +79,12 @@ func (s *Server) putAccount(c echo.Context) error {
 		return err
 	}
 	a, err := s.store.UpsertAccount(storeCtx(c), entitlement.Account{
-		AgentID: agent, DisplayName: b.DisplayName, Metadata: b.Metadata,
+		AgentID: agent, Kind: b.Kind, DisplayName: b.DisplayName, Metadata: b.Metadata,
 	})
+	if store.CodeOf(err) == store.CodeConflict {
+		return &Error{Status: http.StatusConflict, Kind: problem.Conflict, Detail: "kind: " + messageOf(err),
+			Errors: []problem.FieldError{{Field: "kind", Detail: "the account's kind never changes"}}}
+	}
 	return answer(c, http.StatusOK, a, err)
 }
 

@@ -18,8 +18,8 @@ const ctxKey = "stipend.key"
 
 // auth admits requests whose "Authorization: Bearer <key>" names a key with
 // one of roles (admin is always admitted): 401 without a known key, 403 for
-// another role. Routes with an :agentId parameter also refuse a reader key
-// that does not list that agent (403).
+// another role. Routes with an :agentId or :walletId parameter also refuse
+// a reader key that does not list that account (403).
 func (s *Server) auth(roles ...apikey.Role) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
@@ -40,13 +40,22 @@ func (s *Server) auth(roles ...apikey.Role) echo.MiddlewareFunc {
 					Detail: "the " + string(k.Role) + " role may not use this route"}
 			}
 			c.Set(ctxKey, &k)
-			if agent, err := paramValue(c, "agentId"); err != nil || (agent != "" && !k.MayRead(agent)) {
+			if agent, err := routeAccount(c); err != nil || (agent != "" && !k.MayRead(agent)) {
 				return &Error{Status: http.StatusForbidden, Kind: problem.Forbidden,
 					Detail: "this key may not read that agent"}
 			}
 			return s.afterAuth(c, next)
 		}
 	}
+}
+
+// routeAccount is the account a route is about: its :agentId or :walletId
+// parameter (unescaped), or "" for a route with neither.
+func routeAccount(c echo.Context) (string, error) {
+	if c.Param("walletId") != "" {
+		return paramValue(c, "walletId")
+	}
+	return paramValue(c, "agentId")
 }
 
 // keyOf returns the key that authenticated the request.

@@ -42,6 +42,7 @@ func routeTable(f fixtures) []route {
 	billing := []apikey.Role{apikey.RoleBilling}
 	host := []apikey.Role{apikey.RoleHost}
 	a := "/v1/accounts/" + agentA
+	w := "/v1/wallets/" + walletW
 	return []route{
 		{method: "GET", path: "/healthz", reader: public, ok: []int{200}},
 		{method: "GET", path: "/readyz", reader: public, ok: []int{200}},
@@ -65,6 +66,13 @@ func routeTable(f fixtures) []route {
 		{method: "GET", path: a + "/receipts", roles: billing, reader: readerByAgent, ok: []int{200}},
 		{method: "GET", path: a + "/balance", roles: billing, reader: readerByAgent, ok: []int{200}},
 		{method: "GET", path: a + "/usage?groupBy=tool&tz=Europe/Berlin&limit=5", roles: billing, reader: readerByAgent, ok: []int{200}},
+		{method: "GET", path: a + "/wallets?limit=5", roles: billing, reader: readerByAgent, ok: []int{200}},
+		{method: "POST", path: w + "/members", body: map[string]any{"memberId": "member-new", "order": "wallet_first",
+			"caps": map[string]any{"maxPerCall": usd(5), "spendLimit": map[string]any{"period": "week", "max": usd(100)}}}, ok: []int{201}},
+		{method: "GET", path: w + "/members?limit=5", roles: billing, reader: readerByAgent, ok: []int{200}},
+		{method: "GET", path: w + "/members/" + agentA, roles: billing, reader: readerByAgent, ok: []int{200}},
+		{method: "PATCH", path: w + "/members/" + agentA, body: map[string]any{"order": "own_first", "caps": nil}, ok: []int{200}},
+		{method: "DELETE", path: w + "/members/" + f.removableMember, ok: []int{200}},
 		{method: "GET", path: "/v1/entitlements/" + f.entitlementID, roles: billing, reader: readerByOwner, ok: []int{200}},
 		{method: "POST", path: "/v1/entitlements/" + f.revokableID + "/revoke", ok: []int{200}},
 		{method: "PATCH", path: "/v1/entitlements/" + f.entitlementID, body: map[string]any{"metadata": map[string]string{"k": "v"}}, ok: []int{200}},
@@ -104,6 +112,9 @@ type fixtures struct {
 	holdID, captureHoldID, releaseHoldID, consumptionID string
 	// stripeEvent, signed by stripeSignature, succeeds a pending Stripe payment.
 	stripeEvent, stripeSignature string
+	// removableMember is a member of walletW, whose members agentA is too;
+	// walletW has no entitlements, so agentA's calls charge as before.
+	removableMember string
 }
 
 // authorizeBody is a hold of up to 2 USD on entitlementID under key.
@@ -158,6 +169,10 @@ func setupFixtures(e *env) fixtures {
 	f.stripeEvent = `{"id":"evt_fixture","object":"event","type":"payment_intent.succeeded","data":{"object":{"id":"pi_fixture","amount_received":70,"currency":"usd"}}}`
 	f.stripeSignature = stripewebhook.GenerateTestSignedPayload(&stripewebhook.UnsignedPayload{
 		Payload: []byte(f.stripeEvent), Secret: testStripeSecret}).Header
+	e.makeWallet(walletW)
+	e.addMember(walletW, agentA, dailyCap(500))
+	f.removableMember = "member-removable"
+	e.addMember(walletW, f.removableMember, nil)
 	return f
 }
 

@@ -65,12 +65,21 @@ func (s *Server) consumeWith(c echo.Context, route string, op func(context.Conte
 	}
 	res, err := op(storeCtx(c), req)
 	if err != nil {
-		return err
+		return chargeError(err)
 	}
 	if res.Outcome == store.Consumed {
 		s.charged(&res.Entitlement)
 	}
 	return s.answerConsume(c, route, res)
+}
+
+// chargeError is the answer of a charge the store refused outright: its
+// Invalid names the field (agentId, when the caller is a wallet).
+func chargeError(err error) error {
+	if store.CodeOf(err) == store.CodeInvalid {
+		return fieldErrorOf(err)
+	}
+	return err
 }
 
 // answerConsume maps a consume or check result to its HTTP answer: 200
@@ -122,6 +131,7 @@ var reasonRank = map[entitlement.Reason]int{
 	entitlement.ReasonInsufficientBalance: 0,
 	entitlement.ReasonQuotaExhausted:      1,
 	entitlement.ReasonSpendLimit:          2,
+	entitlement.ReasonMemberLimit:         2, // a spend limit too: the member's in the wallet
 	entitlement.ReasonMaxPerCall:          3,
 	entitlement.ReasonTooManyHolds:        4,
 	entitlement.ReasonExpired:             5,

@@ -36,6 +36,10 @@ func appendConsumeAnswer(b []byte, result store.Outcome, c *entitlement.Consumpt
 	b = appendString(b, c.EntitlementID)
 	b = append(b, `,"entitlementType":`...)
 	b = appendString(b, string(c.EntitlementType))
+	if c.WalletID != "" {
+		b = append(b, `,"walletId":`...)
+		b = appendString(b, c.WalletID)
+	}
 	b = append(b, `,"service":`...)
 	b = appendString(b, c.Service)
 	b = append(b, `,"tool":`...)

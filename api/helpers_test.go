@@ -59,7 +59,7 @@ func makeKeys(tb testing.TB) (testKeys, *apikey.Set) {
 			Host:        gen("host", apikey.RoleHost),
 			Billing:     gen("billing", apikey.RoleBilling),
 			Admin:       gen("admin", apikey.RoleAdmin),
-			Reader:      gen("reader", apikey.RoleReader, agentA),
+			Reader:      gen("reader", apikey.RoleReader, agentA, walletW),
 			OtherReader: gen("reader-other", apikey.RoleReader, "someone-else"),
 		}
 		s, err := apikey.NewSet(entries)

@@ -69,7 +69,7 @@ func (s *Server) authorize(c echo.Context) error {
 	}
 	res, err := s.store.Authorize(storeCtx(c), req)
 	if err != nil {
-		return err
+		return chargeError(err)
 	}
 	if res.Outcome == store.Held {
 		s.charged(&res.Entitlement) // a hold lowers what is available too

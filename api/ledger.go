@@ -31,6 +31,7 @@ var LedgerRoutes = []string{
 	"POST /v1/webhook-endpoints/:id/rotate-secret",
 	"POST /v1/deliveries/:id/retry",
 	"POST /v1/portal-sessions",
+	"POST /v1/wallets/:walletId/members",
 }
 
 // UseLedger puts ledger in front of LedgerRoutes and adds its probe to

@@ -207,6 +207,10 @@ var corsRoutes = map[string]bool{
 	"/v1/entitlements/:id":               true,
 	"/v1/receipts/:id":                   true,
 	"/.well-known/jwks.json":             true,
+	// Shared wallets (wallets.go).
+	"/v1/accounts/:agentId/wallets":           true,
+	"/v1/wallets/:walletId/members":           true,
+	"/v1/wallets/:walletId/members/:memberId": true,
 }
 
 func (s *Server) corsMiddleware() echo.MiddlewareFunc {

@@ -171,7 +171,8 @@ func TestOpenAPI_Responses(t *testing.T) {
 	// CORS preflights and plain OPTIONS on the reader routes.
 	for _, path := range []string{"/v1/accounts/" + agentA, "/v1/accounts/" + agentA + "/entitlements", "/v1/accounts/" + agentA + "/consumptions",
 		"/v1/accounts/" + agentA + "/receipts", "/v1/entitlements/x", "/v1/receipts/x", "/.well-known/jwks.json",
-		"/v1/accounts/" + agentA + "/balance", "/v1/accounts/" + agentA + "/usage"} {
+		"/v1/accounts/" + agentA + "/balance", "/v1/accounts/" + agentA + "/usage", "/v1/accounts/" + agentA + "/wallets",
+		"/v1/wallets/" + walletW + "/members", "/v1/wallets/" + walletW + "/members/" + agentA} {
 		e.must(204, req{Method: "OPTIONS", Path: path})
 		pre := e.must(204, req{Method: "OPTIONS", Path: path, Header: map[string]string{"Origin": "https://ui.example", "Access-Control-Request-Method": "GET"}})
 		if got := pre.Header.Get("Access-Control-Allow-Origin"); got != "https://ui.example" {
@@ -186,6 +187,7 @@ func TestOpenAPI_Responses(t *testing.T) {
 	e.must(200, req{Method: "GET", Path: "/v1/payments?providerIntentId=pi_none", Key: billing})
 	stripeOK := exerciseStripeRoutes(t, seen) // stripe_test.go
 	exerciseTopUpRoutes(t, seen)              // topup_test.go
+	exerciseWalletRoutes(t, seen)             // wallets_test.go
 
 	portalStripeOK := exercisePortalRoutes(t, seen) // portal_test.go
 

@@ -14,9 +14,10 @@ import (
 )
 
 // portalRoutes are the routes a portal session's token is admitted on,
-// besides GET /v1/portal/session: its agent's balance, usage,
-// consumptions and receipts, a Checkout top-up, and the auto top-up
-// settings. On any
+// besides GET /v1/portal/session: its account's balance, usage,
+// consumptions and receipts, a Checkout top-up, the auto top-up settings,
+// the wallets an agent belongs to and the members of a wallet (a session
+// may be minted for a wallet as for an agent). On any
 // other route, and for any other agent, the token is refused exactly as an
 // unknown API key is (401), so a session learns nothing beyond its agent.
 var portalRoutes = map[string]bool{
@@ -28,6 +29,8 @@ var portalRoutes = map[string]bool{
 	"PUT /v1/accounts/:agentId/topup":        true,
 	"DELETE /v1/accounts/:agentId/topup":     true,
 	"POST /v1/accounts/:agentId/checkout":    true,
+	"GET /v1/accounts/:agentId/wallets":      true,
+	"GET /v1/wallets/:walletId/members":      true,
 }
 
 const sessionCtxKey = "stipend.portal"
@@ -48,7 +51,7 @@ func (s *Server) authPortal(c echo.Context, raw string, next echo.HandlerFunc) e
 	if err != nil {
 		return err
 	}
-	if agent, err := paramValue(c, "agentId"); err != nil || agent != ps.AgentID {
+	if agent, err := routeAccount(c); err != nil || agent != ps.AgentID {
 		return unknownKey()
 	}
 	return s.afterAuth(c, next)

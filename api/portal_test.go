@@ -58,6 +58,7 @@ func portalAdmitted() []req {
 		{Method: "GET", Path: a + "/topup"},
 		{Method: "PUT", Path: a + "/topup", Body: topUpBody()},
 		{Method: "DELETE", Path: a + "/topup"},
+		{Method: "GET", Path: a + "/wallets"},
 		{Method: "GET", Path: "/v1/portal/session"},
 	}
 }

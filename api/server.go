@@ -205,6 +205,7 @@ func (s *Server) routes() {
 	s.registerReceipts(v1)
 	s.registerStripe(v1)
 	s.registerUsage(v1)
+	s.registerWallets(v1)
 	s.registerTopUp(v1)
 	s.registerPortalSessions(v1)
 	s.registerPortalPage(s.echo)

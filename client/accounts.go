@@ -35,13 +35,18 @@ func (p Page) values() url.Values {
 	return v
 }
 
-// AccountUpdate is the body of PUT /v1/accounts/{agentId}.
+// AccountUpdate is the body of PUT /v1/accounts/{agentId}. Kind is set
+// when the account is made (empty: an agent; entitlement.KindWallet: a
+// wallet, see wallets.go) and never changes: empty keeps the stored kind,
+// another is a 409 (IsConflict) naming kind.
 type AccountUpdate struct {
-	DisplayName string            `json:"displayName,omitempty"`
-	Metadata    map[string]string `json:"metadata,omitempty"`
+	Kind        entitlement.AccountKind `json:"kind,omitempty"`
+	DisplayName string                  `json:"displayName,omitempty"`
+	Metadata    map[string]string       `json:"metadata,omitempty"`
 }
 
-// PutAccount creates or updates an agent's account (idempotent). Role: billing, admin.
+// PutAccount creates or updates an account, an agent's or a wallet's
+// (idempotent). Role: billing, admin.
 func (c *Client) PutAccount(ctx context.Context, agentID string, u AccountUpdate) (*entitlement.Account, error) {
 	return fetch[entitlement.Account](ctx, c, call{method: http.MethodPut, path: "/v1/accounts/" + seg(agentID), body: u, retry: true})
 }

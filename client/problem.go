@@ -53,6 +53,9 @@ func (p *Problem) Error() string {
 		} else {
 			fmt.Fprintf(&b, "; %s", r.Reason)
 		}
+		if r.MemberID != "" {
+			fmt.Fprintf(&b, " (member %s, %s)", r.MemberID, r.Limit)
+		}
 	}
 	return b.String()
 }

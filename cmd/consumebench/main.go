@@ -4,13 +4,15 @@
 // and four server processes sharing one entitlement. It prints one table.
 // With -mode holds it sets two-step charges (Authorize, then CaptureHold)
 // against plain consumes instead, each by -callers callers on one
-// entitlement.
+// entitlement. With -mode wallet it measures a shared wallet against own
+// entitlements (wallet.go), on the memory store and PostgreSQL too.
 //
 //	scripts/test-style emulator required:
 //	FIRESTORE_EMULATOR_HOST=127.0.0.1:PORT go run ./cmd/consumebench
 //
-// It refuses to run without FIRESTORE_EMULATOR_HOST, so it never loads a
-// real database, and every scenario stops at its deadline.
+// It refuses to run on Firestore without FIRESTORE_EMULATOR_HOST, so it
+// never loads a real Firestore database, and every scenario stops at its
+// deadline.
 package main
 
 import (
@@ -47,6 +49,13 @@ type config struct {
 	leases       string
 	latency      time.Duration
 	child        childConfig
+	// -mode wallet (wallet.go).
+	store       string
+	members     int
+	instances   int
+	capFraction float64
+	postgresURL string
+	maxConns    int
 }
 
 func run(ctx context.Context, args []string, out io.Writer) error {
@@ -61,7 +70,13 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs.IntVar(&c.procRounds, "proc-rounds", 1, "rounds of the multi-process pair (one entitlement, own entitlements), alternating their order; the ratio is given per round and as the median")
 	fs.BoolVar(&c.naive, "naive", true, "run the naive scenarios too (false: only Stipend's path, for quick reruns)")
 	fs.IntVar(&c.procs, "procs", 4, "server processes sharing one entitlement (0: skip that scenario)")
-	fs.StringVar(&c.mode, "mode", "consume", `"consume": the naive and coalesced consume scenarios; "holds": authorize+capture pairs against plain consumes, -callers each on one entitlement; "spread": -agents agents with an entitlement each, Stipend's consume (no entitlementId) against the naive transaction`)
+	fs.StringVar(&c.mode, "mode", "consume", `"consume": the naive and coalesced consume scenarios; "holds": authorize+capture pairs against plain consumes, -callers each on one entitlement; "spread": -agents agents with an entitlement each, Stipend's consume (no entitlementId) against the naive transaction; "wallet": -members members with daily caps on one shared wallet through -instances store instances against the same load on own entitlements (-store memory, postgres or firestore)`)
+	fs.StringVar(&c.store, "store", "firestore", "-mode wallet: the store measured: memory, postgres (-postgres-url) or firestore (the emulator)")
+	fs.IntVar(&c.members, "members", 64, "-mode wallet: members of the wallet (and agents of the baseline)")
+	fs.IntVar(&c.instances, "instances", 3, "-mode wallet: store instances on one database the calls go through")
+	fs.Float64Var(&c.capFraction, "cap-fraction", 0.9, "-mode wallet: each member's daily cap as a fraction of what its calls cost")
+	fs.StringVar(&c.postgresURL, "postgres-url", "", "-mode wallet -store postgres: the server (a schema of the bench's own is made and dropped)")
+	fs.IntVar(&c.maxConns, "max-conns", 16, "-mode wallet -store postgres: connections per instance's pool")
 	fs.IntVar(&c.rounds, "rounds", 5, "-mode holds and spread: rounds of the two scenarios")
 	fs.IntVar(&c.agents, "agents", 200, "-mode spread: agents, each with its own entitlement")
 	fs.DurationVar(&c.deadline, "deadline", 60*time.Second, "time limit of each scenario; calls not started by then count as not run")
@@ -73,6 +88,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs.DurationVar(&c.latency, "latency", 0, "put a loopback proxy adding this delay each way in front of the emulator (e.g. 5ms), closer to production's transaction times")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if c.mode == "wallet" && c.store != "firestore" {
+		return runWallet(ctx, c, out)
 	}
 	host := os.Getenv("FIRESTORE_EMULATOR_HOST")
 	if host == "" {
@@ -101,6 +119,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return runHolds(ctx, c, host, out)
 	case "spread":
 		return runSpread(ctx, c, host, out)
+	case "wallet":
+		return runWallet(ctx, c, out)
 	}
-	return fmt.Errorf("-mode %q: want consume, holds or spread", c.mode)
+	return fmt.Errorf("-mode %q: want consume, holds, spread or wallet", c.mode)
 }

@@ -56,7 +56,9 @@ export async function mountWallet(root, { api, session, openLink, onExpired }) {
 
   // Usage
   const groupBy = h("select", { id: "usage-groupby" }, h("option", { value: "day" }, "Day"), h("option", { value: "hour" }, "Hour"));
-  const breakdownBy = h("select", { id: "usage-breakdown" }, h("option", { value: "tool" }, "Tool"), h("option", { value: "service" }, "Service"));
+  // Member: who spent, the breakdown of a shared wallet (docs/api.md, "Shared wallets").
+  const breakdownBy = h("select", { id: "usage-breakdown" }, h("option", { value: "tool" }, "Tool"), h("option", { value: "service" }, "Service"), h("option", { value: "member" }, "Member"));
+  const breakdownLabel = { tool: "Tool", service: "Service", member: "Member" };
   const chartBox = h("div", { class: "chart-box", "data-testid": "chart" });
   const breakdownBox = h("div", { "data-testid": "breakdown" });
   async function loadUsage() {
@@ -75,8 +77,8 @@ export async function mountWallet(root, { api, session, openLink, onExpired }) {
             "table",
             {},
             h("caption", {}, `Usage by ${breakdownBy.value}`),
-            h("thead", {}, h("tr", {}, h("th", { scope: "col" }, breakdownBy.value === "tool" ? "Tool" : "Service"), h("th", { scope: "col" }, "Calls"), h("th", { scope: "col" }, "Spent"))),
-            h("tbody", {}, parts.items.map((b) => h("tr", {}, h("td", {}, b.tool ? `${b.service} / ${b.tool}` : b.service), h("td", {}, String(b.count)), h("td", {}, (b.amounts || []).map(money).join(", ") || (b.units ? `${b.units} units` : "—"))))),
+            h("thead", {}, h("tr", {}, h("th", { scope: "col" }, breakdownLabel[breakdownBy.value]), h("th", { scope: "col" }, "Calls"), h("th", { scope: "col" }, "Spent"))),
+            h("tbody", {}, parts.items.map((b) => h("tr", {}, h("td", {}, b.memberId || (b.tool ? `${b.service} / ${b.tool}` : b.service)), h("td", {}, String(b.count)), h("td", {}, (b.amounts || []).map(money).join(", ") || (b.units ? `${b.units} units` : "—"))))),
           ),
     );
   }

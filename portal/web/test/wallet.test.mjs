@@ -92,6 +92,9 @@ test("the portal page shows the balance, chart, calls and verified receipts, and
   await page.locator('[data-testid="usage-table"] th', { hasText: "Hour" }).waitFor();
   await page.selectOption("#usage-breakdown", "service");
   await page.locator('[data-testid="breakdown"] td', { hasText: "search" }).first().waitFor();
+  await page.selectOption("#usage-breakdown", "member");
+  await page.locator('[data-testid="breakdown"] th', { hasText: "Member" }).waitFor();
+  assert.match(await page.getByTestId("breakdown").textContent(), /alice5\$2\.30/);
   const calls = page.locator('[data-testid="consumptions"] tbody tr');
   assert.equal(await calls.count(), 5);
   assert.equal(await page.locator('[data-testid="consumptions"] td.refunded').count(), 1);

@@ -9,7 +9,7 @@ REST API (httpx, with the Go client's retries).
 """
 
 from .amount import Amount, cents, cents_or_units, report_cost, units_used
-from .client import Money, PortalSession, Problem, StipendClient, StipendError
+from .client import Account, Caps, Membership, Money, Page, PortalSession, Problem, StipendClient, StipendError, WalletMembership
 from .gate import META, SUPPORTED_SDKS, CallInfo, Gate, default_agent_id
 from .key import arguments_json, idempotency_key, request_stamp
 from .price import Policy, Price, credits, credits_or_units, describe_terms, free, units
@@ -23,10 +23,14 @@ __all__ = [
     "WALLET_MIME_TYPE",
     "WALLET_TOOL_NAME",
     "WALLET_URI",
+    "Account",
     "Amount",
     "CallInfo",
+    "Caps",
     "Gate",
+    "Membership",
     "Money",
+    "Page",
     "Policy",
     "PortalSession",
     "Price",
@@ -35,6 +39,7 @@ __all__ = [
     "RefusalKind",
     "StipendClient",
     "StipendError",
+    "WalletMembership",
     "arguments_json",
     "cents",
     "cents_or_units",

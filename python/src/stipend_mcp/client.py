@@ -34,8 +34,13 @@ __all__ = [
     "Hold",
     "HoldResult",
     "CaptureResult",
+    "Account",
+    "Caps",
+    "Membership",
     "Money",
+    "Page",
     "PortalSession",
+    "WalletMembership",
     "Problem",
     "StipendClient",
     "StipendError",
@@ -61,10 +66,17 @@ class Money(TypedDict):
 
 
 class Denial(TypedDict):
-    """Why one entitlement could not pay (a 402's reasons)."""
+    """Why one entitlement could not pay (a 402's reasons).
+
+    A refusal by a member's cap in a shared wallet is reason
+    "member_limit_reached", with the member (memberId) and which cap (limit:
+    "maxPerCall", "maxUnitsPerCall", "spendLimit" or "currency").
+    """
 
     reason: str
     entitlementId: NotRequired[str]
+    memberId: NotRequired[str]
+    limit: NotRequired[str]
 
 
 class Problem(TypedDict, total=False):
@@ -83,6 +95,8 @@ class Consumption(TypedDict, total=False):
     id: str
     agentId: str
     entitlementId: str
+    walletId: str
+    """The wallet whose entitlement paid, when agentId (a member) spent a wallet's."""
     service: str
     tool: str
     idempotencyKey: str
@@ -106,6 +120,8 @@ class Hold(TypedDict, total=False):
     id: str
     agentId: str
     entitlementId: str
+    walletId: str
+    """The wallet whose entitlement the hold reserves on, when agentId (a member) holds on a wallet's."""
     entitlementType: str
     status: Literal["held", "captured", "released", "expired"]
     expiresAt: str
@@ -171,6 +187,13 @@ class StipendError(Exception):
         """The hold was already ended otherwise (captured with another amount, or released)."""
         return self.status == 409 and self.kind == "hold-conflict"
 
+    @property
+    def member_limit(self) -> Denial | None:
+        """A 402's refusal by the caller's cap in a shared wallet (reason "member_limit_reached"), if any."""
+        if self.status != 402:
+            return None
+        return next((d for d in (self.problem or {}).get("reasons", []) if d.get("reason") == "member_limit_reached"), None)
+
 
 _REPEATABLE_POSTS = [
     re.compile(r"^/v1/(consume|check|authorize)$"),
@@ -179,6 +202,10 @@ _REPEATABLE_POSTS = [
     re.compile(r"^/v1/entitlements/[^/]+/revoke$"),
     re.compile(r"^/v1/webhook-endpoints/[^/]+/disable$"),
 ]
+
+
+_UNSET: Any = object()
+"""The default of an argument whose None means something (update_member's caps: None removes them)."""
 
 
 def _repeatable(method: str, path: str, idempotency_key: str | None) -> bool:
@@ -191,6 +218,57 @@ def _retry_after(value: str | None) -> float:
     if value is None or not value.strip().isdigit():
         return 0.0
     return float(value.strip())
+
+
+class Account(TypedDict):
+    """An account: an agent's, or a shared wallet's (kind "wallet")."""
+
+    agentId: str
+    kind: NotRequired[Literal["agent", "wallet"]]
+    displayName: NotRequired[str]
+    metadata: NotRequired[dict[str, str]]
+    createdAt: str
+    updatedAt: str
+
+
+class Caps(TypedDict, total=False):
+    """A member's caps inside a wallet, across all its entitlements (docs/api.md, "Shared wallets").
+
+    maxPerCall bounds one credits call in its currency, maxUnitsPerCall one
+    quota call, spendLimit ({"period": "day", "max": Money} or "maxUnits")
+    what the member spends per period; what its open holds reserve counts.
+    An answer's spendLimit also carries the member's counters (spent,
+    spentUnits, resetAt, anchor).
+    """
+
+    maxPerCall: Money
+    maxUnitsPerCall: int
+    spendLimit: dict[str, Any]
+
+
+class Membership(TypedDict):
+    """An agent's membership in a shared wallet."""
+
+    walletId: str
+    memberId: str
+    order: Literal["own_first", "wallet_first"]
+    caps: NotRequired[Caps]
+    createdAt: str
+    updatedAt: str
+
+
+class WalletMembership(Membership):
+    """One wallet an agent belongs to, with the wallet's balance and the room the member's spend limit leaves."""
+
+    balance: dict[str, Any]
+    capRoom: NotRequired[dict[str, Any]]
+
+
+class Page(TypedDict):
+    """One page of a list: its items, and the cursor of the next page (absent on the last)."""
+
+    items: list[Any]
+    nextCursor: NotRequired[str]
 
 
 class PortalSession(TypedDict):
@@ -338,6 +416,89 @@ class StipendClient:
     async def revoke_portal_session(self, session_id: str) -> PortalSession:
         """Revokes a portal session: its token is refused from now on (POST /v1/portal-sessions/{id}/revoke)."""
         return cast(PortalSession, await self.request("POST", f"/v1/portal-sessions/{_seg(session_id)}/revoke"))
+
+    # Accounts and shared wallets (docs/api.md, "Shared wallets"): a wallet is
+    # an account of kind "wallet" whose entitlements its members spend, each
+    # within its caps.
+
+    async def put_account(
+        self, agent_id: str, *, kind: Literal["agent", "wallet"] | None = None,
+        display_name: str | None = None, metadata: Mapping[str, str] | None = None,
+    ) -> Account:
+        """Creates or updates an account (PUT /v1/accounts/{id}); kind only when it is made (role billing or admin).
+
+        A kind other than the stored one raises StipendError 409 naming kind.
+        """
+        body: dict[str, Any] = {}
+        if kind is not None:
+            body["kind"] = kind
+        if display_name is not None:
+            body["displayName"] = display_name
+        if metadata is not None:
+            body["metadata"] = dict(metadata)
+        return cast(Account, await self.request("PUT", f"/v1/accounts/{_seg(agent_id)}", json=body))
+
+    async def add_member(
+        self, wallet_id: str, member_id: str, idempotency_key: str, *,
+        order: Literal["own_first", "wallet_first"] | None = None, caps: Caps | None = None,
+    ) -> Membership:
+        """Adds an agent to a wallet (POST /v1/wallets/{id}/members, role admin).
+
+        The idempotency key makes a retry answer the same membership. A member
+        already there raises StipendError 409; an unknown wallet 404.
+        """
+        body: dict[str, Any] = {"memberId": member_id}
+        if order is not None:
+            body["order"] = order
+        if caps is not None:
+            body["caps"] = dict(caps)
+        path = f"/v1/wallets/{_seg(wallet_id)}/members"
+        return cast(Membership, await self.request("POST", path, json=body, idempotency_key=idempotency_key))
+
+    async def get_member(self, wallet_id: str, member_id: str) -> Membership:
+        """Reads a membership (GET /v1/wallets/{id}/members/{memberId})."""
+        return cast(Membership, await self.request("GET", f"/v1/wallets/{_seg(wallet_id)}/members/{_seg(member_id)}"))
+
+    async def update_member(
+        self, wallet_id: str, member_id: str, *,
+        order: Literal["own_first", "wallet_first"] | None = None, caps: Caps | None = _UNSET,
+    ) -> Membership:
+        """Changes a member's order or caps (PATCH, role admin); caps replace the old whole, None removes them."""
+        body: dict[str, Any] = {}
+        if order is not None:
+            body["order"] = order
+        if caps is not _UNSET:
+            body["caps"] = None if caps is None else dict(caps)
+        path = f"/v1/wallets/{_seg(wallet_id)}/members/{_seg(member_id)}"
+        return cast(Membership, await self.request("PATCH", path, json=body))
+
+    async def remove_member(self, wallet_id: str, member_id: str) -> Membership:
+        """Removes a member (DELETE, role admin): its calls stop spending the wallet at once.
+
+        Retried like the other calls, so a 404 means the member is gone,
+        whether or not this call removed it.
+        """
+        path = f"/v1/wallets/{_seg(wallet_id)}/members/{_seg(member_id)}"
+        return cast(Membership, await self.request("DELETE", path))
+
+    async def list_members(self, wallet_id: str, *, limit: int = 0, cursor: str = "") -> Page:
+        """One page of a wallet's memberships, by member (GET /v1/wallets/{id}/members)."""
+        path = f"/v1/wallets/{_seg(wallet_id)}/members"
+        return cast(Page, await self.request("GET", path, params=_page(limit, cursor)))
+
+    async def list_wallets(self, agent_id: str, *, limit: int = 0, cursor: str = "") -> Page:
+        """One page of the wallets an agent belongs to (items: WalletMembership), by wallet (GET /v1/accounts/{id}/wallets)."""
+        path = f"/v1/accounts/{_seg(agent_id)}/wallets"
+        return cast(Page, await self.request("GET", path, params=_page(limit, cursor)))
+
+
+def _page(limit: int, cursor: str) -> dict[str, str | int]:
+    params: dict[str, str | int] = {}
+    if limit:
+        params["limit"] = limit
+    if cursor:
+        params["cursor"] = cursor
+    return params
 
 
 def _seg(s: str) -> str:

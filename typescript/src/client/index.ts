@@ -34,6 +34,31 @@ export type Consumption = Schemas['Consumption'];
  * wallet routes only (docs/portal.md).
  */
 export type PortalSessionCreated = Schemas['PortalSessionCreated'];
+/**
+ * An agent's membership in a shared wallet (an account of kind "wallet"):
+ * the order its calls spend in, and its caps inside the wallet.
+ */
+export type Membership = Schemas['Membership'];
+/** One wallet an agent belongs to, with the wallet's balance and the room the member's spend limit leaves. */
+export type WalletMembership = Schemas['WalletMembership'];
+/** Why one entitlement could not pay, one of a 402 problem's reasons. */
+export type Denial = NonNullable<Problem['reasons']>[number];
+
+/**
+ * The refusal by the caller's cap in a shared wallet among a 402 problem's
+ * reasons (reason "member_limit_reached", naming memberId and limit), or
+ * undefined.
+ */
+export function memberLimit(problem: unknown): Denial | undefined {
+  if (typeof problem !== 'object' || problem === null) {
+    return undefined;
+  }
+  const reasons = (problem as { reasons?: unknown }).reasons;
+  if (!Array.isArray(reasons)) {
+    return undefined;
+  }
+  return (reasons as Denial[]).find((d) => d?.reason === 'member_limit_reached');
+}
 
 /** A Stipend REST client: an openapi-fetch Client over the API's paths. */
 export type StipendClient = Client<paths>;

@@ -147,8 +147,8 @@ export type paths = {
          */
         get: operations["getAccount"];
         /**
-         * Create the account if absent, or update its display name and metadata
-         * @description Role: billing, admin.
+         * Create the account if absent (an agent, or a wallet), or update its display name and metadata
+         * @description Role: billing, admin. kind is set when the account is made and never changes: a request naming another kind than the stored one is a 409 naming kind, and nothing changes.
          */
         put: operations["upsertAccount"];
         post?: never;
@@ -752,8 +752,8 @@ export type paths = {
         get?: never;
         put?: never;
         /**
-         * Mint a portal session for one agent: the URL and token of its wallet page
-         * @description Role: billing, admin. The session is a short-lived (ttlSeconds: default 3600, 60 to 86400), single-agent credential for the agent's end user: with its token (Authorization: Bearer stp_portal_…) it may read the agent's balance, usage, consumptions and receipts, start a Checkout top-up and change the auto top-up settings, and nothing else; on any other route or agent it is refused as an unknown key. The token is shown in this answer (and its replays under the same Idempotency-Key, until the ledger's retention ends) and stored only as its SHA-256. url opens the page /portal with it. See docs/portal.md.
+         * Mint a portal session for one account (an agent or a wallet): the URL and token of its page
+         * @description Role: billing, admin. The session is a short-lived (ttlSeconds: default 3600, 60 to 86400), single-account credential for the account's end user: with its token (Authorization: Bearer stp_portal_…) it may read the account's balance, usage, consumptions and receipts, start a Checkout top-up and change the auto top-up settings, and, for an agent, list its wallets, for a wallet, list its members; nothing else; on any other route or agent it is refused as an unknown key. The token is shown in this answer (and its replays under the same Idempotency-Key, until the ledger's retention ends) and stored only as its SHA-256. url opens the page /portal with it. See docs/portal.md.
          */
         post: operations["createPortalSession"];
         delete?: never;
@@ -968,6 +968,91 @@ export type paths = {
         patch?: never;
         trace?: never;
     };
+    "/v1/accounts/{agentId}/wallets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The agent (account) ID. */
+                agentId: components["schemas"]["Name"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List the wallets an agent belongs to, by walletId, with what each can spend
+         * @description Role: billing, admin, reader (listed agents). Each item is a membership with the wallet's balance and the room the member's spend limit leaves it. A portal session of the agent may call it too (docs/portal.md).
+         */
+        get: operations["listAgentWallets"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        /** CORS preflight and the methods of this path (no key needed) */
+        options: operations["optionsAccountsWallets"];
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/wallets/{walletId}/members": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The wallet (an account of kind wallet). */
+                walletId: components["schemas"]["Name"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List a wallet's members, by memberId
+         * @description Role: billing, admin, reader (listed wallets). 404 for an unknown wallet or an account that is no wallet. A portal session of the wallet may call it too (docs/portal.md).
+         */
+        get: operations["listWalletMembers"];
+        put?: never;
+        /**
+         * Add a member to a wallet
+         * @description Role: admin. memberId must be an agent (not a wallet, not the wallet itself); its account is made if absent. order and caps default to own_first and none. Writes wallet.member_added. A refused request (400 naming the field, 404 for an unknown wallet or an account that is no wallet, 409 for a member already there) changes nothing.
+         */
+        post: operations["addWalletMember"];
+        delete?: never;
+        /** CORS preflight and the methods of this path (no key needed) */
+        options: operations["optionsWalletMembers"];
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/wallets/{walletId}/members/{memberId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The wallet (an account of kind wallet). */
+                walletId: components["schemas"]["Name"];
+                /** @description The member agent. */
+                memberId: components["schemas"]["Name"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a membership
+         * @description Role: billing, admin, reader (listed wallets).
+         */
+        get: operations["getWalletMember"];
+        put?: never;
+        post?: never;
+        /**
+         * Remove a member from a wallet
+         * @description Role: admin. The member's calls stop spending the wallet at once; its holds on the wallet may still be captured or released. Writes wallet.member_removed. A repeated delete answers 404.
+         */
+        delete: operations["removeWalletMember"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a member's order or caps
+         * @description Role: admin. caps replace the member's caps as a whole (null: none); the counters of a spendLimit of the same period are kept. A change applies to the member's next call. Writes wallet.member_updated.
+         */
+        patch: operations["updateWalletMember"];
+        trace?: never;
+    };
     "/v1/accounts/{agentId}/topup": {
         parameters: {
             query?: never;
@@ -1038,9 +1123,11 @@ export type components = {
          * @description What an event says happened (docs/webhooks.md lists the data of each).
          * @enum {string}
          */
-        EventType: "payment.succeeded" | "payment.failed" | "payment.refunded" | "entitlement.granted" | "entitlement.revoked" | "entitlement.depleted" | "consumption.refunded" | "payment.partially_refunded" | "payment.disputed" | "entitlement.balance_low" | "topup.failed" | "payment.dispute_won";
+        EventType: "payment.succeeded" | "payment.failed" | "payment.refunded" | "entitlement.granted" | "entitlement.revoked" | "entitlement.depleted" | "consumption.refunded" | "payment.partially_refunded" | "payment.disputed" | "entitlement.balance_low" | "topup.failed" | "payment.dispute_won" | "wallet.member_added" | "wallet.member_updated" | "wallet.member_removed" | "wallet.member_limit_reached";
         Account: {
             agentId: string;
+            /** @description Absent for an agent made before wallets existed; read absent as agent. */
+            kind?: components["schemas"]["AccountKind"];
             displayName?: string;
             metadata?: components["schemas"]["Metadata"];
             /** Format: date-time */
@@ -1052,6 +1139,8 @@ export type components = {
         AccountRequest: {
             displayName?: string;
             metadata?: components["schemas"]["Metadata"];
+            /** @description Only when the account is made (absent: agent). On an existing account, absent keeps its kind and another kind is a 409 naming kind. */
+            kind?: components["schemas"]["AccountKind"];
         };
         Entitlement: {
             id: string;
@@ -1139,6 +1228,8 @@ export type components = {
         Consumption: {
             id: string;
             agentId: string;
+            /** @description The wallet whose entitlement was charged, when agentId (the caller, a member) spent a wallet's. */
+            walletId?: string;
             entitlementId: string;
             entitlementType: components["schemas"]["EntitlementType"];
             service: string;
@@ -1184,6 +1275,8 @@ export type components = {
         Hold: {
             id: string;
             agentId: string;
+            /** @description The wallet whose entitlement the hold reserves on, when agentId (the caller, a member) holds on a wallet's. */
+            walletId?: string;
             entitlementId: string;
             entitlementType: components["schemas"]["EntitlementType"];
             service: string;
@@ -1369,7 +1462,14 @@ export type components = {
             reasons?: {
                 entitlementId?: string;
                 /** @enum {string} */
-                reason: "not_found" | "revoked" | "expired" | "scope_mismatch" | "currency_mismatch" | "insufficient_balance" | "quota_exhausted" | "cost_required" | "too_many_holds" | "max_per_call_exceeded" | "spend_limit_reached";
+                reason: "not_found" | "revoked" | "expired" | "scope_mismatch" | "currency_mismatch" | "insufficient_balance" | "quota_exhausted" | "cost_required" | "too_many_holds" | "max_per_call_exceeded" | "spend_limit_reached" | "member_limit_reached";
+                /** @description member_limit_reached: the member (the caller) whose cap in the wallet refused the call. */
+                memberId?: string;
+                /**
+                 * @description member_limit_reached: which of the member's caps refused the call (currency: a money cap of another currency than the charge's).
+                 * @enum {string}
+                 */
+                limit?: "maxPerCall" | "maxUnitsPerCall" | "spendLimit" | "currency";
             }[];
             /** @description 409 on a key-requiring route: the sanitized idempotency ledger reference (<backend>/<collection>/<hashed-id>) an operator reconciles; never the raw key. */
             reference?: string;
@@ -1771,10 +1871,12 @@ export type components = {
             /** Format: date-time */
             endsAt?: string;
         };
-        /** @description What one group of consumptions totals: named by service and tool (groupBy tool), service (service), or by the start and end of a calendar hour or day of tz, shown at tz's offset (hour, day; a clock change makes one shorter or longer). Only consumptions inside the range count. */
+        /** @description What one group of consumptions totals: named by service and tool (groupBy tool), service (service), the calling agent (member), or by the start and end of a calendar hour or day of tz, shown at tz's offset (hour, day; a clock change makes one shorter or longer). Only consumptions inside the range count. */
         UsageBucket: {
             service?: components["schemas"]["Name"];
             tool?: components["schemas"]["Name"];
+            /** @description groupBy member: the agent that made the bucket's calls. */
+            memberId?: components["schemas"]["Name"];
             /** Format: date-time */
             start?: string;
             /** Format: date-time */
@@ -1794,7 +1896,7 @@ export type components = {
             /** Format: date-time */
             to: string;
             /** @enum {string} */
-            groupBy: "tool" | "service" | "hour" | "day";
+            groupBy: "tool" | "service" | "hour" | "day" | "member";
             tz: string;
             items: components["schemas"]["UsageBucket"][];
             /** @description Absent on the last page. */
@@ -1841,6 +1943,87 @@ export type components = {
             dayTotal?: components["schemas"]["Money"];
             /** Format: date-time */
             updatedAt?: string;
+        };
+        /**
+         * @description What an account is: an agent, which calls tools, or a wallet, whose entitlements its members spend. Set when the account is made; it never changes.
+         * @enum {string}
+         */
+        AccountKind: "agent" | "wallet";
+        /**
+         * @description Which entitlements a member's call spends first: its own, then the wallet's (own_first, the default), or the wallet's first.
+         * @enum {string}
+         */
+        WalletOrder: "own_first" | "wallet_first";
+        /** @description An agent's membership of a wallet: the order its calls spend in, and its caps inside the wallet. */
+        Membership: {
+            walletId: components["schemas"]["Name"];
+            memberId: components["schemas"]["Name"];
+            order: components["schemas"]["WalletOrder"];
+            /** @description The member's caps inside the wallet, across all the wallet's entitlements: maxPerCall (money, for credits charges in its currency; a credits charge in another currency is refused), maxUnitsPerCall (quota charges), spendLimit per period (what open holds reserve counts too). spendLimit's spent, spentUnits and resetAt are the member's own counters. Absent: no caps. */
+            caps?: components["schemas"]["Limits"];
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        /** @description A member's caps inside the wallet. They replace the member's caps as a whole; a spendLimit of the same period keeps what the member spent in it. */
+        MemberCapsRequest: {
+            /** @description The most one credits call (or hold) may cost the wallet; its currency is the caps' currency. */
+            maxPerCall?: components["schemas"]["PositiveMoney"];
+            /** @description The most units one quota call may use. */
+            maxUnitsPerCall?: number;
+            spendLimit?: components["schemas"]["SpendLimitRequest"];
+        };
+        /** @description A new member of a wallet. */
+        MemberRequest: {
+            /** @description The agent: not a wallet, not the wallet itself. Its account is made if absent. */
+            memberId: components["schemas"]["Name"];
+            order?: components["schemas"]["WalletOrder"];
+            caps?: components["schemas"]["MemberCapsRequest"];
+        };
+        /** @description Changes of a membership: absent members stay as they are. */
+        MemberPatch: {
+            order?: components["schemas"]["WalletOrder"];
+            /** @description The new caps, replacing the old as a whole; null removes every cap. */
+            caps?: components["schemas"]["MemberCapsRequest"] | null;
+        };
+        MembershipList: {
+            items: components["schemas"]["Membership"][];
+            /** @description Absent on the last page. */
+            nextCursor?: string;
+        };
+        /** @description What the member's spendLimit in the wallet leaves it in the current period, less what its open holds reserve. */
+        CapRoom: {
+            /** @description A money limit: what the member may still charge. */
+            amount?: components["schemas"]["NonNegativeMoney"];
+            /** @description A units limit: the units the member may still use. */
+            units?: number;
+            /**
+             * Format: date-time
+             * @description When the period ends and the room is whole again.
+             */
+            resetAt: string;
+        };
+        /** @description One wallet an agent belongs to: the membership, what the wallet can spend now, and what the member's spend limit leaves it. */
+        WalletMembership: {
+            walletId: components["schemas"]["Name"];
+            memberId: components["schemas"]["Name"];
+            order: components["schemas"]["WalletOrder"];
+            /** @description The member's caps inside the wallet, across all the wallet's entitlements: maxPerCall (money, for credits charges in its currency; a credits charge in another currency is refused), maxUnitsPerCall (quota charges), spendLimit per period (what open holds reserve counts too). spendLimit's spent, spentUnits and resetAt are the member's own counters. Absent: no caps. */
+            caps?: components["schemas"]["Limits"];
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+            /** @description The wallet's balance, as GET /v1/accounts/{walletId}/balance answers it. */
+            balance: components["schemas"]["Balance"];
+            /** @description Absent when the member has no spendLimit in the wallet. */
+            capRoom?: components["schemas"]["CapRoom"];
+        };
+        WalletMembershipList: {
+            items: components["schemas"]["WalletMembership"][];
+            /** @description Absent on the last page. */
+            nextCursor?: string;
         };
     };
     responses: {
@@ -2319,6 +2502,16 @@ export interface operations {
             400: components["responses"]["P400"];
             401: components["responses"]["P401"];
             403: components["responses"]["P403"];
+            /** @description The request names another kind than the account's. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             413: components["responses"]["P413"];
             415: components["responses"]["P415"];
             500: components["responses"]["P500"];
@@ -3932,8 +4125,8 @@ export interface operations {
                 from?: string;
                 /** @description End of the range, excluded (RFC 3339); at most 366 days after from. Default: now. */
                 to?: string;
-                /** @description What a bucket is: a tool (of a service), a service, a calendar hour (ranges of at most 31 days) or day of tz. Default: day. */
-                groupBy?: "tool" | "service" | "hour" | "day";
+                /** @description What a bucket is: a tool (of a service), a service, a calendar hour (ranges of at most 31 days) or day of tz, or a member (the agent that made the calls: a wallet's usage by member). Default: day. */
+                groupBy?: "tool" | "service" | "hour" | "day" | "member";
                 /** @description The IANA time zone of hour and day buckets, such as Europe/Berlin. Default: UTC. */
                 tz?: string;
                 /** @description Page size, 1–100 (default 100). */
@@ -3981,6 +4174,267 @@ export interface operations {
         responses: {
             204: components["responses"]["Options"];
             400: components["responses"]["P400"];
+        };
+    };
+    listAgentWallets: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1–100 (default 100). */
+                limit?: components["parameters"]["Limit"];
+                /** @description The nextCursor of the previous page. */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path: {
+                /** @description The agent (account) ID. */
+                agentId: components["schemas"]["Name"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description one page */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WalletMembershipList"];
+                };
+            };
+            400: components["responses"]["P400"];
+            401: components["responses"]["P401"];
+            403: components["responses"]["P403"];
+            500: components["responses"]["P500"];
+            503: components["responses"]["P503"];
+        };
+    };
+    optionsAccountsWallets: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The agent (account) ID. */
+                agentId: components["schemas"]["Name"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+            400: components["responses"]["P400"];
+        };
+    };
+    listWalletMembers: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1–100 (default 100). */
+                limit?: components["parameters"]["Limit"];
+                /** @description The nextCursor of the previous page. */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path: {
+                /** @description The wallet (an account of kind wallet). */
+                walletId: components["schemas"]["Name"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description one page */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MembershipList"];
+                };
+            };
+            400: components["responses"]["P400"];
+            401: components["responses"]["P401"];
+            403: components["responses"]["P403"];
+            404: components["responses"]["P404"];
+            500: components["responses"]["P500"];
+            503: components["responses"]["P503"];
+        };
+    };
+    addWalletMember: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description One rule on every route that takes it (docs/idempotency.md): sent once, 1–255 printable ASCII characters without " or \, bare or as a structured-field string ("k-1"), both forms naming the same key. On the ledger's routes the same key and request replays the stored answer with Idempotent-Replayed: true, 409 while the first request is in progress, 422 for a different request; on POST /v1/payments the same key and body returns the same payment. */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description The wallet (an account of kind wallet). */
+                walletId: components["schemas"]["Name"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MemberRequest"];
+            };
+        };
+        responses: {
+            /** @description the membership */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Membership"];
+                };
+            };
+            400: components["responses"]["P400"];
+            401: components["responses"]["P401"];
+            403: components["responses"]["P403"];
+            404: components["responses"]["P404"];
+            /** @description The agent is a member of the wallet already, or a request with this Idempotency-Key is in progress (reference, operationId). */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            413: components["responses"]["P413"];
+            415: components["responses"]["P415"];
+            422: components["responses"]["P422"];
+            500: components["responses"]["P500"];
+            503: components["responses"]["P503"];
+        };
+    };
+    optionsWalletMembers: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The wallet (an account of kind wallet). */
+                walletId: components["schemas"]["Name"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+            400: components["responses"]["P400"];
+        };
+    };
+    getWalletMember: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The wallet (an account of kind wallet). */
+                walletId: components["schemas"]["Name"];
+                /** @description The member agent. */
+                memberId: components["schemas"]["Name"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the membership */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Membership"];
+                };
+            };
+            400: components["responses"]["P400"];
+            401: components["responses"]["P401"];
+            403: components["responses"]["P403"];
+            404: components["responses"]["P404"];
+            500: components["responses"]["P500"];
+            503: components["responses"]["P503"];
+        };
+    };
+    removeWalletMember: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The wallet (an account of kind wallet). */
+                walletId: components["schemas"]["Name"];
+                /** @description The member agent. */
+                memberId: components["schemas"]["Name"];
+            };
+            cookie?: never;
+        };
+        /** @description None, or {}. */
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["EmptyRequest"];
+            };
+        };
+        responses: {
+            /** @description the membership as it was */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Membership"];
+                };
+            };
+            400: components["responses"]["P400"];
+            401: components["responses"]["P401"];
+            403: components["responses"]["P403"];
+            404: components["responses"]["P404"];
+            413: components["responses"]["P413"];
+            415: components["responses"]["P415"];
+            500: components["responses"]["P500"];
+            503: components["responses"]["P503"];
+        };
+    };
+    updateWalletMember: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The wallet (an account of kind wallet). */
+                walletId: components["schemas"]["Name"];
+                /** @description The member agent. */
+                memberId: components["schemas"]["Name"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MemberPatch"];
+            };
+        };
+        responses: {
+            /** @description the membership as changed */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Membership"];
+                };
+            };
+            400: components["responses"]["P400"];
+            401: components["responses"]["P401"];
+            403: components["responses"]["P403"];
+            404: components["responses"]["P404"];
+            413: components["responses"]["P413"];
+            415: components["responses"]["P415"];
+            500: components["responses"]["P500"];
+            503: components["responses"]["P503"];
         };
     };
     getTopUp: {
