@@ -267,27 +267,22 @@ type capRoom struct {
 	ResetAt time.Time    `json:"resetAt"`
 }
 
-// roomOf is what m's spend limit leaves at now, nil without one: the most
-// less what was spent in the current period and what the unexpired holds
-// reserve, after the membership's own lazy reset (Refresh).
+// roomOf is what m's spend limit leaves at now (entitlement.Membership.Room,
+// never below zero), nil without one.
 func roomOf(m entitlement.Membership, now time.Time) *capRoom {
 	m = m.Clone()
-	m.Refresh(now)
+	m.Refresh(now) // the period's lazy reset, for its ResetAt
 	s := &m.Caps.Spend
 	if s.Period == "" {
 		return nil
 	}
-	var heldCents, heldUnits int64
-	for _, h := range m.Holds {
-		heldCents, heldUnits = heldCents+h.Cents, heldUnits+h.Units
-	}
 	r := &capRoom{ResetAt: s.ResetAt}
-	if !s.Max.IsZero() {
-		r.Amount = &money.Money{Cents: max(s.Max.Cents-s.Spent.Cents-heldCents, 0), Currency: s.Max.Currency}
+	if cents, ok := m.Room(now, entitlement.TypeCredits); ok {
+		r.Amount = &money.Money{Cents: max(cents, 0), Currency: s.Max.Currency}
 	}
-	if s.MaxUnits > 0 {
-		n := max(s.MaxUnits-s.SpentUnits-heldUnits, 0)
-		r.Units = &n
+	if units, ok := m.Room(now, entitlement.TypeQuota); ok {
+		units = max(units, 0)
+		r.Units = &units
 	}
 	return r
 }

@@ -262,11 +262,12 @@ func (m *Membership) counted(t Type, cost money.Money, units int64) int64 {
 	return 0
 }
 
-// room is what the caps' period leaves for charges to an entitlement of
-// type t at now: the most, less what was spent in the current period
-// (nothing once it has ended) and what the unexpired holds reserve. ok is
-// false when the period does not bound t.
-func (m *Membership) room(now time.Time, t Type) (int64, bool) {
+// Room is what the caps' period leaves for charges to an entitlement of
+// type t at now (cents for credits, units for a quota): the most, less what
+// was spent in the current period (nothing once it has ended) and what the
+// unexpired holds reserve; it may be below zero. ok is false when the
+// period does not bound t.
+func (m *Membership) Room(now time.Time, t Type) (int64, bool) {
 	s := &m.Caps.Spend
 	var most int64
 	switch {
@@ -321,7 +322,7 @@ func (m *Membership) Check(now time.Time, e *Entitlement, r *ConsumeRequest) str
 	default:
 		return ""
 	}
-	if room, ok := m.room(now, e.Type); ok && n > room {
+	if room, ok := m.Room(now, e.Type); ok && n > room {
 		return LimitSpend
 	}
 	return ""

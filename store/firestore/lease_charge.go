@@ -7,7 +7,6 @@ import (
 	"cloud.google.com/go/firestore"
 
 	"github.com/stipend-mcp/stipend/entitlement"
-	"github.com/stipend-mcp/stipend/event"
 	"github.com/stipend-mcp/stipend/store"
 	"github.com/stipend-mcp/stipend/store/firestore/internal/escrow"
 	"github.com/stipend-mcp/stipend/store/internal/charge"
@@ -160,7 +159,8 @@ func (s *Store) runLeaseBatch(ctx context.Context, ll *escrow.Lane, leaseID stri
 			default:
 				lease = next
 				if m != nil {
-					events = append(events, memberCharged(m, now, &ent, &cons)...)
+					_, charged := charge.MemberCharged(m, now, &ent, &cons)
+					events = append(events, charged...)
 					ms.touch(nil, m.MemberID, true) // written back even unchanged (members.go)
 				}
 				k.Cons, k.written = &cons, true
@@ -228,17 +228,4 @@ func estimate(ent *entitlement.Entitlement, cons *entitlement.Consumption, now t
 	}
 	e.Refresh(now)
 	return e
-}
-
-// memberCharged counts the lease charge cons of a member on its membership
-// m (the engine's rule for a charge on the entitlement, memberCharged in
-// store/internal/charge), and returns the
-// wallet.member_limit_reached event when the charge took m's spend to its
-// cap.
-func memberCharged(m *entitlement.Membership, now time.Time, ent *entitlement.Entitlement, cons *entitlement.Consumption) []charge.Event {
-	if _, reached := m.Charge(now, ent, cons); !reached {
-		return nil
-	}
-	return []charge.Event{{Type: event.WalletMemberLimitReached, AgentID: m.WalletID,
-		Data: &entitlement.MemberLimitReached{Membership: m.Clone(), ConsumptionID: cons.ID}}}
 }

@@ -186,12 +186,23 @@ func (b *Batch) memberCharged(m *entitlement.Membership, c *entitlement.Consumpt
 	if m == nil {
 		return
 	}
-	changed, reached := m.Charge(b.Now, &b.E, c)
+	changed, events := MemberCharged(m, b.Now, &b.E, c)
 	b.memberChanged(m, changed)
+	b.Events = append(b.Events, events...)
+}
+
+// MemberCharged counts the consumption c of a member on the wallet's
+// entitlement e on its membership m at now (Membership.Charge), and returns
+// whether m changed and the wallet.member_limit_reached event when the
+// charge took m's spend to its cap. A Batch applies it to every member's
+// charge; a charge served elsewhere (a Firestore lease) applies it too.
+func MemberCharged(m *entitlement.Membership, now time.Time, e *entitlement.Entitlement, c *entitlement.Consumption) (changed bool, events []Event) {
+	changed, reached := m.Charge(now, e, c)
 	if reached {
-		b.Events = append(b.Events, Event{event.WalletMemberLimitReached, m.WalletID,
-			&entitlement.MemberLimitReached{Membership: m.Clone(), ConsumptionID: c.ID}})
+		events = []Event{{event.WalletMemberLimitReached, m.WalletID,
+			&entitlement.MemberLimitReached{Membership: m.Clone(), ConsumptionID: c.ID}}}
 	}
+	return changed, events
 }
 
 // memberOf is the membership a record of agentID on the wallet's
