@@ -7,6 +7,7 @@ import (
 	"github.com/stipend-mcp/stipend/entitlement"
 	"github.com/stipend-mcp/stipend/event"
 	"github.com/stipend-mcp/stipend/store"
+	"github.com/stipend-mcp/stipend/topup"
 	"github.com/stipend-mcp/stipend/usage"
 )
 
@@ -20,6 +21,7 @@ var walletChargeTests = []subtest{
 	{"WalletHoldsCountAgainstCap", walletHoldsCountAgainstCap},
 	{"WalletRevokeWithMemberHolds", walletRevokeWithMemberHolds},
 	{"WalletUsageAndConsumptions", walletUsageAndConsumptions},
+	{"WalletAlertsAndTopUp", walletAlertsAndTopUp},
 }
 
 // wantMemberDenied fails unless res is one member_limit_reached denial of
@@ -287,5 +289,57 @@ func walletUsageAndConsumptions(t *testing.T, s store.EntitlementStore, clock *C
 	}
 	if bal := must(s.Balance(ctx, a))(t, "Balance(member)"); len(bal.Credits) != 1 || bal.Credits[0].Total != usd(0) {
 		t.Errorf("Balance(member) = %+v, want its own emptied entitlement alone", bal)
+	}
+}
+
+// walletAlertsAndTopUp: a wallet's low-balance alert and its auto top-up
+// work as an agent's: members' charges cross the alert (one
+// entitlement.balance_low event, for the wallet), the wallet's top-up
+// begins a payment of the wallet, and its grant is the wallet's, which the
+// members then spend.
+func walletAlertsAndTopUp(t *testing.T, s store.EntitlementStore, clock *Clock) {
+	ctx := t.Context()
+	w := newWallet(t, s)
+	e := createEntitlement(t, s, withControls(t, credits(w, 500, clock.Now()),
+		entitlement.Update{Alerts: alertsAt(entitlement.Alert{Amount: ptr(usd(200))})}, clock.Now()))
+	a, b := newAgent(), newAgent()
+	addMember(t, s, w, a, "", entitlement.Limits{})
+	addMember(t, s, w, b, "", entitlement.Limits{})
+	mustConsume(t, s, request(a, "a1", 150))
+	if low := walletEvents(t, s, w, event.EntitlementBalanceLow); len(low) != 0 {
+		t.Fatalf("balance_low events above the alert = %v, want none", low)
+	}
+	crossed := mustConsume(t, s, request(b, "b1", 200)) // 500 − 350 = 150 ≤ 200
+	if !crossed.Consumption.LowBalance {
+		t.Errorf("the member's charge that crossed the wallet's alert is not marked LowBalance")
+	}
+	mustConsume(t, s, request(a, "a2", 50))
+	if low := walletEvents(t, s, w, event.EntitlementBalanceLow); len(low) != 1 || low[0]["id"] != e.ID {
+		t.Errorf("balance_low events of the wallet = %v, want one for entitlement %s", low, e.ID)
+	}
+
+	if _, err := s.SaveTopUpMethod(ctx, w, topup.Method{Customer: "cus_w", PaymentMethod: "pm_w"}); err != nil {
+		t.Fatalf("SaveTopUpMethod(wallet): %v", err)
+	}
+	if _, err := s.PutTopUp(ctx, w, topUpSettings()); err != nil {
+		t.Fatalf("PutTopUp(wallet): %v", err)
+	}
+	p := beginTopUp(t, s, w, 0)
+	if p.AgentID != w || p.ID != topup.PaymentID(w, 1) {
+		t.Fatalf("the wallet's top-up began payment %s of %s, want %s of the wallet %s", p.ID, p.AgentID, topup.PaymentID(w, 1), w)
+	}
+	done := must(s.CompletePayment(ctx, p.ID, signing))(t, "CompletePayment(the wallet's top-up)")
+	if len(done.Entitlements) != 1 || done.Entitlements[0].AgentID != w {
+		t.Fatalf("the top-up granted %+v, want one entitlement of the wallet %s", done.Entitlements, w)
+	}
+	// The first entitlement has 100 left: a member's call of 600 is paid
+	// by the top-up's grant.
+	res := mustConsume(t, s, request(b, "b2", 600))
+	if c := res.Consumption; c.EntitlementID != done.Entitlements[0].ID || c.WalletID != w || c.AgentID != b {
+		t.Errorf("the member's charge after the top-up = entitlement %s, wallet %s, agent %s; want %s, %s, %s",
+			c.EntitlementID, c.WalletID, c.AgentID, done.Entitlements[0].ID, w, b)
+	}
+	if _, err := s.SettleTopUp(ctx, w); err != nil {
+		t.Errorf("SettleTopUp(wallet): %v", err)
 	}
 }
