@@ -406,37 +406,11 @@ func TestWallets_Paging(t *testing.T) {
 		e.addMember(w, agentA, nil)
 		e.addMember(w0, fmt.Sprint("m", i), nil)
 	}
-	var ids []string
-	for cursor := ""; ; {
-		var page struct {
-			Items      []entitlement.Membership
-			NextCursor string
-		}
-		e.must(http.StatusOK, req{Method: "GET", Path: "/v1/accounts/" + agentA + "/wallets?limit=2&cursor=" + cursor, Key: e.keys.Reader}).decode(t, &page)
-		for _, m := range page.Items {
-			ids = append(ids, m.WalletID)
-		}
-		if cursor = page.NextCursor; cursor == "" {
-			break
-		}
-	}
+	ids := membershipPages(t, e, "/v1/accounts/"+agentA+"/wallets", e.keys.Reader, func(m entitlement.Membership) string { return m.WalletID })
 	if !slices.Equal(ids, []string{"w0", "w1", "w2"}) {
 		t.Errorf("agent's wallets by page = %v, want w0 w1 w2", ids)
 	}
-	ids = nil
-	for cursor := ""; ; {
-		var page struct {
-			Items      []entitlement.Membership
-			NextCursor string
-		}
-		e.must(http.StatusOK, req{Method: "GET", Path: "/v1/wallets/" + w0 + "/members?limit=2&cursor=" + cursor, Key: e.keys.Billing}).decode(t, &page)
-		for _, m := range page.Items {
-			ids = append(ids, m.MemberID)
-		}
-		if cursor = page.NextCursor; cursor == "" {
-			break
-		}
-	}
+	ids = membershipPages(t, e, "/v1/wallets/"+w0+"/members", e.keys.Billing, func(m entitlement.Membership) string { return m.MemberID })
 	if !slices.Equal(ids, []string{agentA, "m0", "m1", "m2"}) {
 		t.Errorf("members by page = %v, want %s m0 m1 m2", ids, agentA)
 	}
@@ -611,5 +585,25 @@ func TestWallets_EventTypes(t *testing.T) {
 		Body: map[string]any{"url": "https://hooks.example/wallets", "eventTypes": types}}).decode(t, &ep)
 	if !slices.Equal(ep.EventTypes, types) {
 		t.Errorf("endpoint's eventTypes = %v, want %v", ep.EventTypes, types)
+	}
+}
+
+// membershipPages walks the membership list at path two at a time with key
+// and answers id of each membership, in the order listed.
+func membershipPages(t *testing.T, e *env, path, key string, id func(entitlement.Membership) string) []string {
+	t.Helper()
+	var ids []string
+	for cursor := ""; ; {
+		var page struct {
+			Items      []entitlement.Membership
+			NextCursor string
+		}
+		e.must(http.StatusOK, req{Method: "GET", Path: path + "?limit=2&cursor=" + cursor, Key: key}).decode(t, &page)
+		for _, m := range page.Items {
+			ids = append(ids, id(m))
+		}
+		if cursor = page.NextCursor; cursor == "" {
+			return ids
+		}
 	}
 }

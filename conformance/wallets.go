@@ -39,6 +39,17 @@ func walletWithCredits(t *testing.T, s store.EntitlementStore, cents int64, now 
 	return w, createEntitlement(t, s, credits(w, cents, now))
 }
 
+// walletWithMember makes a wallet with 10,000 cents USD of credits and one
+// new member with caps, and answers the wallet, its entitlement and the
+// member.
+func walletWithMember(t *testing.T, s store.EntitlementStore, now time.Time, caps entitlement.Limits) (w string, e entitlement.Entitlement, member string) {
+	t.Helper()
+	w, e = walletWithCredits(t, s, 10_000, now)
+	member = newAgent()
+	addMember(t, s, w, member, "", caps)
+	return w, e, member
+}
+
 // addMember adds memberID to walletID with order and caps, failing the test on error.
 func addMember(t *testing.T, s store.EntitlementStore, walletID, memberID string, order entitlement.Order, caps entitlement.Limits) entitlement.Membership {
 	t.Helper()
@@ -234,9 +245,7 @@ func walletMembersBadInput(t *testing.T, s store.EntitlementStore, clock *Clock)
 
 func walletMemberUpdateBadInput(t *testing.T, s store.EntitlementStore, clock *Clock) {
 	ctx := t.Context()
-	w, e := walletWithCredits(t, s, 10_000, clock.Now())
-	member := newAgent()
-	addMember(t, s, w, member, "", dailyCap(500))
+	w, e, member := walletWithMember(t, s, clock.Now(), dailyCap(500))
 	mustConsume(t, s, request(member, "k1", 200))
 	before := getMember(t, s, w, member)
 

@@ -103,9 +103,7 @@ func walletMemberUnitsCap(t *testing.T, s store.EntitlementStore, clock *Clock) 
 
 func walletRemovedMemberStops(t *testing.T, s store.EntitlementStore, clock *Clock) {
 	ctx := t.Context()
-	w, e := walletWithCredits(t, s, 10_000, clock.Now())
-	member := newAgent()
-	addMember(t, s, w, member, "", dailyCap(1000))
+	w, e, member := walletWithMember(t, s, clock.Now(), dailyCap(1000))
 	mustConsume(t, s, request(member, "k1", 100))
 	h := mustAuthorize(t, s, holdRequest(member, "h1", 100)).Hold
 	must(s.RemoveMember(ctx, w, member))(t, "RemoveMember")
@@ -167,9 +165,7 @@ func walletOrder(t *testing.T, s store.EntitlementStore, clock *Clock) {
 
 func walletHoldsCountAgainstCap(t *testing.T, s store.EntitlementStore, clock *Clock) {
 	ctx := t.Context()
-	w, e := walletWithCredits(t, s, 10_000, clock.Now())
-	member := newAgent()
-	addMember(t, s, w, member, "", dailyCap(500))
+	w, e, member := walletWithMember(t, s, clock.Now(), dailyCap(500))
 	h := mustAuthorize(t, s, holdRequest(member, "h1", 400)).Hold
 	if h.WalletID != w || h.AgentID != member {
 		t.Errorf("member's hold = agent %s wallet %s, want %s, %s", h.AgentID, h.WalletID, member, w)

@@ -105,28 +105,13 @@ func openWalletTarget(ctx context.Context, c config, out io.Writer) (walletTarge
 			return walletTarget{}, nil, err
 		}
 		return walletTarget{name: "PostgreSQL", open: func(ctx context.Context) ([]store.EntitlementStore, func(), error) {
-			var pools []*pgxpool.Pool
-			stores := make([]store.EntitlementStore, n)
-			closeAll := func() {
-				for _, s := range stores {
-					if s != nil {
-						_ = s.Close()
-					}
-				}
-				for _, p := range pools {
-					p.Close()
-				}
-			}
-			for i := range n {
+			return openStores(n, func() (store.EntitlementStore, func(), error) {
 				p, err := pgxpool.NewWithConfig(ctx, cfg.Copy())
 				if err != nil {
-					closeAll()
 					return nil, nil, err
 				}
-				pools = append(pools, p)
-				stores[i] = postgres.New(p)
-			}
-			return stores, closeAll, nil
+				return postgres.New(p), p.Close, nil
+			})
 		}}, drop, nil
 	case "firestore":
 		host := os.Getenv("FIRESTORE_EMULATOR_HOST")
@@ -135,31 +120,40 @@ func openWalletTarget(ctx context.Context, c config, out io.Writer) (walletTarge
 		}
 		return walletTarget{name: "the Firestore emulator at " + host, open: func(ctx context.Context) ([]store.EntitlementStore, func(), error) {
 			prefix := "bench" + uuid.NewString()[:8] + "_"
-			var clients []*firestore.Client
-			stores := make([]store.EntitlementStore, n)
-			closeAll := func() {
-				for _, s := range stores {
-					if s != nil {
-						_ = s.Close()
-					}
-				}
-				for _, cl := range clients {
-					_ = cl.Close()
-				}
-			}
-			for i := range n {
+			return openStores(n, func() (store.EntitlementStore, func(), error) {
 				cl, err := firestore.NewClient(ctx, projectID)
 				if err != nil {
-					closeAll()
 					return nil, nil, err
 				}
-				clients = append(clients, cl)
-				stores[i] = fsstore.New(cl, fsstore.WithCollectionPrefix(prefix), fsstore.WithLeases(fsstore.LeaseOptions{Off: c.leases == "off"}))
-			}
-			return stores, closeAll, nil
+				st := fsstore.New(cl, fsstore.WithCollectionPrefix(prefix), fsstore.WithLeases(fsstore.LeaseOptions{Off: c.leases == "off"}))
+				return st, func() { _ = cl.Close() }, nil
+			})
 		}}, func() {}, nil
 	}
 	return walletTarget{}, nil, fmt.Errorf("-store %q: want memory, postgres or firestore", c.store)
+}
+
+// openStores opens n store instances with open, each with the client or
+// pool it closes after the store, and answers them with a function that
+// closes them all; on an error it closes what it opened.
+func openStores(n int, open func() (store.EntitlementStore, func(), error)) ([]store.EntitlementStore, func(), error) {
+	var stores []store.EntitlementStore
+	var after []func()
+	closeAll := func() {
+		for i, s := range stores {
+			_ = s.Close()
+			after[i]()
+		}
+	}
+	for range n {
+		s, closeClient, err := open()
+		if err != nil {
+			closeAll()
+			return nil, nil, err
+		}
+		stores, after = append(stores, s), append(after, closeClient)
+	}
+	return stores, closeAll, nil
 }
 
 // walletSchema makes and migrates a schema of the bench's own on
