@@ -69,13 +69,16 @@ func lifecycleServer(g *mcpgate.Gate, ran *atomic.Int32) *mcp.Server {
 			return nil, err
 		}
 		var a mcpgate.Amount
-		if in.Cents != nil {
+		switch {
+		case in.Cents != nil:
 			a = mcpgate.Cents(*in.Cents, "USD")
 			if in.Cur != nil {
 				a.Cost.Currency = *in.Cur
 			}
+			a.Units = in.Units
+		case in.Units != nil:
+			a = mcpgate.UnitsUsed(*in.Units) // units alone
 		}
-		a.Units = in.Units
 		if in.Cents != nil || in.Units != nil {
 			if err := mcpgate.Charge(ctx, a); err != nil {
 				res := text(err.Error())
