@@ -40,6 +40,10 @@ type snapshot struct {
 	used    map[keyPair]charge.Used
 	account entitlement.Account
 	ents    []entitlement.Entitlement
+	// versions are the row versions (xmin) of ents, as read: a consume
+	// written without locks (guarded.go) writes only while its
+	// entitlement's is unchanged.
+	versions []uint32
 	member  bool
 	members []entitlement.Membership
 	wallets []entitlement.Entitlement
@@ -57,10 +61,10 @@ func (s *Store) readSnapshot(ctx context.Context, q querier, req *entitlement.Co
 	if lock {
 		rb.Queue(`BEGIN`)
 	}
-	ents := `SELECT ` + entitlementColumns + ` FROM entitlements WHERE agent_id = $1 AND status = 'active' ORDER BY id`
+	ents := `SELECT ` + entitlementColumns + `, xmin FROM entitlements WHERE agent_id = $1 AND status = 'active' ORDER BY id`
 	arg := req.AgentID
 	if req.EntitlementID != "" {
-		ents, arg = `SELECT `+entitlementColumns+` FROM entitlements WHERE id = $1`, req.EntitlementID
+		ents, arg = `SELECT `+entitlementColumns+`, xmin FROM entitlements WHERE id = $1`, req.EntitlementID
 	}
 	if lock {
 		ents += ` FOR UPDATE`
@@ -86,7 +90,12 @@ func (s *Store) readSnapshot(ctx context.Context, q querier, req *entitlement.Co
 	if err != nil {
 		return snap, err
 	}
-	if snap.ents, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (entitlement.Entitlement, error) { return scanEntitlement(r) }); err != nil {
+	if snap.ents, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (entitlement.Entitlement, error) {
+		var v uint32
+		e, err := scanEntitlement(r, &v)
+		snap.versions = append(snap.versions, v)
+		return e, err
+	}); err != nil {
 		return snap, err
 	}
 	if rows, err = res.Query(); err != nil {
@@ -237,7 +246,7 @@ func (s *Store) prefetch(ctx context.Context, req *entitlement.ConsumeRequest) (
 type alone struct {
 	prefetched
 	ctx     context.Context
-	conn    *pgxpool.Conn
+	q       querier // the connection of the transaction, or the pool (guarded.go)
 	tried   []*batch
 	befores []entitlement.Entitlement
 }
@@ -245,7 +254,7 @@ type alone struct {
 // ConsumeOne implements charge.Charger: the charge engine on the locked
 // row, as a lane's batch of one call.
 func (a *alone) ConsumeOne(_ context.Context, req *entitlement.ConsumeRequest, entitlementID string) (store.ConsumeResult, error) {
-	b := &batch{ctx: a.ctx, tx: a.conn, clock: a.Store.clock, used: a.used, holds: map[string]entitlement.Hold{}}
+	b := &batch{ctx: a.ctx, tx: a.q, clock: a.Store.clock, used: a.used, holds: map[string]entitlement.Hold{}}
 	b.ID, b.Now = entitlementID, a.snapshot.now
 	b.Consumption = b.capturedConsumption
 	if e, ok := a.find(entitlementID); ok {
@@ -274,7 +283,7 @@ func (a *alone) commit() error {
 			return err
 		}
 	}
-	return commit(a.ctx, a.conn, wb)
+	return commit(a.ctx, a.q, wb)
 }
 
 // consumeAlone is CheckAndConsume in one transaction of two round trips on
@@ -293,7 +302,7 @@ func (s *Store) consumeAlone(ctx context.Context, req entitlement.ConsumeRequest
 		if member = snap.member; member {
 			return false, nil // runConn rolls back
 		}
-		a := &alone{prefetched: prefetched{s, &snap}, ctx: ctx, conn: conn}
+		a := &alone{prefetched: prefetched{s, &snap}, ctx: ctx, q: conn}
 		if res, err = charge.Consume(ctx, a, req); err != nil {
 			return false, err
 		}

@@ -341,31 +341,41 @@ var joinable = [...]string{updateEntitlementSQL, insertConsumptionSQL, insertKey
 var joined = func() map[int]string {
 	out := map[int]string{}
 	for set := 1; set < 1<<len(joinable); set++ {
-		var parts []string
-		params := 0
-		for i, q := range joinable {
-			if set&(1<<i) == 0 {
-				continue
-			}
-			parts = append(parts, shiftParams(q, params))
-			n := 0
-			for _, p := range paramRef.FindAllString(q, -1) {
-				v, _ := strconv.Atoi(p[1:])
-				n = max(n, v)
-			}
-			params += n
-		}
+		parts, _ := joinParts(set)
 		if len(parts) < 2 {
 			continue
 		}
-		sql := ""
-		for i, p := range parts[:len(parts)-1] {
-			sql += fmt.Sprintf(", w%d AS (%s)", i, p)
-		}
-		out[set] = "WITH" + sql[1:] + " " + parts[len(parts)-1]
+		out[set] = withClauses(parts[:len(parts)-1]) + " " + parts[len(parts)-1]
 	}
 	return out
 }()
+
+// joinParts returns the statements of set, their parameters numbered in
+// a row, and how many parameters they take.
+func joinParts(set int) (parts []string, params int) {
+	for i, q := range joinable {
+		if set&(1<<i) == 0 {
+			continue
+		}
+		parts = append(parts, shiftParams(q, params))
+		n := 0
+		for _, p := range paramRef.FindAllString(q, -1) {
+			v, _ := strconv.Atoi(p[1:])
+			n = max(n, v)
+		}
+		params += n
+	}
+	return parts, params
+}
+
+// withClauses is "WITH w0 AS (parts[0]), w1 AS (parts[1]), …".
+func withClauses(parts []string) string {
+	sql := ""
+	for i, p := range parts {
+		sql += fmt.Sprintf(", w%d AS (%s)", i, p)
+	}
+	return "WITH" + sql[1:]
+}
 
 // shiftParams adds n to the number of every parameter ($1…) of sql.
 func shiftParams(sql string, n int) string {
@@ -380,16 +390,7 @@ var paramRef = regexp.MustCompile(`\$[0-9]+`)
 // joinCharge returns wb's writes as one statement when they are one
 // charge's, or wb.
 func joinCharge(wb *pgx.Batch) *pgx.Batch {
-	set, last := 0, -1
-	var args []any
-	for _, q := range wb.QueuedQueries {
-		i := slices.Index(joinable[:], q.SQL)
-		if i <= last { // not joinable, out of order or twice
-			return wb
-		}
-		set, last = set|1<<i, i
-		args = append(args, q.Arguments...)
-	}
+	set, args := chargeSet(wb)
 	sql, ok := joined[set]
 	if !ok {
 		return wb
@@ -397,4 +398,20 @@ func joinCharge(wb *pgx.Batch) *pgx.Batch {
 	out := &pgx.Batch{}
 	out.Queue(sql, args...)
 	return out
+}
+
+// chargeSet returns the set of joinable statements (a bit per
+// joinable[i]) that wb's writes are, with their arguments in a row, or 0
+// when they are not one charge's.
+func chargeSet(wb *pgx.Batch) (set int, args []any) {
+	last := -1
+	for _, q := range wb.QueuedQueries {
+		i := slices.Index(joinable[:], q.SQL)
+		if i <= last { // not joinable, out of order or twice
+			return 0, nil
+		}
+		set, last = set|1<<i, i
+		args = append(args, q.Arguments...)
+	}
+	return set, args
 }

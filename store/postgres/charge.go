@@ -21,9 +21,10 @@ import (
 var _ charge.Charger = (*Store)(nil)
 
 // CheckAndConsume implements store.EntitlementStore.
-// A consume with no other call of its agent in flight here runs alone, in
-// one transaction of two round trips (alone.go), unless the agent is a
-// wallet member; the others read what charge.Consume needs in one round
+// A consume with no other call of its agent in flight here runs alone:
+// as one read and one guarded write without locks when it charges one
+// entitlement in one statement (guarded.go), else in one transaction of
+// two round trips (alone.go), unless the agent is a wallet member; the others read what charge.Consume needs in one round
 // trip and queue on the lanes.
 func (s *Store) CheckAndConsume(ctx context.Context, req entitlement.ConsumeRequest) (store.ConsumeResult, error) {
 	if err := req.Normalize(); err != nil {
@@ -35,6 +36,9 @@ func (s *Store) CheckAndConsume(ctx context.Context, req entitlement.ConsumeRequ
 	}
 	defer s.callers.leave(req.AgentID)
 	if alone && !s.callers.member(req.AgentID) {
+		if res, done, err := s.consumeGuarded(ctx, &req); done {
+			return res, err
+		}
 		return s.consumeAlone(ctx, req)
 	}
 	p, err := s.prefetch(ctx, &req)

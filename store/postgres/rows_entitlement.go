@@ -23,8 +23,9 @@ type openHoldJSON struct {
 	MemberID  string    `json:"memberId,omitempty"`
 }
 
-// scanEntitlement reads one row of entitlementColumns strictly.
-func scanEntitlement(rows pgx.Row) (entitlement.Entitlement, error) {
+// scanEntitlement reads one row of entitlementColumns strictly, and into
+// extra the columns the row has after them.
+func scanEntitlement(rows pgx.Row, extra ...any) (entitlement.Entitlement, error) {
 	var (
 		e                                      entitlement.Entitlement
 		typ, status, period, balCur, grantCur  string
@@ -33,9 +34,9 @@ func scanEntitlement(rows pgx.Row) (entitlement.Entitlement, error) {
 		metadata, holds, controls              []byte
 		balCents, grantCents, limit, remaining int64
 	)
-	err := rows.Scan(&e.ID, &e.AgentID, &typ, &e.Scope.Service, &e.Scope.Tools, &status, &created, &expires,
+	err := rows.Scan(append([]any{&e.ID, &e.AgentID, &typ, &e.Scope.Service, &e.Scope.Tools, &status, &created, &expires,
 		&revoked, &e.PaymentID, &metadata, &balCents, &balCur, &grantCents, &grantCur,
-		&limit, &period, &remaining, &resetAt, &anchor, &validFrom, &validUntil, &holds, &controls)
+		&limit, &period, &remaining, &resetAt, &anchor, &validFrom, &validUntil, &holds, &controls}, extra...)...)
 	if err != nil {
 		return entitlement.Entitlement{}, err
 	}

@@ -65,6 +65,9 @@ type Store struct {
 	// retryBudget bounds how long one transaction is retried under
 	// contention.
 	retryBudget time.Duration
+	// beforeGuardedWrite, set by tests only, runs between a guarded
+	// consume's read and its write (guarded.go).
+	beforeGuardedWrite func()
 }
 
 // Option configures a Store.

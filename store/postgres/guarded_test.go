@@ -1,0 +1,138 @@
+package postgres
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stipend-mcp/stipend/entitlement"
+	"github.com/stipend-mcp/stipend/internal/pgmigrate"
+	"github.com/stipend-mcp/stipend/internal/pgtest"
+	"github.com/stipend-mcp/stipend/money"
+	"github.com/stipend-mcp/stipend/store"
+)
+
+// twoInstances returns two stores on one fresh, migrated schema.
+func twoInstances(t *testing.T) (a, b *Store) {
+	t.Helper()
+	cfg := pgtest.Schema(t)
+	pool := pgtest.Open(t, cfg, 2)
+	if _, err := pgmigrate.Up(t.Context(), pool, Migrations); err != nil {
+		t.Fatalf("Migrate: %v", err)
+	}
+	pool.Close()
+	a, b = New(pgtest.Open(t, cfg, 4)), New(pgtest.Open(t, cfg, 4))
+	t.Cleanup(func() { _ = a.Close(); _ = b.Close() })
+	return a, b
+}
+
+func usd(c int64) *money.Money { return &money.Money{Cents: c, Currency: "USD"} }
+
+// TestGuardedConsume: a consume alone writes without locks, guarded by the
+// entitlement's row version. When another instance changes the entitlement
+// between its read and its write, the write fails whole and the consume is
+// charged again under the row's lock, on what the other instance left; a
+// key the other instance took meanwhile is answered as a conflict.
+func TestGuardedConsume(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		// between runs on the other instance after the guarded read
+		between func(t *testing.T, other *Store)
+		key     string
+		want    store.Outcome
+		balance int64 // cents left after both
+		charges int   // consumptions stored
+	}{
+		{"no change between", func(*testing.T, *Store) {}, "k1", store.Consumed, 90, 1},
+		{"charged between", func(t *testing.T, other *Store) {
+			consume(t, other, "k2", 5, store.Consumed)
+		}, "k1", store.Consumed, 85, 2},
+		{"same key charged between", func(t *testing.T, other *Store) {
+			consume(t, other, "k1", 5, store.Consumed)
+		}, "k1", store.Conflict, 95, 1},
+		{"revoked between", func(t *testing.T, other *Store) {
+			if _, err := other.RevokeEntitlement(ctx, "e"); err != nil {
+				t.Fatal(err)
+			}
+		}, "k1", store.Denied, 100, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, other := twoInstances(t)
+			if _, err := s.CreateEntitlement(ctx, entitlement.Entitlement{ID: "e", AgentID: "a", Type: entitlement.TypeCredits,
+				Scope: entitlement.Scope{Service: "s"}, Status: entitlement.StatusActive, CreatedAt: time.Now(),
+				Credits: entitlement.Credits{Balance: *usd(100), Granted: *usd(100)}}); err != nil {
+				t.Fatal(err)
+			}
+			writes := 0
+			s.beforeGuardedWrite = func() {
+				if writes++; writes == 1 {
+					tc.between(t, other)
+				}
+			}
+			consume(t, s, tc.key, 10, tc.want)
+			if writes != 1 {
+				t.Errorf("the guarded write was reached %d times, want 1", writes)
+			}
+			e, err := s.GetEntitlement(ctx, "e")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.Credits.Balance.Cents != tc.balance {
+				t.Errorf("balance %d cents, want %d", e.Credits.Balance.Cents, tc.balance)
+			}
+			cs, _, err := s.ListConsumptions(ctx, "a", time.Time{}, store.Page{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(cs) != tc.charges {
+				t.Errorf("%d consumptions stored, want %d", len(cs), tc.charges)
+			}
+		})
+	}
+}
+
+// TestGuardedConsume_Subscription: a charge that leaves the entitlement
+// row as it is (a subscription's) is guarded too: revoked between the
+// read and the write, it is not charged.
+func TestGuardedConsume_Subscription(t *testing.T) {
+	ctx := context.Background()
+	s, other := twoInstances(t)
+	if _, err := s.CreateEntitlement(ctx, entitlement.Entitlement{ID: "e", AgentID: "a", Type: entitlement.TypeSubscription,
+		Scope: entitlement.Scope{Service: "s"}, Status: entitlement.StatusActive, CreatedAt: time.Now(),
+		Subscription: entitlement.Subscription{ValidFrom: time.Now().Add(-time.Hour)}}); err != nil {
+		t.Fatal(err)
+	}
+	consume(t, s, "k0", 0, store.Consumed) // unguarded by anything between: written at once
+	s.beforeGuardedWrite = func() {
+		if _, err := other.RevokeEntitlement(ctx, "e"); err != nil {
+			t.Fatal(err)
+		}
+		s.beforeGuardedWrite = nil
+	}
+	consume(t, s, "k1", 0, store.Denied)
+	cs, _, err := s.ListConsumptions(ctx, "a", time.Time{}, store.Page{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs) != 1 {
+		t.Errorf("%d consumptions stored, want 1 (before the revoke)", len(cs))
+	}
+}
+
+// consume charges cents (none: a call of a subscription) to agent a under
+// key and checks the outcome.
+func consume(t *testing.T, s *Store, key string, cents int64, want store.Outcome) {
+	t.Helper()
+	req := entitlement.ConsumeRequest{AgentID: "a", Service: "s", Tool: "t", IdempotencyKey: key}
+	if cents > 0 {
+		req.Cost = usd(cents)
+	}
+	r, err := s.CheckAndConsume(context.Background(), req)
+	if err != nil {
+		t.Fatalf("consume %s: %v", key, err)
+	}
+	if r.Outcome != want {
+		t.Fatalf("consume %s: outcome %s, want %s", key, r.Outcome, want)
+	}
+}
