@@ -44,10 +44,10 @@ type snapshot struct {
 	// written without locks (guarded.go) writes only while its
 	// entitlement's is unchanged.
 	versions []uint32
-	member  bool
-	members []entitlement.Membership
-	wallets []entitlement.Entitlement
-	now     time.Time
+	member   bool
+	members  []entitlement.Membership
+	wallets  []entitlement.Entitlement
+	now      time.Time
 }
 
 // readSnapshot reads req's snapshot in one round trip on q. With lock, it
