@@ -44,10 +44,12 @@ type snapshot struct {
 	// written without locks (guarded.go) writes only while its
 	// entitlement's is unchanged.
 	versions []uint32
-	member   bool
-	members  []entitlement.Membership
-	wallets  []entitlement.Entitlement
-	now      time.Time
+	// accountVersion is the account row's version (xmin), nil without one.
+	accountVersion *uint32
+	member         bool
+	members        []entitlement.Membership
+	wallets        []entitlement.Entitlement
+	now            time.Time
 }
 
 // readSnapshot reads req's snapshot in one round trip on q. With lock, it
@@ -73,7 +75,7 @@ func (s *Store) readSnapshot(ctx context.Context, q querier, req *entitlement.Co
 	pair := keyPair{req.AgentID, req.IdempotencyKey}
 	keys, keyArgs := keyRefsQuery([]keyPair{pair})
 	rb.Queue(keys, keyArgs...)
-	rb.Queue(`SELECT limits, kind, EXISTS (SELECT 1 FROM memberships WHERE member_id = $1) FROM accounts WHERE agent_id = $1`, req.AgentID)
+	rb.Queue(`SELECT limits, kind, EXISTS (SELECT 1 FROM memberships WHERE member_id = $1), xmin FROM accounts WHERE agent_id = $1`, req.AgentID)
 	if wallets {
 		queueWallets(rb, req.AgentID, req.EntitlementID == "")
 	}
@@ -107,8 +109,10 @@ func (s *Store) readSnapshot(ctx context.Context, q querier, req *entitlement.Co
 	}
 	var raw []byte
 	var kind string
-	switch err := res.QueryRow().Scan(&raw, &kind, &snap.member); {
+	var version uint32
+	switch err := res.QueryRow().Scan(&raw, &kind, &snap.member, &version); {
 	case err == nil:
+		snap.accountVersion = &version
 		r := &row{table: "accounts", id: req.AgentID}
 		snap.account.Limits = r.accountLimits(raw)
 		snap.account.Kind = entitlement.AccountKind(r.oneOf("kind", kind, kind == "" || entitlement.AccountKind(kind) == entitlement.KindWallet))

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -16,44 +18,74 @@ import (
 )
 
 // The commonest consume (an agent with one entitlement, no other call of
-// it in flight on this instance) is first tried optimistically: one
-// pipelined read without a transaction (the entitlement with its row
-// version, the key, the account: readSnapshot), charge.Consume deciding on
-// it with the charge engine as a consume alone does, and the charge's
-// writes as one statement (joinCharge's) that writes only while the
-// entitlement is the row version it read. That is two round trips and
-// four statements, without BEGIN, COMMIT or the row lock that a locked
-// read writes into the row; the transaction is the statement's own.
+// it in flight on this instance) is tried optimistically, without locks:
+// charge.Consume decides on a snapshot with the charge engine, as a consume
+// alone does, and the charge's writes go as one statement (joinCharge's)
+// that writes only while everything the decision rested on is as it was in
+// the snapshot. The snapshot is
 //
-// The guard is the row's xmin, the transaction that wrote its version:
-// any change of the entitlement since the read is a new version with
-// another xmin. The statement's UPDATE matches only that version (under
-// READ COMMITTED an UPDATE that waited on a concurrent writer checks its
-// WHERE again on the version that writer committed); a charge that leaves
-// the row as it is (a subscription's) locks it FOR SHARE as it was read.
-// When the guard matched nothing the statement calls stipend_changed
-// (migration 00011), which fails it as a serialization failure, so none of
-// its writes is kept, and the consume runs again under the row's lock
-// (consumeAlone), as it does when another call took the key meanwhile (the
-// key's INSERT fails the statement). The answer is charge.Consume's on
-// what was read, which the guard proves was the entitlement's state until
-// the write. A denial writes nothing, and is the answer of a read made
-// after the call began, as every read's is.
+//   - what this instance knows from the agent's last charge (recent): the
+//     entitlement as that charge wrote it, the account as read then, and
+//     no key — so a consume is one round trip, one statement; or
+//   - one pipelined read without a transaction (readSnapshot: the
+//     entitlement, key and account, with their row versions), when the
+//     instance knows nothing of the agent or its knowledge failed the
+//     guard; two round trips, four statements.
 //
-// Whatever else (several entitlements, whose order and denials a guard on
-// one would not cover; ending expired holds; events; a wallet member) runs
-// under the locks as before.
+// Neither takes BEGIN, COMMIT or a row lock held across a round trip; the
+// statement's own transaction is the charge's.
+//
+// The guard rests on row versions (xmin, the transaction that wrote the
+// version: any change of a row is a new version with another xmin). The
+// statement's UPDATE of the entitlement matches only the version decided
+// on (under READ COMMITTED, an UPDATE that waited on a concurrent writer
+// checks its WHERE again on what that writer committed), and only while
+// the account is the version decided on (or still absent), the agent is no
+// wallet member, and, for a consume naming no entitlement, the agent has
+// exactly one active entitlement (a grant meanwhile would change the
+// candidates). A key used meanwhile fails the statement's INSERT (the
+// unique key). When the guard matched nothing, the statement calls
+// stipend_changed (migration 00011), which fails it as a serialization
+// failure. Either way nothing of it is kept: the consume runs again on a
+// fresh read, and then under the row's lock (consumeAlone), which answers
+// a replay. A write that passed the guard is exactly the charge a locked
+// read would have decided: the answer is charge.Consume's on the snapshot.
+//
+// A decision that writes nothing (a denial) is answered only from a fresh
+// read (a read made after the call began), never from what the instance
+// remembers. Whatever else (several entitlements, whose order and denials
+// a guard on one would not cover; a charge leaving the row unchanged, a
+// subscription's, whose instant must still follow the row's lock order;
+// ending expired holds; events; a wallet member) runs under the locks.
 
 // consumeGuarded tries req optimistically. done is false when it wrote
 // nothing and the consume is to run under the locks.
-func (s *Store) consumeGuarded(ctx context.Context, req *entitlement.ConsumeRequest) (res store.ConsumeResult, done bool, err error) {
+func (s *Store) consumeGuarded(ctx context.Context, req *entitlement.ConsumeRequest) (store.ConsumeResult, bool, error) {
+	if req.EntitlementID == "" {
+		if snap, ok := s.recent.snapshot(req.AgentID, s.clock()); ok {
+			if res, written, err := s.chargeGuarded(ctx, req, &snap, false); written || err != nil {
+				return res, true, err
+			}
+		}
+	}
 	snap, err := s.readSnapshot(ctx, s.pool, req, false, false)
 	if err != nil || snap.member || len(snap.ents) > 1 {
-		return res, false, nil // consumeAlone reads again, and says what failed
+		return store.ConsumeResult{}, false, nil // consumeAlone reads again, and says what failed
 	}
-	a := &alone{prefetched: prefetched{s, &snap}, ctx: ctx, q: s.pool}
+	res, written, err := s.chargeGuarded(ctx, req, &snap, true)
+	return res, written || err != nil, err
+}
+
+// chargeGuarded decides req on snap and writes the charge guarded. written
+// is false when nothing was written and, with fresh (snap was read after
+// the call began), the decision was not a denial to answer.
+func (s *Store) chargeGuarded(ctx context.Context, req *entitlement.ConsumeRequest, snap *snapshot, fresh bool) (res store.ConsumeResult, written bool, err error) {
+	a := &alone{prefetched: prefetched{s, snap}, ctx: ctx, q: s.pool}
 	if res, err = charge.Consume(ctx, a, *req); err != nil || len(a.tried) == 0 {
-		return res, true, err // a replay, or no entitlement to charge
+		if fresh || err != nil {
+			return res, true, err // a replay, no entitlement to charge, or what is wrong
+		}
+		return res, false, nil
 	}
 	b := a.tried[0]
 	wb := &pgx.Batch{}
@@ -61,64 +93,121 @@ func (s *Store) consumeGuarded(ctx context.Context, req *entitlement.ConsumeRequ
 		return res, true, err
 	}
 	if wb.Len() == 0 {
-		return res, true, nil // denied
+		return res, fresh, nil // denied: answered from a fresh read only
 	}
 	if len(snap.ents) != 1 || snap.ents[0].ID != b.ID {
 		return res, false, nil // not the entitlement read with its version
 	}
-	sql, args, ok := guardCharge(wb, b.ID, snap.versions[0])
+	sql, args, ok := guardCharge(wb, req.EntitlementID == "", snap.versions[0], req.AgentID, snap.accountVersion)
 	if !ok {
 		return res, false, nil // not one charge's writes: under the locks
 	}
 	if s.beforeGuardedWrite != nil {
 		s.beforeGuardedWrite()
 	}
-	if _, err := s.pool.Exec(ctx, sql, args...); err != nil {
+	var version uint32
+	if err := s.pool.QueryRow(ctx, sql, args...).Scan(&version); err != nil {
+		s.recent.forget(req.AgentID)
 		if e, ok := errors.AsType[*pgconn.PgError](err); ok &&
 			(e.Code == pgfault.SerializationFailure || (e.Code == "23505" && e.TableName == "charge_keys")) {
-			return store.ConsumeResult{}, false, nil // nothing written: under the locks
+			return store.ConsumeResult{}, false, nil // nothing written
 		}
 		return store.ConsumeResult{}, true, pgfault.Write(err, "consume")
+	}
+	if req.EntitlementID == "" {
+		s.recent.remember(req.AgentID, recentAgent{ent: b.E, version: version, account: snap.account, accountVersion: snap.accountVersion})
 	}
 	return res, true, nil
 }
 
-// guardedSQL is, for each set of joinable statements (chargeSet) that a
-// consume writes, the one statement that writes them only while the
-// entitlement is the version read: its parameters are the set's, then the
-// entitlement's ID (only when the set does not update the row) and its
-// version.
-var guardedSQL = func() map[int]string {
-	out := map[int]string{}
-	for set := 1; set < 1<<len(joinable); set++ {
+// guardedSQL is, for each set of joinable statements (chargeSet) that
+// updates the entitlement, and for a consume that names no entitlement
+// (unnamed) or one, the one statement that writes them only while the
+// guard holds; it answers the entitlement's new version. Its parameters
+// are the set's, then the entitlement's version, the agent and its
+// account's version.
+var guardedSQL = func() map[[2]int]string {
+	out := map[[2]int]string{}
+	for set := 1; set < 1<<len(joinable); set += 2 { // the sets with joinable[0], the entitlement's UPDATE
 		parts, params := joinParts(set)
-		var guard string
-		if set&1 != 0 { // the set updates the entitlement: guard the UPDATE
-			where := "WHERE id = $1"
-			if !strings.HasSuffix(parts[0], where) {
-				panic("guardedSQL: " + parts[0])
-			}
-			guard = parts[0] + " AND xmin = $" + strconv.Itoa(params+1) + " RETURNING 1"
-			parts = parts[1:]
-		} else {
-			guard = "SELECT 1 FROM entitlements WHERE id = $" + strconv.Itoa(params+1) +
-				" AND xmin = $" + strconv.Itoa(params+2) + " FOR SHARE"
+		where := "WHERE id = $1"
+		if !strings.HasSuffix(parts[0], where) {
+			panic("guardedSQL: " + parts[0])
 		}
-		out[set] = withClauses(append([]string{guard}, parts...)) +
-			" SELECT stipend_changed('entitlement') WHERE NOT EXISTS (SELECT FROM w0)"
+		p := func(i int) string { return "$" + strconv.Itoa(params+i) }
+		guard := parts[0] + " AND xmin = " + p(1) +
+			" AND (SELECT xmin FROM accounts WHERE agent_id = " + p(2) + ") IS NOT DISTINCT FROM " + p(3) +
+			" AND NOT EXISTS (SELECT FROM memberships WHERE member_id = " + p(2) + ")"
+		for unnamed := range 2 {
+			g := guard
+			if unnamed == 1 {
+				g += " AND (SELECT count(*) FROM entitlements WHERE agent_id = " + p(2) + " AND status = 'active') = 1"
+			}
+			out[[2]int{set, unnamed}] = withClauses(append([]string{g + " RETURNING xmin"}, parts[1:]...)) +
+				" SELECT coalesce((SELECT xmin FROM w0), stipend_changed('entitlement'))"
+		}
 	}
 	return out
 }()
 
-// guardCharge returns wb's writes as guardedSQL's statement for the
-// entitlement id at version, or ok false when they are not one charge's.
-func guardCharge(wb *pgx.Batch, id string, version uint32) (sql string, args []any, ok bool) {
+// guardCharge returns wb's writes as guardedSQL's statement, or ok false
+// when they are not one charge's that updates the entitlement.
+func guardCharge(wb *pgx.Batch, unnamed bool, version uint32, agentID string, accountVersion *uint32) (sql string, args []any, ok bool) {
 	set, args := chargeSet(wb)
-	if sql, ok = guardedSQL[set]; !ok {
+	u := 0
+	if unnamed {
+		u = 1
+	}
+	if sql, ok = guardedSQL[[2]int{set, u}]; !ok {
 		return "", nil, false
 	}
-	if set&1 == 0 {
-		args = append(args, id)
+	return sql, append(args, version, agentID, accountVersion), true
+}
+
+// recent remembers, per agent, what its last guarded charge on this
+// instance wrote and rested on, which the agent's next consume decides on
+// without reading (consumeGuarded). A hint only: a guard that finds it
+// stale forgets it. Bounded: past maxRecent agents it starts again.
+type recent struct {
+	mu     sync.Mutex
+	agents map[string]recentAgent
+}
+
+// recentAgent is the agent's one active entitlement and its account, with
+// their row versions.
+type recentAgent struct {
+	ent            entitlement.Entitlement
+	version        uint32
+	account        entitlement.Account
+	accountVersion *uint32
+}
+
+// maxRecent bounds the agents recent remembers.
+const maxRecent = 10_000
+
+// snapshot returns what is remembered of agentID as a snapshot at now.
+func (r *recent) snapshot(agentID string, now time.Time) (snapshot, bool) {
+	r.mu.Lock()
+	a, ok := r.agents[agentID]
+	r.mu.Unlock()
+	if !ok {
+		return snapshot{}, false
 	}
-	return sql, append(args, version), true
+	return snapshot{used: map[keyPair]charge.Used{}, account: a.account, ents: []entitlement.Entitlement{a.ent.Clone()},
+		versions: []uint32{a.version}, accountVersion: a.accountVersion, now: now}, true
+}
+
+func (r *recent) remember(agentID string, a recentAgent) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.agents == nil || len(r.agents) >= maxRecent {
+		r.agents = map[string]recentAgent{}
+	}
+	r.agents[agentID] = a
+}
+
+func (r *recent) forget(agentID string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.agents, agentID)
 }

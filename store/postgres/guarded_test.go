@@ -59,11 +59,7 @@ func TestGuardedConsume(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, other := twoInstances(t)
-			if _, err := s.CreateEntitlement(ctx, entitlement.Entitlement{ID: "e", AgentID: "a", Type: entitlement.TypeCredits,
-				Scope: entitlement.Scope{Service: "s"}, Status: entitlement.StatusActive, CreatedAt: time.Now(),
-				Credits: entitlement.Credits{Balance: *usd(100), Granted: *usd(100)}}); err != nil {
-				t.Fatal(err)
-			}
+			grant(t, s, "e", 100)
 			writes := 0
 			s.beforeGuardedWrite = func() {
 				if writes++; writes == 1 {
@@ -92,31 +88,108 @@ func TestGuardedConsume(t *testing.T) {
 	}
 }
 
-// TestGuardedConsume_Subscription: a charge that leaves the entitlement
-// row as it is (a subscription's) is guarded too: revoked between the
-// read and the write, it is not charged.
-func TestGuardedConsume_Subscription(t *testing.T) {
+// TestGuardedConsume_Remembered: an agent's next consume on an instance is
+// decided on what its last charge there wrote, without a read, and written
+// only while that is still so. Each change another instance makes meanwhile
+// fails the guard and the consume is decided again on a fresh read.
+func TestGuardedConsume_Remembered(t *testing.T) {
 	ctx := context.Background()
-	s, other := twoInstances(t)
+	for _, tc := range []struct {
+		name    string
+		between func(t *testing.T, other *Store) // after the first consume
+		key     string
+		cost    int64
+		want    store.Outcome
+		writes  int   // guarded writes the second consume reached
+		balance int64 // cents left on e
+	}{
+		{"nothing between: one statement", func(*testing.T, *Store) {}, "k2", 10, store.Consumed, 1, 80},
+		{"charged between", func(t *testing.T, other *Store) {
+			consume(t, other, "o1", 5, store.Consumed)
+		}, "k2", 10, store.Consumed, 2, 75},
+		{"its key used between", func(t *testing.T, other *Store) {
+			consume(t, other, "k2", 10, store.Consumed)
+		}, "k2", 10, store.Replay, 1, 80},
+		{"account limit set between", func(t *testing.T, other *Store) {
+			if _, err := other.SetAccountLimits(ctx, "a", entitlement.AccountLimits{MaxPerCall: []money.Money{*usd(5)}}); err != nil {
+				t.Fatal(err)
+			}
+		}, "k2", 10, store.Denied, 1, 90},
+		{"made a wallet's member between", func(t *testing.T, other *Store) {
+			if _, err := other.UpsertAccount(ctx, entitlement.Account{AgentID: "w", Kind: entitlement.KindWallet}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := other.CreateEntitlement(ctx, entitlement.Entitlement{ID: "we", AgentID: "w", Type: entitlement.TypeCredits,
+				Scope: entitlement.Scope{Service: "s"}, Status: entitlement.StatusActive, CreatedAt: time.Now(),
+				Credits: entitlement.Credits{Balance: *usd(100), Granted: *usd(100)}}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := other.AddMember(ctx, entitlement.Membership{WalletID: "w", MemberID: "a", Order: entitlement.OrderWalletFirst}); err != nil {
+				t.Fatal(err)
+			}
+		}, "k2", 10, store.Consumed, 1, 90}, // charged to the wallet, first
+		{"entitlement granted between", func(t *testing.T, other *Store) {
+			grant(t, other, "f", 100)
+		}, "k2", 10, store.Consumed, 1, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, other := twoInstances(t)
+			grant(t, s, "e", 100)
+			consume(t, s, "k1", 10, store.Consumed)
+			tc.between(t, other)
+			writes := 0
+			s.beforeGuardedWrite = func() { writes++ }
+			consume(t, s, tc.key, tc.cost, tc.want)
+			if writes != tc.writes {
+				t.Errorf("guarded writes %d, want %d", writes, tc.writes)
+			}
+			if tc.balance < 0 { // two entitlements: the total is what counts
+				left := 0
+				for _, id := range []string{"e", "f"} {
+					e, err := s.GetEntitlement(ctx, id)
+					if err != nil {
+						t.Fatal(err)
+					}
+					left += int(e.Credits.Balance.Cents)
+				}
+				if left != 180 {
+					t.Errorf("balances hold %d cents, want 180", left)
+				}
+				return
+			}
+			e, err := s.GetEntitlement(ctx, "e")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.Credits.Balance.Cents != tc.balance {
+				t.Errorf("balance %d cents, want %d", e.Credits.Balance.Cents, tc.balance)
+			}
+		})
+	}
+}
+
+// TestGuardedConsume_SubscriptionLocked: a charge that leaves the row as
+// it is (a subscription's) is not guarded: it takes the row's lock.
+func TestGuardedConsume_SubscriptionLocked(t *testing.T) {
+	ctx := context.Background()
+	s, _ := twoInstances(t)
 	if _, err := s.CreateEntitlement(ctx, entitlement.Entitlement{ID: "e", AgentID: "a", Type: entitlement.TypeSubscription,
 		Scope: entitlement.Scope{Service: "s"}, Status: entitlement.StatusActive, CreatedAt: time.Now(),
 		Subscription: entitlement.Subscription{ValidFrom: time.Now().Add(-time.Hour)}}); err != nil {
 		t.Fatal(err)
 	}
-	consume(t, s, "k0", 0, store.Consumed) // unguarded by anything between: written at once
-	s.beforeGuardedWrite = func() {
-		if _, err := other.RevokeEntitlement(ctx, "e"); err != nil {
-			t.Fatal(err)
-		}
-		s.beforeGuardedWrite = nil
-	}
-	consume(t, s, "k1", 0, store.Denied)
-	cs, _, err := s.ListConsumptions(ctx, "a", time.Time{}, store.Page{})
-	if err != nil {
+	s.beforeGuardedWrite = func() { t.Error("a subscription's charge was written guarded") }
+	consume(t, s, "k1", 0, store.Consumed)
+	consume(t, s, "k2", 0, store.Consumed)
+}
+
+// grant gives agent a an entitlement id of cents.
+func grant(t *testing.T, s *Store, id string, cents int64) {
+	t.Helper()
+	if _, err := s.CreateEntitlement(context.Background(), entitlement.Entitlement{ID: id, AgentID: "a", Type: entitlement.TypeCredits,
+		Scope: entitlement.Scope{Service: "s"}, Status: entitlement.StatusActive, CreatedAt: time.Now(),
+		Credits: entitlement.Credits{Balance: *usd(cents), Granted: *usd(cents)}}); err != nil {
 		t.Fatal(err)
-	}
-	if len(cs) != 1 {
-		t.Errorf("%d consumptions stored, want 1 (before the revoke)", len(cs))
 	}
 }
 

@@ -65,6 +65,8 @@ type Store struct {
 	// retryBudget bounds how long one transaction is retried under
 	// contention.
 	retryBudget time.Duration
+	// recent is what the agents' last guarded charges wrote (guarded.go).
+	recent recent
 	// beforeGuardedWrite, set by tests only, runs between a guarded
 	// consume's read and its write (guarded.go).
 	beforeGuardedWrite func()
