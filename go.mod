@@ -51,7 +51,10 @@ require (
 	google.golang.org/grpc v1.84.0
 )
 
-require go.uber.org/goleak v1.3.0
+require (
+	github.com/hashicorp/golang-lru/v2 v2.0.7
+	go.uber.org/goleak v1.3.0
+)
 
 require (
 	cloud.google.com/go v0.123.0 // indirect

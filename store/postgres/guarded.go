@@ -5,9 +5,9 @@ import (
 	"errors"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -167,10 +167,18 @@ func guardCharge(wb *pgx.Batch, unnamed bool, version uint32, agentID string, ac
 // recent remembers, per agent, what its last guarded charge on this
 // instance wrote and rested on, which the agent's next consume decides on
 // without reading (consumeGuarded). A hint only: a guard that finds it
-// stale forgets it. Bounded: past maxRecent agents it starts again.
+// stale forgets it. The least recently charged agents past maxRecent are
+// forgotten (hashicorp/golang-lru: bounded, safe for concurrent use).
 type recent struct {
-	mu     sync.Mutex
-	agents map[string]recentAgent
+	agents *lru.Cache[string, recentAgent]
+}
+
+func newRecent() recent {
+	c, err := lru.New[string, recentAgent](maxRecent)
+	if err != nil {
+		panic(err) // only for a size below 1
+	}
+	return recent{agents: c}
 }
 
 // recentAgent is the agent's one active entitlement and its account, with
@@ -187,9 +195,7 @@ const maxRecent = 10_000
 
 // snapshot returns what is remembered of agentID as a snapshot at now.
 func (r *recent) snapshot(agentID string, now time.Time) (snapshot, bool) {
-	r.mu.Lock()
-	a, ok := r.agents[agentID]
-	r.mu.Unlock()
+	a, ok := r.agents.Get(agentID)
 	if !ok {
 		return snapshot{}, false
 	}
@@ -197,17 +203,6 @@ func (r *recent) snapshot(agentID string, now time.Time) (snapshot, bool) {
 		versions: []uint32{a.version}, accountVersion: a.accountVersion, now: now}, true
 }
 
-func (r *recent) remember(agentID string, a recentAgent) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.agents == nil || len(r.agents) >= maxRecent {
-		r.agents = map[string]recentAgent{}
-	}
-	r.agents[agentID] = a
-}
+func (r *recent) remember(agentID string, a recentAgent) { r.agents.Add(agentID, a) }
 
-func (r *recent) forget(agentID string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	delete(r.agents, agentID)
-}
+func (r *recent) forget(agentID string) { r.agents.Remove(agentID) }

@@ -114,6 +114,7 @@ func New(pool *pgxpool.Pool, opts ...Option) *Store {
 	for _, o := range opts {
 		o(s)
 	}
+	s.recent = newRecent()
 	s.lanes = coalesce.New(s.applyBatch, coalesce.Options[op]{MaxBatch: s.maxBatch, Gather: s.gather, Budget: s.retryBudget, What: op.what})
 	s.shared = ops.New(s.unit)
 	return s
