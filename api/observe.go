@@ -24,8 +24,6 @@ import (
 // and in every response.
 const HeaderRequestID = "X-Request-Id"
 
-const ctxRequestID = "stipend.requestId"
-
 // requestIDs makes request IDs: a random per-process prefix and a counter,
 // unique without a random read per request.
 type requestIDs struct {
@@ -40,26 +38,8 @@ func newRequestIDs() *requestIDs {
 }
 
 func (r *requestIDs) next() string {
-	return r.prefix + strconv.FormatUint(r.n.Add(1), 36)
-}
-
-// requestID takes the caller's X-Request-Id if it is 1–128 printable ASCII
-// characters, or makes one, and echoes it in the response.
-func (s *Server) requestID(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		id := c.Request().Header.Get(HeaderRequestID)
-		if !printableASCII(id, 128) {
-			id = s.ids.next()
-		}
-		c.Set(ctxRequestID, id)
-		c.Response().Header().Set(HeaderRequestID, id)
-		return next(c)
-	}
-}
-
-func requestIDOf(c echo.Context) string {
-	id, _ := c.Get(ctxRequestID).(string)
-	return id
+	var b [32]byte
+	return string(strconv.AppendUint(append(b[:0], r.prefix...), r.n.Add(1), 36))
 }
 
 func printableASCII(s string, max int) bool {

@@ -69,7 +69,7 @@ type Config struct {
 	// ReadyTimeout bounds the store probe of /readyz; 0 means 2 s.
 	ReadyTimeout time.Duration
 	// StoreTimeout bounds the store calls of each request, counted from
-	// its arrival (see storeDeadline); 0 means DefaultStoreTimeout.
+	// its arrival (see requestScope); 0 means DefaultStoreTimeout.
 	StoreTimeout time.Duration
 	// RouteMiddleware, if set, is asked once per authenticated route
 	// (method and path template, e.g. "POST", "/v1/payments/:id/refund"),
@@ -180,8 +180,8 @@ func New(cfg Config) (*Server, error) {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
-	e.Pre(s.requestID)
-	e.Use(s.observe, recoverPanic, checkQuery, s.storeDeadline)
+	e.Pre(s.requestScope)
+	e.Use(s.observe, recoverPanic, checkQuery)
 	e.Use(portalCORS) // portal_auth.go
 	if len(s.cors) > 0 {
 		e.Use(s.corsMiddleware())
@@ -323,6 +323,6 @@ func changedNothing(err error) bool {
 }
 
 // storeCtx is the context of a handler's store calls: the request's, which
-// ends at the request's store deadline (storeDeadline), or earlier when the
+// ends at the request's store deadline (requestScope), or earlier when the
 // client goes away or the server shuts down.
 func storeCtx(c echo.Context) context.Context { return c.Request().Context() }
