@@ -127,7 +127,7 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 			level = slog.LevelError
 		}
 		if s.log.Enabled(req.Context(), level) {
-			attrs := []slog.Attr{
+			attrs := [8]slog.Attr{ // an array: no allocation
 				slog.String("requestId", requestIDOf(c)),
 				slog.String("method", req.Method),
 				slog.String("route", route),
@@ -135,10 +135,12 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 				slog.Float64("durationMs", float64(elapsed.Microseconds())/1000),
 				slog.Int64("bytesOut", c.Response().Size),
 			}
+			n := 6
 			if k, ok := keyOf(c); ok {
-				attrs = append(attrs, slog.String("keyId", k.ID), slog.String("role", string(k.Role)))
+				attrs[6], attrs[7] = slog.String("keyId", k.ID), slog.String("role", string(k.Role))
+				n = 8
 			}
-			s.log.LogAttrs(req.Context(), level, "request", attrs...)
+			s.log.LogAttrs(req.Context(), level, "request", attrs[:n]...)
 		}
 		return nil
 	}

@@ -17,7 +17,7 @@ import (
 //go:embed openapi.json
 var OpenAPI []byte
 
-func (s *Server) registerOps(e *echo.Echo) {
+func (s *Server) registerOps(e group) {
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
 	e.GET("/openapi.json", func(c echo.Context) error {
