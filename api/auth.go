@@ -37,7 +37,7 @@ func (s *Server) auth(roles ...apikey.Role) echo.MiddlewareFunc {
 				return &Error{Status: http.StatusForbidden, Kind: problem.Forbidden,
 					Detail: "the " + string(k.Role) + " role may not use this route"}
 			}
-			scopeOf(c).key = &k
+			scopeOf(c).setKey(k)
 			if agent, err := routeAccount(c); err != nil || (agent != "" && !k.MayRead(agent)) {
 				return &Error{Status: http.StatusForbidden, Kind: problem.Forbidden,
 					Detail: "this key may not read that agent"}

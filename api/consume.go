@@ -131,7 +131,7 @@ func (s *Server) chargeRefused(route string, outcome store.Outcome, denials []en
 	if outcome == store.Denied {
 		reason = string(mainReason(denials))
 	}
-	s.metrics.consumeResults.WithLabelValues(route, string(outcome), reason).Inc()
+	s.metrics.countResult(route, string(outcome), reason)
 	switch outcome {
 	case store.Conflict:
 		return &Error{Status: http.StatusUnprocessableEntity, Kind: problem.IdempotencyKeyReused, Detail: conflictDetail}

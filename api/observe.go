@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -59,6 +60,52 @@ type metrics struct {
 	latency        *prometheus.HistogramVec
 	consumeResults *prometheus.CounterVec
 	storeErrors    *prometheus.CounterVec
+	// The series of latency and consumeResults, found once per label
+	// values: WithLabelValues hashes and looks them up on every call.
+	latencySeries series[latencyLabels, prometheus.Observer]
+	resultSeries  series[[3]string, prometheus.Counter]
+}
+
+// latencyLabels are the label values of a latency series.
+type latencyLabels struct {
+	route, method string
+	status        int
+}
+
+// series keeps the series of a metric vector by their label values K,
+// made by with on first use. Label values are bounded (routes, methods,
+// statuses, outcomes, reasons), so it is too.
+type series[K comparable, M any] struct {
+	mu   sync.RWMutex
+	m    map[K]M
+	with func(K) M
+}
+
+func (s *series[K, M]) get(k K) M {
+	s.mu.RLock()
+	m, ok := s.m[k]
+	s.mu.RUnlock()
+	if ok {
+		return m
+	}
+	m = s.with(k)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.m = map[K]M{}
+	}
+	s.m[k] = m
+	return m
+}
+
+// observeLatency records one request's latency.
+func (m *metrics) observeLatency(route, method string, status int, d time.Duration) {
+	m.latencySeries.get(latencyLabels{route, method, status}).Observe(d.Seconds())
+}
+
+// countResult counts one consume, check or authorize answer.
+func (m *metrics) countResult(route, result, reason string) {
+	m.resultSeries.get([3]string{route, result, reason}).Inc()
 }
 
 func newMetrics(r *prometheus.Registry) (*metrics, error) {
@@ -77,6 +124,10 @@ func newMetrics(r *prometheus.Registry) (*metrics, error) {
 			Help: "Store errors that reached the HTTP layer, by store error code.",
 		}, []string{"code"}),
 	}
+	m.latencySeries.with = func(l latencyLabels) prometheus.Observer {
+		return m.latency.WithLabelValues(l.route, l.method, statusLabel(l.status))
+	}
+	m.resultSeries.with = func(l [3]string) prometheus.Counter { return m.consumeResults.WithLabelValues(l[:]...) }
 	// Every code's series exists from the start at 0, so a rate or an alert
 	// on it works before the first error of that code.
 	for _, code := range store.Codes() {
@@ -121,7 +172,7 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		status := c.Response().Status
 		req := c.Request()
-		s.metrics.latency.WithLabelValues(route, methodLabel(req.Method), statusLabel(status)).Observe(elapsed.Seconds())
+		s.metrics.observeLatency(route, methodLabel(req.Method), status, elapsed)
 		level := slog.LevelInfo
 		if status >= 500 {
 			level = slog.LevelError

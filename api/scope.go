@@ -16,7 +16,14 @@ import (
 type requestScope struct {
 	deadlineCtx
 	id  string      // X-Request-Id
-	key *apikey.Key // set by auth; nil before, and on routes without it
+	key *apikey.Key // set by setKey (auth); nil before, and on routes without it
+	own apikey.Key  // what key points to
+}
+
+// setKey records the key that authenticated the request.
+func (r *requestScope) setKey(k apikey.Key) {
+	r.own = k
+	r.key = &r.own
 }
 
 // scopeKey finds the requestScope among the values of a context derived
