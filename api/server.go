@@ -123,6 +123,7 @@ type Server struct {
 	// routes registered with it composed in (Server.handle).
 	middleware []echo.MiddlewareFunc
 	routed     map[routeKey]bool
+	probes     []readyProbe // /readyz's before the store's (ops.go)
 	// publicURL and frameAncestors are Config.PublicURL and
 	// Config.PortalFrameAncestors (portal_sessions.go, portal_page.go).
 	publicURL      string
