@@ -58,8 +58,8 @@ func TestHandler_LikeJSONHandler(t *testing.T) {
 			r.AddAttrs(slog.Int("n", 1))
 			return r
 		},
-		"NoAttrs":   func() slog.Record { return slog.NewRecord(at, slog.LevelInfo, "", 0) },
-		"Escapes":   func() slog.Record { r := slog.NewRecord(at, slog.LevelInfo, "quote \" and \\ é\n", 0); return r },
+		"NoAttrs": func() slog.Record { return slog.NewRecord(at, slog.LevelInfo, "", 0) },
+		"Escapes": func() slog.Record { r := slog.NewRecord(at, slog.LevelInfo, "quote \" and \\ é\n", 0); return r },
 		"EscapedAttr": func() slog.Record {
 			r := slog.NewRecord(at, slog.LevelInfo, "m", 0)
 			r.AddAttrs(slog.String("k\t", "v\x00\xff"))
