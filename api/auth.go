@@ -14,8 +14,6 @@ import (
 	"github.com/stipend-mcp/stipend/store"
 )
 
-const ctxKey = "stipend.key"
-
 // auth admits requests whose "Authorization: Bearer <key>" names a key with
 // one of roles (admin is always admitted): 401 without a known key, 403 for
 // another role. Routes with an :agentId or :walletId parameter also refuse
@@ -39,7 +37,7 @@ func (s *Server) auth(roles ...apikey.Role) echo.MiddlewareFunc {
 				return &Error{Status: http.StatusForbidden, Kind: problem.Forbidden,
 					Detail: "the " + string(k.Role) + " role may not use this route"}
 			}
-			c.Set(ctxKey, &k)
+			scopeOf(c).setKey(k)
 			if agent, err := routeAccount(c); err != nil || (agent != "" && !k.MayRead(agent)) {
 				return &Error{Status: http.StatusForbidden, Kind: problem.Forbidden,
 					Detail: "this key may not read that agent"}
@@ -60,8 +58,8 @@ func routeAccount(c echo.Context) (string, error) {
 
 // keyOf returns the key that authenticated the request.
 func keyOf(c echo.Context) (*apikey.Key, bool) {
-	k, ok := c.Get(ctxKey).(*apikey.Key)
-	return k, ok
+	k := scopeOf(c).key
+	return k, k != nil
 }
 
 // PrincipalOf returns the ID of the API key that authenticated the request,

@@ -15,6 +15,7 @@ import (
 
 	"github.com/stipend-mcp/stipend/api"
 	"github.com/stipend-mcp/stipend/entitlement"
+	"github.com/stipend-mcp/stipend/internal/jsonlog"
 	"github.com/stipend-mcp/stipend/money"
 )
 
@@ -23,7 +24,9 @@ import (
 // metrics) without the network, next to a bare echo handler answering the
 // same JSON. The over-HTTP comparison is api/internal/httpbench.
 func BenchmarkConsumeHandler(b *testing.B) {
-	e := newEnv(b, func(c *api.Config) { c.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil)) })
+	e := newEnv(b, func(c *api.Config) { // cmd/stipend's logger
+		c.Logger = slog.New(jsonlog.New(io.Discard, jsonlog.CloudLogging(slog.LevelInfo)))
+	})
 	balance := money.Money{Cents: 1 << 50, Currency: "USD"}
 	if _, err := e.store.CreateEntitlement(context.Background(), entitlement.Entitlement{
 		ID: "bench", AgentID: agentA, Type: entitlement.TypeCredits, Scope: entitlement.Scope{Service: "search"},

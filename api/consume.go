@@ -92,7 +92,7 @@ func (s *Server) answerConsume(c echo.Context, route string, res store.ConsumeRe
 	switch res.Outcome {
 	case store.Consumed, store.Replay:
 		if !handEncodes(&res.Consumption) {
-			return c.JSON(http.StatusOK, consumeAnswer{Result: res.Outcome, Consumption: &res.Consumption})
+			return answerJSON(c, res.Outcome, &res.Consumption, nil)
 		}
 		bp := answerPool.Get().(*[]byte)
 		b := appendConsumeAnswer((*bp)[:0], res.Outcome, &res.Consumption)
@@ -101,9 +101,26 @@ func (s *Server) answerConsume(c echo.Context, route string, res store.ConsumeRe
 		answerPool.Put(bp)
 		return err
 	case store.Allowed:
-		return c.JSON(http.StatusOK, consumeAnswer{Result: res.Outcome, Entitlement: &res.Entitlement})
+		return answerJSON(c, res.Outcome, nil, &res.Entitlement)
 	}
 	return unknownOutcome("consume", res.Outcome)
+}
+
+// answerJSON answers 200 with the consumeAnswer of result and copies of
+// cons and e (each may be nil), encoded by encoding/json. The copies keep
+// the result a handler holds on its stack on the common path, which does
+// not come here.
+func answerJSON(c echo.Context, result store.Outcome, cons *entitlement.Consumption, e *entitlement.Entitlement) error {
+	a := consumeAnswer{Result: result}
+	if cons != nil {
+		cp := *cons
+		a.Consumption = &cp
+	}
+	if e != nil {
+		cp := *e
+		a.Entitlement = &cp
+	}
+	return c.JSON(http.StatusOK, a)
 }
 
 // chargeRefused counts the outcome of a consume, check or authorize on
@@ -114,7 +131,7 @@ func (s *Server) chargeRefused(route string, outcome store.Outcome, denials []en
 	if outcome == store.Denied {
 		reason = string(mainReason(denials))
 	}
-	s.metrics.consumeResults.WithLabelValues(route, string(outcome), reason).Inc()
+	s.metrics.countResult(route, string(outcome), reason)
 	switch outcome {
 	case store.Conflict:
 		return &Error{Status: http.StatusUnprocessableEntity, Kind: problem.IdempotencyKeyReused, Detail: conflictDetail}

@@ -14,7 +14,13 @@ import (
 	"github.com/stipend-mcp/stipend/problem"
 )
 
-var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+// body is a pooled buffer for request bodies, with the reader that limits them.
+type body struct {
+	buf bytes.Buffer
+	lr  io.LimitedReader
+}
+
+var bodies = sync.Pool{New: func() any { return new(body) }}
 
 // decode reads the request body into dst strictly: at most s.bodyLimit
 // bytes, application/json in UTF-8 without a content coding (checkContent), exactly one JSON value of dst's shape (no unknown
@@ -36,15 +42,18 @@ func (s *Server) decodeBody(c echo.Context, dst any, optional bool) error {
 	if optional && req.ContentLength == 0 {
 		return s.check(dst)
 	}
-	buf := bufPool.Get().(*bytes.Buffer)
+	bd := bodies.Get().(*body)
+	buf := &bd.buf
 	defer func() {
+		bd.lr.R = nil
 		if buf.Cap() <= 1<<16 {
 			buf.Reset()
-			bufPool.Put(buf)
+			bodies.Put(bd)
 		}
 	}()
 	buf.Reset()
-	n, err := buf.ReadFrom(io.LimitReader(req.Body, s.bodyLimit+1))
+	bd.lr = io.LimitedReader{R: req.Body, N: s.bodyLimit + 1}
+	n, err := buf.ReadFrom(&bd.lr)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {

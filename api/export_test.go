@@ -1,5 +1,10 @@
 package api
 
+import (
+	"context"
+	"time"
+)
+
 // AppendConsumeAnswer exposes appendConsumeAnswer to the external tests.
 var AppendConsumeAnswer = appendConsumeAnswer
 
@@ -11,3 +16,11 @@ type (
 	ConsumeBody = consumeBody
 	PaymentBody = paymentBody
 )
+
+// StoreContext returns the context storeDeadline gives a request whose
+// context is parent, ending at deadline, and the function it calls when
+// the request is done.
+func StoreContext(parent context.Context, deadline time.Time) (context.Context, func()) {
+	d := &deadlineCtx{Context: parent, deadline: deadline}
+	return d, d.release
+}

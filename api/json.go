@@ -22,16 +22,24 @@ import (
 // (duplicate names, invalid UTF-8, integers that are not integer literals
 // are errors), unknown members refused, and the rules it has no option for.
 // strictText adds decodeText, for a body that may hold U+0000 (DecodeJSON).
-var strict, strictText = strictOptions(false), strictOptions(true)
+// strictNoNull and strictTextNoNull are the same without the refuseNull
+// functions, for a body without the word null (and so without a null), on
+// which they would do nothing but cost a call for every value.
+var (
+	strict, strictText             = strictOptions(false, true), strictOptions(true, true)
+	strictNoNull, strictTextNoNull = strictOptions(false, false), strictOptions(true, false)
+)
 
-func strictOptions(text bool) json.Options {
-	unmarshalers := []*json.Unmarshalers{
-		json.UnmarshalFromFunc(refuseNull[string]),
-		json.UnmarshalFromFunc(refuseNull[bool]),
-		json.UnmarshalFromFunc(refuseNull[int64]),
-		json.UnmarshalFromFunc(refuseNullPointer[int64]),
-		json.UnmarshalFromFunc(refuseNullPointer[money.Money]),
-		json.UnmarshalFromFunc(decodeInt),
+func strictOptions(text, nulls bool) json.Options {
+	unmarshalers := []*json.Unmarshalers{json.UnmarshalFromFunc(decodeInt)}
+	if nulls {
+		unmarshalers = append(unmarshalers,
+			json.UnmarshalFromFunc(refuseNull[string]),
+			json.UnmarshalFromFunc(refuseNull[bool]),
+			json.UnmarshalFromFunc(refuseNull[int64]),
+			json.UnmarshalFromFunc(refuseNullPointer[int64]),
+			json.UnmarshalFromFunc(refuseNullPointer[money.Money]),
+		)
 	}
 	if text {
 		unmarshalers = append(unmarshalers, json.UnmarshalFromFunc(decodeText))
@@ -48,6 +56,10 @@ func strictOptions(text bool) json.Options {
 // character is invalid). A body without it holds no U+0000 and is read
 // without decodeText, whose per-string cost the hot path does not pay.
 var escapedNUL = []byte(`\u0000`)
+
+// nullWord is in every body with a null (and in some without one, in a
+// string).
+var nullWord = []byte("null")
 
 // refuseNull refuses null for a T, where Go could not tell it from an absent
 // member. (Pointers, slices and maps read null as absent; so do the named
@@ -150,8 +162,13 @@ func DecodeJSON(data []byte, dst any) error {
 	}()
 	d.r.Reset(data)
 	opts := strict
-	if bytes.Contains(data, escapedNUL) {
+	switch nul, null := bytes.Contains(data, escapedNUL), bytes.Contains(data, nullWord); {
+	case nul && null:
 		opts = strictText // may hold U+0000 (or a literal backslash before "u0000")
+	case nul:
+		opts = strictTextNoNull
+	case !null:
+		opts = strictNoNull
 	}
 	d.dec.Reset(&d.r, opts)
 	if d.dec.PeekKind() == 'n' { // the library would read it as an empty body

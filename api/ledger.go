@@ -1,13 +1,9 @@
 package api
 
 import (
-	"context"
-	"net/http"
-
 	"github.com/labstack/echo/v4"
 
 	"github.com/stipend-mcp/stipend/idempotency"
-	"github.com/stipend-mcp/stipend/problem"
 )
 
 // LedgerRoutes are the routes that require an Idempotency-Key and go
@@ -70,26 +66,5 @@ func (s *Server) UseLedger(ledger idempotency.Ledger, opts idempotency.Options) 
 		}
 		return mws
 	}
-	s.echo.Use(func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) error {
-			if c.Request().Method == http.MethodGet && c.Path() == "/readyz" {
-				return s.probeLedger(c, ledger, next)
-			}
-			return next(c)
-		}
-	})
-}
-
-// probeLedger fails /readyz closed when the ledger's bounded, non-mutating
-// probe fails, and otherwise lets the store probe answer, within the same
-// deadline: the whole of /readyz answers within the readiness timeout.
-func (s *Server) probeLedger(c echo.Context, ledger idempotency.Ledger, next echo.HandlerFunc) error {
-	ctx, cancel := context.WithTimeout(c.Request().Context(), s.ready)
-	defer cancel()
-	if err := ledger.Probe(ctx); err != nil {
-		return &Error{Status: http.StatusServiceUnavailable, Kind: problem.Unavailable,
-			Detail: "the idempotency ledger did not answer the readiness probe", Err: err}
-	}
-	c.SetRequest(c.Request().WithContext(ctx))
-	return next(c)
+	s.probes = append(s.probes, readyProbe{ledger.Probe, "the idempotency ledger did not answer the readiness probe"})
 }

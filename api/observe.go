@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -24,8 +25,6 @@ import (
 // and in every response.
 const HeaderRequestID = "X-Request-Id"
 
-const ctxRequestID = "stipend.requestId"
-
 // requestIDs makes request IDs: a random per-process prefix and a counter,
 // unique without a random read per request.
 type requestIDs struct {
@@ -40,26 +39,8 @@ func newRequestIDs() *requestIDs {
 }
 
 func (r *requestIDs) next() string {
-	return r.prefix + strconv.FormatUint(r.n.Add(1), 36)
-}
-
-// requestID takes the caller's X-Request-Id if it is 1–128 printable ASCII
-// characters, or makes one, and echoes it in the response.
-func (s *Server) requestID(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		id := c.Request().Header.Get(HeaderRequestID)
-		if !printableASCII(id, 128) {
-			id = s.ids.next()
-		}
-		c.Set(ctxRequestID, id)
-		c.Response().Header().Set(HeaderRequestID, id)
-		return next(c)
-	}
-}
-
-func requestIDOf(c echo.Context) string {
-	id, _ := c.Get(ctxRequestID).(string)
-	return id
+	var b [32]byte
+	return string(strconv.AppendUint(append(b[:0], r.prefix...), r.n.Add(1), 36))
 }
 
 func printableASCII(s string, max int) bool {
@@ -79,6 +60,52 @@ type metrics struct {
 	latency        *prometheus.HistogramVec
 	consumeResults *prometheus.CounterVec
 	storeErrors    *prometheus.CounterVec
+	// The series of latency and consumeResults, found once per label
+	// values: WithLabelValues hashes and looks them up on every call.
+	latencySeries series[latencyLabels, prometheus.Observer]
+	resultSeries  series[[3]string, prometheus.Counter]
+}
+
+// latencyLabels are the label values of a latency series.
+type latencyLabels struct {
+	route, method string
+	status        int
+}
+
+// series keeps the series of a metric vector by their label values K,
+// made by with on first use. Label values are bounded (routes, methods,
+// statuses, outcomes, reasons), so it is too.
+type series[K comparable, M any] struct {
+	mu   sync.RWMutex
+	m    map[K]M
+	with func(K) M
+}
+
+func (s *series[K, M]) get(k K) M {
+	s.mu.RLock()
+	m, ok := s.m[k]
+	s.mu.RUnlock()
+	if ok {
+		return m
+	}
+	m = s.with(k)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.m = map[K]M{}
+	}
+	s.m[k] = m
+	return m
+}
+
+// observeLatency records one request's latency.
+func (m *metrics) observeLatency(route, method string, status int, d time.Duration) {
+	m.latencySeries.get(latencyLabels{route, method, status}).Observe(d.Seconds())
+}
+
+// countResult counts one consume, check or authorize answer.
+func (m *metrics) countResult(route, result, reason string) {
+	m.resultSeries.get([3]string{route, result, reason}).Inc()
 }
 
 func newMetrics(r *prometheus.Registry) (*metrics, error) {
@@ -97,6 +124,10 @@ func newMetrics(r *prometheus.Registry) (*metrics, error) {
 			Help: "Store errors that reached the HTTP layer, by store error code.",
 		}, []string{"code"}),
 	}
+	m.latencySeries.with = func(l latencyLabels) prometheus.Observer {
+		return m.latency.WithLabelValues(l.route, l.method, statusLabel(l.status))
+	}
+	m.resultSeries.with = func(l [3]string) prometheus.Counter { return m.consumeResults.WithLabelValues(l[:]...) }
 	// Every code's series exists from the start at 0, so a rate or an alert
 	// on it works before the first error of that code.
 	for _, code := range store.Codes() {
@@ -141,13 +172,13 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		status := c.Response().Status
 		req := c.Request()
-		s.metrics.latency.WithLabelValues(route, methodLabel(req.Method), statusLabel(status)).Observe(elapsed.Seconds())
+		s.metrics.observeLatency(route, methodLabel(req.Method), status, elapsed)
 		level := slog.LevelInfo
 		if status >= 500 {
 			level = slog.LevelError
 		}
 		if s.log.Enabled(req.Context(), level) {
-			attrs := []slog.Attr{
+			attrs := [8]slog.Attr{ // an array: no allocation
 				slog.String("requestId", requestIDOf(c)),
 				slog.String("method", req.Method),
 				slog.String("route", route),
@@ -155,10 +186,12 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 				slog.Float64("durationMs", float64(elapsed.Microseconds())/1000),
 				slog.Int64("bytesOut", c.Response().Size),
 			}
+			n := 6
 			if k, ok := keyOf(c); ok {
-				attrs = append(attrs, slog.String("keyId", k.ID), slog.String("role", string(k.Role)))
+				attrs[6], attrs[7] = slog.String("keyId", k.ID), slog.String("role", string(k.Role))
+				n = 8
 			}
-			s.log.LogAttrs(req.Context(), level, "request", attrs...)
+			s.log.LogAttrs(req.Context(), level, "request", attrs[:n]...)
 		}
 		return nil
 	}

@@ -17,7 +17,7 @@ import (
 //go:embed openapi.json
 var OpenAPI []byte
 
-func (s *Server) registerOps(e *echo.Echo) {
+func (s *Server) registerOps(e group) {
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
 	e.GET("/openapi.json", func(c echo.Context) error {
@@ -35,11 +35,24 @@ func (s *Server) healthz(c echo.Context) error {
 	return c.JSON(http.StatusOK, statusBody{Status: "ok"})
 }
 
-// readyz probes the store without writing, bounded by s.ready, and fails
-// closed: any error or a timeout is 503.
+// readyProbe is a bounded, non-mutating probe of something the service
+// needs, and what /readyz says when it fails.
+type readyProbe struct {
+	probe  func(context.Context) error
+	detail string
+}
+
+// readyz probes what the service needs without writing (s.probes: the
+// idempotency ledger, UseLedger; then the store), one after the other, all
+// within s.ready, and fails closed: any error or a timeout is 503.
 func (s *Server) readyz(c echo.Context) error {
 	ctx, cancel := context.WithTimeout(c.Request().Context(), s.ready)
 	defer cancel()
+	for _, p := range s.probes {
+		if err := p.probe(ctx); err != nil {
+			return &Error{Status: http.StatusServiceUnavailable, Kind: problem.Unavailable, Detail: p.detail, Err: err}
+		}
+	}
 	if err := s.store.Ping(ctx); err != nil {
 		return &Error{Status: http.StatusServiceUnavailable, Kind: problem.Unavailable,
 			Detail: "the store did not answer the readiness probe", Err: err}

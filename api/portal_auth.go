@@ -94,7 +94,7 @@ func (s *Server) portalSession(c echo.Context, raw string) (*portal.Session, err
 	if !ps.Matches(raw) || !ps.Usable(s.now()) {
 		return nil, unknownKey()
 	}
-	c.Set(ctxKey, &apikey.Key{ID: "portal-" + ps.ID, Role: apikey.RolePortal, Agents: []string{ps.AgentID}})
+	scopeOf(c).setKey(apikey.Key{ID: "portal-" + ps.ID, Role: apikey.RolePortal, Agents: []string{ps.AgentID}})
 	c.Set(sessionCtxKey, &ps)
 	return &ps, nil
 }

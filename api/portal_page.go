@@ -17,7 +17,7 @@ import (
 // at /portal/assets/…, from the files embedded in the binary (package
 // portal). The page holds no data: it reads everything with the session's
 // token, which it takes out of its URL on load.
-func (s *Server) registerPortalPage(e *echo.Echo) {
+func (s *Server) registerPortalPage(e group) {
 	assets := portal.Assets()
 	e.GET("/portal", func(c echo.Context) error {
 		page, err := fs.ReadFile(assets, "portal.html")

@@ -69,7 +69,7 @@ type Config struct {
 	// ReadyTimeout bounds the store probe of /readyz; 0 means 2 s.
 	ReadyTimeout time.Duration
 	// StoreTimeout bounds the store calls of each request, counted from
-	// its arrival (see storeDeadline); 0 means DefaultStoreTimeout.
+	// its arrival (see requestScope); 0 means DefaultStoreTimeout.
 	StoreTimeout time.Duration
 	// RouteMiddleware, if set, is asked once per authenticated route
 	// (method and path template, e.g. "POST", "/v1/payments/:id/refund"),
@@ -119,6 +119,11 @@ type Server struct {
 	stripe    *stripepay.Client
 	topUps    *stripepay.TopUps
 	chains    sync.Map // "METHOD path" → echo.HandlerFunc: next wrapped in routeMW's middleware
+	// middleware is every request's, outermost first; routed holds the
+	// routes registered with it composed in (Server.handle).
+	middleware []echo.MiddlewareFunc
+	routed     map[routeKey]bool
+	probes     []readyProbe // /readyz's before the store's (ops.go)
 	// publicURL and frameAncestors are Config.PublicURL and
 	// Config.PortalFrameAncestors (portal_sessions.go, portal_page.go).
 	publicURL      string
@@ -180,12 +185,12 @@ func New(cfg Config) (*Server, error) {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
-	e.Pre(s.requestID)
-	e.Use(s.observe, recoverPanic, checkQuery, s.storeDeadline)
-	e.Use(portalCORS) // portal_auth.go
+	s.middleware = []echo.MiddlewareFunc{s.requestScope, s.observe, recoverPanic, checkQuery, portalCORS} // portalCORS: portal_auth.go
 	if len(s.cors) > 0 {
-		e.Use(s.corsMiddleware())
+		s.middleware = append(s.middleware, s.corsMiddleware())
 	}
+	s.routed = map[routeKey]bool{}
+	e.Use(s.unrouted)
 	s.echo = e
 	s.routes()
 	s.registerWebhooks(cfg.Webhooks)
@@ -194,7 +199,7 @@ func New(cfg Config) (*Server, error) {
 
 // routes registers every route group. Add a group with one line here.
 func (s *Server) routes() {
-	s.registerOps(s.echo)
+	s.registerOps(group{s: s})
 	v1 := group{s: s, prefix: "/v1"}
 	s.registerConsume(v1)
 	s.registerHolds(v1)
@@ -208,7 +213,7 @@ func (s *Server) routes() {
 	s.registerWallets(v1)
 	s.registerTopUp(v1)
 	s.registerPortalSessions(v1)
-	s.registerPortalPage(s.echo)
+	s.registerPortalPage(group{s: s})
 }
 
 // group registers routes under a path prefix.
@@ -218,7 +223,7 @@ type group struct {
 }
 
 func (g group) add(method, path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) {
-	g.s.echo.Add(method, g.prefix+path, h, m...)
+	g.s.handle(method, g.prefix+path, h, m...)
 }
 
 // GET registers a GET route.
@@ -234,6 +239,47 @@ func (g group) POST(path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) {
 // PUT registers a PUT route.
 func (g group) PUT(path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) {
 	g.add(http.MethodPut, path, h, m...)
+}
+
+// PATCH registers a PATCH route.
+func (g group) PATCH(path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) {
+	g.add(http.MethodPatch, path, h, m...)
+}
+
+// DELETE registers a DELETE route.
+func (g group) DELETE(path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) {
+	g.add(http.MethodDelete, path, h, m...)
+}
+
+// routeKey names a registered route: its method and path template.
+type routeKey struct{ method, path string }
+
+// handle registers h for method and path behind the route's middleware m
+// and every request's (s.middleware), composed here once: echo composes
+// the middleware given to Use and to Add anew for every request.
+func (s *Server) handle(method, path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) {
+	s.echo.Add(method, path, compose(compose(h, m), s.middleware))
+	s.routed[routeKey{method, path}] = true
+}
+
+// compose wraps h in m, m[0] outermost, as echo does.
+func compose(h echo.HandlerFunc, m []echo.MiddlewareFunc) echo.HandlerFunc {
+	for i := len(m) - 1; i >= 0; i-- {
+		h = m[i](h)
+	}
+	return h
+}
+
+// unrouted runs every request's middleware in front of what the router
+// found for a request that no route registered with handle takes: a 404, a
+// 405, the router's answer to OPTIONS, a route added through Echo().
+func (s *Server) unrouted(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if s.routed[routeKey{c.Request().Method, c.Path()}] {
+			return next(c) // composed in by handle
+		}
+		return compose(next, s.middleware)(c)
+	}
 }
 
 // afterAuth runs next behind the Config.RouteMiddleware of the request's
@@ -273,7 +319,10 @@ func (s *Server) Handler() http.Handler {
 	})
 }
 
-// Echo returns the underlying echo instance, for adding middleware or routes.
+// Echo returns the underlying echo instance, for adding middleware or
+// routes. A route added through it runs behind every request's middleware
+// (unrouted); middleware added with its Use runs before Stipend's own on
+// the routes of Server.
 func (s *Server) Echo() *echo.Echo { return s.echo }
 
 // handleError answers any error as problem+json. Internal errors are logged
@@ -323,6 +372,6 @@ func changedNothing(err error) bool {
 }
 
 // storeCtx is the context of a handler's store calls: the request's, which
-// ends at the request's store deadline (storeDeadline), or earlier when the
+// ends at the request's store deadline (requestScope), or earlier when the
 // client goes away or the server shuts down.
 func storeCtx(c echo.Context) context.Context { return c.Request().Context() }

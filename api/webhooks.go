@@ -58,7 +58,7 @@ func (s *Server) registerWebhooks(cfg *WebhookConfig) {
 	if s.signer != nil {
 		w.stripe.Sign = s.signer.Sign
 	}
-	g := s.echo.Group("/v1")
+	g := group{s: s, prefix: "/v1"}
 	admin := s.auth(apikey.RoleAdmin)
 	g.POST("/webhook-endpoints", w.createEndpoint, admin)
 	g.GET("/webhook-endpoints", w.listEndpoints, admin)

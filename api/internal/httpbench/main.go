@@ -34,6 +34,7 @@ import (
 	"github.com/stipend-mcp/stipend/api"
 	"github.com/stipend-mcp/stipend/apikey"
 	"github.com/stipend-mcp/stipend/entitlement"
+	"github.com/stipend-mcp/stipend/internal/jsonlog"
 	"github.com/stipend-mcp/stipend/money"
 	"github.com/stipend-mcp/stipend/receipt"
 	"github.com/stipend-mcp/stipend/store/memory"
@@ -255,7 +256,7 @@ func startStipend() (url, hostKey string, stop func(), err error) {
 	}
 	srv, err := api.New(api.Config{
 		Store: st, Keys: keys, Signer: signer,
-		Logger:   slog.New(slog.NewJSONHandler(io.Discard, nil)),
+		Logger:   slog.New(jsonlog.New(io.Discard, jsonlog.CloudLogging(slog.LevelInfo))), // cmd/stipend's
 		Registry: registry,
 	})
 	if err != nil {
