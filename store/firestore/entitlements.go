@@ -81,6 +81,9 @@ func (s *Store) ActiveEntitlements(ctx context.Context, agentID string) (charge.
 // after the call started, so the answer is as fresh as without the guess;
 // an agent in no wallet makes two queries, as a member does.
 func (s *Store) pool(ctx context.Context, agentID string, exact bool) (charge.Pool, error) {
+	if p, ok, err := s.indexedPool(ctx, agentID, exact); ok || err != nil {
+		return p, err
+	}
 	var (
 		g  errgroup.Group
 		ms []entitlement.Membership
