@@ -72,8 +72,10 @@ func (s *Store) ActiveEntitlements(ctx context.Context, agentID string) (charge.
 }
 
 // pool reads what a call of agentID may be charged to: its active
-// entitlements and its memberships at once, and the active entitlements of
-// its wallets, exact if asked. The wallets' entitlements need the
+// entitlements and its memberships, and the active entitlements of its
+// wallets, exact if asked. With the agent's candidates document
+// (candidates.go) every read is by ID. Without it (an account stored
+// before it existed), by the queries: the wallets' entitlements need the
 // memberships' answer, so a member's call would wait for two rounds of
 // queries; instead they are read at once, in the one query of the agent's
 // own, for the wallets the agent's last call found (walletsOf), and read
