@@ -92,7 +92,7 @@ type batchKey struct {
 // it took on. It only computes from what it reads, so it may run more than
 // once.
 func (s *Store) applyBatch(ctx context.Context, tx *firestore.Transaction, entitlementID string, calls []*call, w leaseWish) ([]outcome, *batch, error) {
-	b, err := s.readBatch(ctx, tx, entitlementID, calls, w.attempt)
+	b, err := s.readBatch(ctx, tx, entitlementID, calls)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -131,12 +131,7 @@ func (s *Store) applyBatch(ctx context.Context, tx *firestore.Transaction, entit
 // read again (on the emulator, reading existing documents is most of a
 // transaction's cost); only a hold that has ended meanwhile is read, in a
 // second read.
-//
-// A lone consume that brings the documents this read would read, as it
-// read them itself after it began (call.fresh), is not read again on the
-// batch's first attempt: the guarded writes fail if they changed since,
-// and the retry reads.
-func (s *Store) readBatch(ctx context.Context, tx *firestore.Transaction, entitlementID string, calls []*call, attempt int) (*batch, error) {
+func (s *Store) readBatch(ctx context.Context, tx *firestore.Transaction, entitlementID string, calls []*call) (*batch, error) {
 	b := &batch{s: s, tx: tx, entRef: s.entitlementRef(entitlementID), keys: make(map[string]*batchKey, len(calls))}
 	b.ID = entitlementID
 	refs := []*firestore.DocumentRef{b.entRef}
@@ -172,12 +167,9 @@ func (s *Store) readBatch(ctx context.Context, tx *firestore.Transaction, entitl
 			known = append(known, k)
 		}
 	}
-	snaps, ok := freshReads(calls, refs, attempt)
-	var err error
-	if !ok {
-		if snaps, err = s.readGuarded(ctx, refs...); err != nil {
-			return nil, err
-		}
+	snaps, err := s.readGuarded(ctx, refs...)
+	if err != nil {
+		return nil, err
 	}
 	if err := b.decodeKeys(snaps[1 : 1+nkeys]); err != nil {
 		return nil, err
@@ -221,21 +213,6 @@ func (s *Store) readBatch(ctx context.Context, tx *firestore.Transaction, entitl
 		b.writes++
 	}
 	return b, nil
-}
-
-// freshReads returns the documents refs as the lone call of calls read
-// them after it began (call.fresh), if it did and this is the batch's
-// first attempt.
-func freshReads(calls []*call, refs []*firestore.DocumentRef, attempt int) ([]*firestore.DocumentSnapshot, bool) {
-	if attempt != 1 || len(calls) != 1 || len(calls[0].fresh) != len(refs) {
-		return nil, false
-	}
-	for i, snap := range calls[0].fresh {
-		if snap == nil || snap.Ref.Path != refs[i].Path {
-			return nil, false
-		}
-	}
-	return calls[0].fresh, true
 }
 
 // key returns the batch's record of document id, adding it if new.

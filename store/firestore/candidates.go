@@ -163,9 +163,8 @@ func (s *Store) queryCandidates(src source, accountID string) (candidates, error
 // if it has none (pool queries then). Every read is a point read, sent
 // after the call began: the document, then the entitlements it names with
 // the memberships and the wallets' documents, then the wallets'
-// entitlements. It keeps the snapshot of each entitlement it returns in
-// snaps, if not nil.
-func (s *Store) indexedPool(ctx context.Context, agentID string, exact bool, snaps map[string]*firestore.DocumentSnapshot) (charge.Pool, bool, error) {
+// entitlements.
+func (s *Store) indexedPool(ctx context.Context, agentID string, exact bool) (charge.Pool, bool, error) {
 	snap, err := s.get(ctx, s.candidatesRef(agentID))
 	if err != nil {
 		return charge.Pool{}, false, fsfault.Read(err, "read candidates")
@@ -184,12 +183,12 @@ func (s *Store) indexedPool(ctx context.Context, agentID string, exact bool, sna
 	for _, w := range c.Wallets {
 		refs = append(refs, s.membershipRef(w, agentID), s.candidatesRef(w))
 	}
-	read, err := s.getAll(ctx, refs)
+	snaps, err := s.getAll(ctx, refs)
 	if err != nil {
 		return charge.Pool{}, false, fsfault.Read(err, "read candidates")
 	}
 	var pool charge.Pool
-	if pool.Entitlements, err = s.owned(ctx, agentID, exact, read[:len(c.Entitlements)], snaps); err != nil {
+	if pool.Entitlements, err = s.owned(ctx, agentID, exact, snaps[:len(c.Entitlements)]); err != nil {
 		return charge.Pool{}, false, err
 	}
 	var (
@@ -197,7 +196,7 @@ func (s *Store) indexedPool(ctx context.Context, agentID string, exact bool, sna
 		found = make([][]entitlement.Entitlement, len(c.Wallets))
 	)
 	for i, w := range c.Wallets {
-		m, ws := read[len(c.Entitlements)+2*i], read[len(c.Entitlements)+2*i+1]
+		m, ws := snaps[len(c.Entitlements)+2*i], snaps[len(c.Entitlements)+2*i+1]
 		if !m.Exists() {
 			continue // left the wallet
 		}
@@ -237,14 +236,13 @@ func (s *Store) walletCandidates(ctx context.Context, walletID string, snap *fir
 	if err != nil {
 		return nil, fsfault.Read(err, "read wallet candidates")
 	}
-	return s.owned(ctx, walletID, exact, snaps, nil)
+	return s.owned(ctx, walletID, exact, snaps)
 }
 
 // owned decodes the entitlements of snaps that exist, are active and are
 // ownerID's (what the query of its active entitlements finds), exact if
-// asked, in the query's order (document ID), and notes their owners; it
-// keeps the snapshot of each in keep, if not nil.
-func (s *Store) owned(ctx context.Context, ownerID string, exact bool, snaps []*firestore.DocumentSnapshot, keep map[string]*firestore.DocumentSnapshot) ([]entitlement.Entitlement, error) {
+// asked, in the query's order (document ID), and notes their owners.
+func (s *Store) owned(ctx context.Context, ownerID string, exact bool, snaps []*firestore.DocumentSnapshot) ([]entitlement.Entitlement, error) {
 	from := entitlementFrom
 	if exact {
 		from = s.exactFrom(ctx)
@@ -262,9 +260,6 @@ func (s *Store) owned(ctx context.Context, ownerID string, exact bool, snaps []*
 			continue
 		}
 		s.owners.note(e.ID, e.AgentID)
-		if keep != nil {
-			keep[e.ID] = snap
-		}
 		es = append(es, e)
 	}
 	slices.SortFunc(es, func(a, b entitlement.Entitlement) int { return strings.Compare(docID(a.ID), docID(b.ID)) })

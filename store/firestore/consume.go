@@ -40,39 +40,27 @@ func (s *Store) consumptionRef(agentID, key string) *firestore.DocumentRef {
 // ConsumeOne implements charge.Charger: it queues the call on the
 // entitlement's lane and waits for its own result.
 func (s *Store) ConsumeOne(ctx context.Context, req *entitlement.ConsumeRequest, entitlementID string) (store.ConsumeResult, error) {
-	return s.consumeOne(ctx, req, entitlementID, nil)
-}
-
-// consumeOne is ConsumeOne with the documents the call read after it
-// began, for its batch (call.fresh).
-func (s *Store) consumeOne(ctx context.Context, req *entitlement.ConsumeRequest, entitlementID string, fresh []*firestore.DocumentSnapshot) (store.ConsumeResult, error) {
 	o := s.queue(entitlementID, &call{ctx: ctx, op: opConsume, consume: req, fingerprint: req.Fingerprint(),
-		key: entitlement.ConsumptionKey(req.AgentID, req.IdempotencyKey), fresh: fresh})
+		key: entitlement.ConsumptionKey(req.AgentID, req.IdempotencyKey)})
 	return o.consume, o.err
 }
 
 // FindKey implements charge.Charger: one point read of the key's document,
 // which holds a consumption, a hold, or both.
 func (s *Store) FindKey(ctx context.Context, agentID, key string) (charge.Used, error) {
-	u, _, err := s.findKey(ctx, agentID, key)
-	return u, err
-}
-
-// findKey is FindKey, also returning the document as read.
-func (s *Store) findKey(ctx context.Context, agentID, key string) (charge.Used, *firestore.DocumentSnapshot, error) {
 	snap, err := s.get(ctx, s.consumptionRef(agentID, key))
 	if err != nil {
-		return charge.Used{}, nil, fsfault.Read(err, "find idempotency key")
+		return charge.Used{}, fsfault.Read(err, "find idempotency key")
 	}
 	if !snap.Exists() {
 		// The key stays out of the message: it may be sensitive.
-		return charge.Used{}, snap, store.Errorf(store.CodeNotFound, "idempotency key")
+		return charge.Used{}, store.Errorf(store.CodeNotFound, "idempotency key")
 	}
 	k, err := keyFrom(snap)
 	if err != nil {
-		return charge.Used{}, snap, err
+		return charge.Used{}, err
 	}
-	return k.Used(s.clock()), snap, nil
+	return k.Used(s.clock()), nil
 }
 
 // readKey reads the consumptions document id (a consumption's or a hold's

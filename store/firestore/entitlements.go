@@ -83,13 +83,7 @@ func (s *Store) ActiveEntitlements(ctx context.Context, agentID string) (charge.
 // after the call started, so the answer is as fresh as without the guess;
 // an agent in no wallet makes two queries, as a member does.
 func (s *Store) pool(ctx context.Context, agentID string, exact bool) (charge.Pool, error) {
-	return s.poolKeeping(ctx, agentID, exact, nil)
-}
-
-// poolKeeping is pool, keeping in snaps (if not nil) the snapshot of each
-// of the agent's own entitlements it read by ID.
-func (s *Store) poolKeeping(ctx context.Context, agentID string, exact bool, snaps map[string]*firestore.DocumentSnapshot) (charge.Pool, error) {
-	if p, ok, err := s.indexedPool(ctx, agentID, exact, snaps); ok || err != nil {
+	if p, ok, err := s.indexedPool(ctx, agentID, exact); ok || err != nil {
 		return p, err
 	}
 	var (

@@ -56,10 +56,6 @@ type call struct {
 	// pre is the hold as read before the call queued (capture, release):
 	// open then, and all but its status never changes.
 	pre *keyDoc
-	// fresh are the entitlement's and the key's documents as a consume
-	// read them after it began (consumeCharger), which its batch's first
-	// attempt may take as read (readBatch); nil: none.
-	fresh []*firestore.DocumentSnapshot
 	// fence is the fence of ctx (refund), checked and marked in the batch
 	// if the call changes something (fence.go).
 	fence txFence

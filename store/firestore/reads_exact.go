@@ -60,76 +60,46 @@ func (s *Store) storedEntitlement(ctx context.Context, id string) (entitlement.E
 // consumeCharger is the store as the consume path (charge.Consume,
 // charge.Authorize) uses it: candidates as stored, since only their order
 // and static checks matter before the atomic step; their queries started
-// before the key lookup (active). A consume's batch may take the documents
-// the call read (its key, missing, and the entitlement) as read
-// (readBatch): they were read after the call began.
+// before the key lookup (active).
 type consumeCharger struct {
 	*Store
-	// active answers the reads of agent's candidates started early;
-	// nil: read when asked.
+	// active answers the queries of agent's candidates started early;
+	// nil: query when asked.
 	agent  string
-	active func() poolRead
-	// key is the agent's key's document as FindKey read it, missing; nil
-	// if it was not.
-	key *firestore.DocumentSnapshot
+	active func() (charge.Pool, error)
 }
 
-// poolRead is the answer of the reads of an agent's candidates, with the
-// snapshot of each of its own entitlements read by ID.
-type poolRead struct {
-	pool  charge.Pool
-	snaps map[string]*firestore.DocumentSnapshot
-	err   error
-}
-
-// consumeCharger starts the reads of req's agent's candidates, unless
+// consumeCharger starts the queries of req's agent's candidates, unless
 // req names its entitlement (or is invalid, which charge.Consume answers),
 // and returns the charger that answers with them.
-func (s *Store) consumeCharger(ctx context.Context, req *entitlement.ConsumeRequest) *consumeCharger {
-	c := &consumeCharger{Store: s, agent: req.AgentID}
+func (s *Store) consumeCharger(ctx context.Context, req *entitlement.ConsumeRequest) consumeCharger {
+	c := consumeCharger{Store: s, agent: req.AgentID}
 	if req.EntitlementID != "" || !entitlement.ValidName(req.AgentID) {
 		return c
 	}
-	ch := make(chan poolRead, 1) // never waits: a replay answers without it
+	type result struct {
+		pool charge.Pool
+		err  error
+	}
+	ch := make(chan result, 1) // never waits: a replay answers without it
 	go func() {
-		r := poolRead{snaps: map[string]*firestore.DocumentSnapshot{}}
-		r.pool, r.err = s.poolKeeping(ctx, c.agent, false, r.snaps)
-		ch <- r
+		p, err := s.pool(ctx, c.agent, false)
+		ch <- result{p, err}
 	}()
-	c.active = sync.OnceValue(func() poolRead { return <-ch })
+	c.active = sync.OnceValues(func() (charge.Pool, error) {
+		r := <-ch
+		return r.pool, r.err
+	})
 	return c
 }
 
-// ActiveEntitlements implements charge.Charger with the reads started
+// ActiveEntitlements implements charge.Charger with the queries started
 // early, when they were.
-func (c *consumeCharger) ActiveEntitlements(ctx context.Context, agentID string) (charge.Pool, error) {
+func (c consumeCharger) ActiveEntitlements(ctx context.Context, agentID string) (charge.Pool, error) {
 	if c.active == nil || agentID != c.agent {
 		return c.pool(ctx, agentID, false)
 	}
-	r := c.active()
-	return r.pool, r.err
-}
-
-// FindKey implements charge.Charger, keeping the agent's key's document
-// read missing.
-func (c *consumeCharger) FindKey(ctx context.Context, agentID, key string) (charge.Used, error) {
-	u, snap, err := c.findKey(ctx, agentID, key)
-	if agentID == c.agent && snap != nil && !snap.Exists() {
-		c.key = snap
-	}
-	return u, err
-}
-
-// ConsumeOne implements charge.Charger, giving the batch the entitlement
-// and the key as the call read them, when it read both.
-func (c *consumeCharger) ConsumeOne(ctx context.Context, req *entitlement.ConsumeRequest, entitlementID string) (store.ConsumeResult, error) {
-	var fresh []*firestore.DocumentSnapshot
-	if c.active != nil && c.key != nil && req.AgentID == c.agent {
-		if e := c.active().snaps[entitlementID]; e != nil {
-			fresh = []*firestore.DocumentSnapshot{e, c.key}
-		}
-	}
-	return c.consumeOne(ctx, req, entitlementID, fresh)
+	return c.active()
 }
 
 // checkCharger is the store as charge.Check uses it: every candidate exact,
