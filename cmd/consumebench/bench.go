@@ -39,6 +39,9 @@ type result struct {
 	multi bool
 	stats fsstore.Stats
 	round int // of the multi-process pair (-proc-rounds)
+	// cpuSelf and cpuEmulator are the CPU time the run took in this
+	// process and in the emulator (-mode spread).
+	cpuSelf, cpuEmulator time.Duration
 }
 
 // consumeFunc charges one call to entitlement ent with key.

@@ -48,6 +48,8 @@ type config struct {
 	agents       int
 	leases       string
 	latency      time.Duration
+	warmup       int
+	emulatorPGID int
 	child        childConfig
 	// -mode wallet (wallet.go).
 	store       string
@@ -78,6 +80,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs.StringVar(&c.postgresURL, "postgres-url", "", "-mode wallet -store postgres: the server (a schema of the bench's own is made and dropped)")
 	fs.IntVar(&c.maxConns, "max-conns", 16, "-mode wallet -store postgres: connections per instance's pool")
 	fs.IntVar(&c.rounds, "rounds", 5, "-mode holds and spread: rounds of the two scenarios")
+	fs.IntVar(&c.warmup, "warmup", 1, "-mode spread: rounds of both scenarios run first and left out of the ratios (the emulator speeds up as its JIT warms, so the side run first on a fresh emulator would look best)")
+	fs.IntVar(&c.emulatorPGID, "emulator-pgid", 0, "-mode spread: the process group of the emulator (docs/bench/issue27-firestore.sh passes it), whose CPU time is counted per call with this process's")
 	fs.IntVar(&c.agents, "agents", 200, "-mode spread: agents, each with its own entitlement")
 	fs.DurationVar(&c.deadline, "deadline", 60*time.Second, "time limit of each scenario; calls not started by then count as not run")
 	fs.BoolVar(&c.child.enabled, "child", false, "internal: run as one server process of the multi-process scenario")

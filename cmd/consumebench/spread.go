@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"text/tabwriter"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -30,27 +31,59 @@ func runSpread(ctx context.Context, c config, host string, out io.Writer) error 
 		return err
 	}
 	defer client.Close()
-	fmt.Fprintf(out, "consumebench -mode spread on the Firestore emulator at %s, %s: %d agents, %d callers, %d calls per run\n\n",
-		host, time.Now().UTC().Format(time.RFC3339), c.agents, c.callers, c.calls)
+	fmt.Fprintf(out, "consumebench -mode spread on the Firestore emulator at %s, %s: %d agents, %d callers, %d calls per run, %d warm-up round(s)\n\n",
+		host, time.Now().UTC().Format(time.RFC3339), c.agents, c.callers, c.calls, c.warmup)
+	clock := cpuClock{c.emulatorPGID}
 	var results []result
-	ratios := make([]float64, c.rounds)
-	for round := range c.rounds {
-		rates := map[string]float64{}
+	ratios := make([]float64, 0, c.rounds)
+	cpuRatios := make([]float64, 0, c.rounds)
+	// The warm-up rounds alternate like the others; the measured rounds
+	// start with the side the last warm-up round ran second.
+	for round := range c.warmup + c.rounds {
+		rates, cpu := map[string]float64{}, map[string]float64{}
 		for i := range 2 {
 			path := []string{"naive", "stipend"}[(i+round)%2]
+			self0, emu0 := clock.read()
 			r, err := spreadRun(ctx, client, c, path)
 			if err != nil {
 				return err
 			}
-			r.name = fmt.Sprintf("round %d: %d agents", round+1, c.agents)
+			self1, emu1 := clock.read()
+			r.cpuSelf, r.cpuEmulator = self1-self0, emu1-emu0
+			if round < c.warmup {
+				r.name = fmt.Sprintf("warm-up %d (left out)", round+1)
+			} else {
+				r.name = fmt.Sprintf("round %d: %d agents", round-c.warmup+1, c.agents)
+			}
 			results = append(results, r)
 			rates[path] = rate(r)
+			cpu[path] = float64(r.cpuSelf+r.cpuEmulator) / float64(max(r.ok, 1))
 		}
-		ratios[round] = rates["stipend"] / rates["naive"]
+		if round >= c.warmup {
+			ratios = append(ratios, rates["stipend"]/rates["naive"])
+			cpuRatios = append(cpuRatios, cpu["stipend"]/cpu["naive"])
+		}
 	}
 	printTable(out, results)
+	printCPU(out, results)
 	printRoundRatios(out, "Stipend's consumes/s against the naive transaction's, same round:", ratios)
+	if c.emulatorPGID > 0 {
+		printRoundRatios(out, "Stipend's CPU per call (this process + the emulator) against the naive transaction's, same round:", cpuRatios)
+	}
 	return nil
+}
+
+// printCPU shows each run's CPU time per answered call: this process's
+// (the store or the naive transaction, and the load generator) and the
+// emulator's.
+func printCPU(out io.Writer, rs []result) {
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "scenario\tpath\tCPU/call, bench process\tCPU/call, emulator\tCPU/call, both\t")
+	for _, r := range rs {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t\n", r.name, r.path, perCall(r.cpuSelf, r.ok), perCall(r.cpuEmulator, r.ok),
+			perCall(r.cpuSelf+r.cpuEmulator, r.ok))
+	}
+	w.Flush()
 }
 
 // spreadRun makes c.agents agents with one entitlement each on fresh

@@ -6,6 +6,11 @@
 #
 #   go build -o /tmp/consumebench-after ./cmd/consumebench
 #   docs/bench/issue27-firestore.sh /tmp/consumebench-after [/tmp/consumebench-before] [-- consumebench flags]
+#
+# PASSES=N (default 1) runs the binaries N times over, every other pass in
+# reverse order (after, before, before, after, ...), so neither always runs
+# on an emulator the other warmed. Each binary is told the emulator's
+# process group (-emulator-pgid) to count its CPU per call.
 set -euo pipefail
 bins=()
 while [[ $# -gt 0 && "$1" != "--" ]]; do bins+=("$1"); shift; done
@@ -17,7 +22,13 @@ pgid=$!
 trap 'kill -TERM -- -$pgid 2>/dev/null || true; rm -f "$log"' EXIT
 for _ in $(seq 1 300); do curl -fsS http://127.0.0.1:$port/ >/dev/null 2>&1 && break; sleep 0.2; done
 export FIRESTORE_EMULATOR_HOST=127.0.0.1:$port
-for b in "${bins[@]}"; do
-  echo "=== $b, $(date -u +%H:%M:%S) UTC, load $(cut -d' ' -f1 /proc/loadavg)"
-  "$b" -mode spread "$@"
+for pass in $(seq 1 "${PASSES:-1}"); do
+  order=("${bins[@]}")
+  if (( pass % 2 == 0 )); then
+    order=(); for (( i=${#bins[@]}-1; i>=0; i-- )); do order+=("${bins[i]}"); done
+  fi
+  for b in "${order[@]}"; do
+    echo "=== pass $pass: $b, $(date -u +%H:%M:%S) UTC, load $(cut -d' ' -f1-3 /proc/loadavg)"
+    "$b" -mode spread -emulator-pgid "$pgid" "$@"
+  done
 done

@@ -72,8 +72,10 @@ func (s *Store) ActiveEntitlements(ctx context.Context, agentID string) (charge.
 }
 
 // pool reads what a call of agentID may be charged to: its active
-// entitlements and its memberships at once, and the active entitlements of
-// its wallets, exact if asked. The wallets' entitlements need the
+// entitlements and its memberships, and the active entitlements of its
+// wallets, exact if asked. With the agent's candidates document
+// (candidates.go) every read is by ID. Without it (an account stored
+// before it existed), by the queries: the wallets' entitlements need the
 // memberships' answer, so a member's call would wait for two rounds of
 // queries; instead they are read at once, in the one query of the agent's
 // own, for the wallets the agent's last call found (walletsOf), and read
@@ -81,6 +83,9 @@ func (s *Store) ActiveEntitlements(ctx context.Context, agentID string) (charge.
 // after the call started, so the answer is as fresh as without the guess;
 // an agent in no wallet makes two queries, as a member does.
 func (s *Store) pool(ctx context.Context, agentID string, exact bool) (charge.Pool, error) {
+	if p, ok, err := s.indexedPool(ctx, agentID, exact); ok || err != nil {
+		return p, err
+	}
 	var (
 		g  errgroup.Group
 		ms []entitlement.Membership

@@ -63,3 +63,30 @@ func RefillAfterRelease(ctx context.Context, s *Store, id string) error {
 	s.refill(ll)
 	return nil
 }
+
+// Candidates returns the candidates document of accountID (candidates.go):
+// the entitlements and wallets it names, and whether it exists. Only
+// tests compile this file.
+func Candidates(ctx context.Context, s *Store, accountID string) (entitlements, wallets []string, ok bool, err error) {
+	snap, err := s.candidatesRef(accountID).Get(ctx)
+	if isNotFound(err) {
+		return nil, nil, false, nil
+	} else if err != nil {
+		return nil, nil, false, err
+	}
+	c, err := candidatesFrom(snap)
+	return c.Entitlements, c.Wallets, true, err
+}
+
+// SetCandidates stores the candidates document of accountID as given, or,
+// with drop, deletes it (as an account stored before the document
+// existed). Only tests compile this file.
+func SetCandidates(ctx context.Context, s *Store, accountID string, entitlements, wallets []string, drop bool) error {
+	ref := s.candidatesRef(accountID)
+	if drop {
+		_, err := ref.Delete(ctx)
+		return err
+	}
+	_, err := ref.Set(ctx, encode(candidatesFields(&candidates{Entitlements: entitlements, Wallets: wallets})))
+	return err
+}

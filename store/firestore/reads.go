@@ -49,9 +49,24 @@ type reader struct {
 // get reads one document through the shared queue. A missing document is
 // a snapshot whose Exists() is false, not an error.
 func (s *Store) get(ctx context.Context, ref *firestore.DocumentRef) (*firestore.DocumentSnapshot, error) {
-	r := &readReq{ctx: ctx, ref: ref, done: make(chan readResult, 1)}
+	snaps, err := s.getAll(ctx, []*firestore.DocumentRef{ref})
+	if err != nil {
+		return nil, err
+	}
+	return snaps[0], nil
+}
+
+// getAll reads documents through the shared queue, in the order of refs.
+func (s *Store) getAll(ctx context.Context, refs []*firestore.DocumentRef) ([]*firestore.DocumentSnapshot, error) {
+	if len(refs) == 0 {
+		return nil, nil
+	}
+	rs := make([]*readReq, len(refs))
+	for i, ref := range refs {
+		rs[i] = &readReq{ctx: ctx, ref: ref, done: make(chan readResult, 1)}
+	}
 	s.reads.mu.Lock()
-	s.reads.q = append(s.reads.q, r)
+	s.reads.q = append(s.reads.q, rs...)
 	start := s.reads.running < maxReaders
 	if start {
 		s.reads.running++
@@ -59,18 +74,25 @@ func (s *Store) get(ctx context.Context, ref *firestore.DocumentRef) (*firestore
 	s.reads.mu.Unlock()
 	if start && !s.bg.goFn(s.drainReads) {
 		// The store is closed: no goroutine may start, so this caller
-		// drains the queue itself, serving its own read and every read
+		// drains the queue itself, serving its own reads and every read
 		// queued behind a drainer that will never run. (Going alone and
 		// leaving the count raised stranded reads that queued meanwhile:
 		// with no deadline they waited for ever.)
 		s.drainReads()
 	}
-	select {
-	case res := <-r.done:
-		return res.snap, res.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	snaps := make([]*firestore.DocumentSnapshot, len(rs))
+	for i, r := range rs {
+		select {
+		case res := <-r.done:
+			if res.err != nil {
+				return nil, res.err
+			}
+			snaps[i] = res.snap
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
+	return snaps, nil
 }
 
 func (s *Store) drainReads() {

@@ -30,6 +30,9 @@ func (s *Store) unit(ctx context.Context, what string, fn func(unit.Tx) error) e
 		if err := fn(t); err != nil {
 			return err
 		}
+		if err := t.writeIndex(); err != nil {
+			return err
+		}
 		return all(t.writes)
 	})
 }
@@ -46,6 +49,14 @@ type tx struct {
 	expiry map[string]time.Time
 	// topUpCreated is the createdAt (the list order) of each top-up read.
 	topUpCreated map[string]time.Time
+	// status is the status of each entitlement read; members the
+	// memberships read, by document ID (true: it exists). A write that
+	// leaves them as read leaves the candidates as they are.
+	status  map[string]entitlement.Status
+	members map[string]bool
+	// index is what the unit changes in the candidates of each account
+	// (candidates.go), written after the unit's reads.
+	index map[string]*indexChange
 }
 
 var _ unit.Tx = (*tx)(nil)
@@ -237,12 +248,24 @@ func (t *tx) Entitlements(ids []string) ([]entitlement.Entitlement, error) {
 	if err != nil {
 		return nil, err
 	}
-	return decodeAll(snaps, func(snap *firestore.DocumentSnapshot) (entitlement.Entitlement, error) {
+	es, err := decodeAll(snaps, func(snap *firestore.DocumentSnapshot) (entitlement.Entitlement, error) {
 		if !snap.Exists() {
 			return entitlement.Entitlement{}, store.Errorf(store.CodeInternal, "corrupt data: payment names missing entitlement %s", docPath(snap.Ref))
 		}
 		return entitlementFrom(snap)
 	})
+	for i := range es {
+		t.noteStatus(es[i])
+	}
+	return es, err
+}
+
+// noteStatus records e's status as read.
+func (t *tx) noteStatus(e entitlement.Entitlement) {
+	if t.status == nil {
+		t.status = make(map[string]entitlement.Status)
+	}
+	t.status[e.ID] = e.Status
 }
 
 func (t *tx) LockEntitlements(ids []string) ([]entitlement.Entitlement, error) {
@@ -261,8 +284,10 @@ func (t *tx) LockEntitlements(ids []string) ([]entitlement.Entitlement, error) {
 	return es, nil
 }
 
-// remember notes the expiry of each open hold of e, read for a change.
+// remember notes the expiry of each open hold of e, read for a change,
+// and its status.
 func (t *tx) remember(e entitlement.Entitlement) {
+	t.noteStatus(e)
 	if t.expiry == nil {
 		t.expiry = make(map[string]time.Time)
 	}
@@ -297,9 +322,13 @@ func (t *tx) EnsureAccount(agentID string) error {
 
 func (t *tx) CreateEntitlement(e entitlement.Entitlement) {
 	t.create(t.s.entitlementRef(e.ID), entitlementDoc(&e))
+	t.indexEntitlement(&e)
 }
 
 func (t *tx) UpdateEntitlement(e entitlement.Entitlement, expired, released []string) {
+	if was, ok := t.status[e.ID]; !ok || was != e.Status {
+		t.indexEntitlement(&e)
+	}
 	now := t.at()
 	t.write(func() error {
 		for _, id := range expired {

@@ -2,6 +2,7 @@ package firestore
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -16,17 +17,32 @@ import (
 // queries (queries.go). A member's charges read and write its membership
 // in the charge's own transaction: batch.go, lease_charge.go, members.go.
 
+// Membership reads a membership and notes whether it exists: a write of
+// one that existed leaves its member's candidates as they are.
 func (t *tx) Membership(walletID, memberID string) (entitlement.Membership, error) {
-	return load(t, t.s.membershipRef(walletID, memberID), membershipFrom, membershipNotFound(walletID, memberID))
+	ref := t.s.membershipRef(walletID, memberID)
+	m, err := load(t, ref, membershipFrom, membershipNotFound(walletID, memberID))
+	if err == nil || errors.Is(err, store.ErrNotFound) {
+		if t.members == nil {
+			t.members = map[string]bool{}
+		}
+		t.members[ref.ID] = err == nil
+	}
+	return m, err
 }
 
 func (t *tx) PutMembership(m entitlement.Membership) {
-	t.set(t.s.membershipRef(m.WalletID, m.MemberID), membershipDoc(&m))
+	ref := t.s.membershipRef(m.WalletID, m.MemberID)
+	t.set(ref, membershipDoc(&m))
+	if !t.members[ref.ID] {
+		t.indexMembership(m.WalletID, m.MemberID, true)
+	}
 }
 
 func (t *tx) DeleteMembership(walletID, memberID string) {
 	ref := t.s.membershipRef(walletID, memberID)
 	t.write(func() error { return t.tx.Delete(ref) })
+	t.indexMembership(walletID, memberID, false)
 }
 
 // membershipNotFound is the error of an absent membership.
