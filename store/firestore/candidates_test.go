@@ -155,3 +155,29 @@ func TestCandidates_NamesMoreThanThere(t *testing.T) {
 		t.Fatalf("Check = %s, %v; want denied", res.Outcome, err)
 	}
 }
+
+// TestCandidates_NamesLessThanThere: a grant that an instance of an older
+// version made without writing the candidates document (a rolling
+// upgrade) is never refused: a denial is answered from the queries.
+func TestCandidates_NamesLessThanThere(t *testing.T) {
+	emulator.Host(t)
+	a, b := twoInstances(t)
+	listed := createCredits(t, a, "agent", 5)
+	unlisted := createCredits(t, a, "agent", 5)
+	if err := fsstore.SetCandidates(t.Context(), a, "agent", []string{listed.ID}, nil, false); err != nil {
+		t.Fatalf("SetCandidates: %v", err)
+	}
+	if got := charged(t, b, "agent", "k1", 5); got != listed.ID {
+		t.Fatalf("first consume charged %q, want the listed %s", got, listed.ID)
+	}
+	res, err := b.Check(t.Context(), consumeReq("agent", "k2", 5))
+	if err != nil || res.Outcome != store.Allowed {
+		t.Fatalf("Check = %s, %v; want allowed (the unlisted grant can pay)", res.Outcome, err)
+	}
+	if got := charged(t, b, "agent", "k2", 5); got != unlisted.ID {
+		t.Fatalf("second consume charged %q, want the unlisted %s", got, unlisted.ID)
+	}
+	if got := charged(t, b, "agent", "k3", 5); got != "" {
+		t.Fatalf("third consume charged %s, want denied: both are spent", got)
+	}
+}

@@ -24,13 +24,41 @@ var _ charge.Charger = (*Store)(nil)
 // The candidates query starts with the key and account reads (which the
 // shared reader sends as one GetAll), so a consume waits for the slower of
 // them, not for both in turn.
+//
+// A denial of a consume naming no entitlement is answered only from the
+// queries (queriedCharger): the candidates document is the fast way to
+// what can pay, never the word on what cannot. It names every grant made
+// through this version of the store, but an instance of an older version
+// (during a rolling upgrade) grants without writing it; so such a grant is
+// never refused, at the cost of the queries on a denial.
 func (s *Store) CheckAndConsume(ctx context.Context, req entitlement.ConsumeRequest) (store.ConsumeResult, error) {
-	return charge.Consume(ctx, s.consumeCharger(ctx, &req), req)
+	res, err := charge.Consume(ctx, s.consumeCharger(ctx, &req), req)
+	if err == nil && res.Outcome == store.Denied && req.EntitlementID == "" {
+		return charge.Consume(ctx, queriedCharger{s, false}, req)
+	}
+	return res, err
 }
 
-// Check implements store.EntitlementStore.
+// Check implements store.EntitlementStore; a denial is answered from the
+// queries, as CheckAndConsume's.
 func (s *Store) Check(ctx context.Context, req entitlement.ConsumeRequest) (store.ConsumeResult, error) {
-	return charge.Check(ctx, checkCharger{s}, req, s.clock())
+	res, err := charge.Check(ctx, checkCharger{s}, req, s.clock())
+	if err == nil && res.Outcome == store.Denied && req.EntitlementID == "" {
+		return charge.Check(ctx, queriedCharger{s, true}, req, s.clock())
+	}
+	return res, err
+}
+
+// queriedCharger is the store with the candidates read by the queries
+// (exact if asked).
+type queriedCharger struct {
+	*Store
+	exact bool
+}
+
+// ActiveEntitlements implements charge.Charger.
+func (c queriedCharger) ActiveEntitlements(ctx context.Context, agentID string) (charge.Pool, error) {
+	return c.queriedPool(ctx, agentID, c.exact)
 }
 
 func (s *Store) consumptionRef(agentID, key string) *firestore.DocumentRef {

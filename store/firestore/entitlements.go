@@ -86,6 +86,11 @@ func (s *Store) pool(ctx context.Context, agentID string, exact bool) (charge.Po
 	if p, ok, err := s.indexedPool(ctx, agentID, exact); ok || err != nil {
 		return p, err
 	}
+	return s.queriedPool(ctx, agentID, exact)
+}
+
+// queriedPool is pool by the queries, without the candidates document.
+func (s *Store) queriedPool(ctx context.Context, agentID string, exact bool) (charge.Pool, error) {
 	var (
 		g  errgroup.Group
 		ms []entitlement.Membership
