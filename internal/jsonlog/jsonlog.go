@@ -237,11 +237,11 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 // configuration: the level written as "severity" (DEBUG, INFO, WARNING,
 // ERROR) and the message as "message"; level is the minimum written.
 func CloudLogging(level slog.Leveler) Options {
-	return Options{Level: level, LevelKey: "severity", MessageKey: "message", LevelName: severity}
+	return Options{Level: level, LevelKey: "severity", MessageKey: "message", LevelName: Severity}
 }
 
-// severity names a slog level as Cloud Logging does.
-func severity(l slog.Level) string {
+// Severity names a slog level as Cloud Logging does.
+func Severity(l slog.Level) string {
 	switch {
 	case l >= slog.LevelError:
 		return "ERROR"

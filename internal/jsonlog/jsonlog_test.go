@@ -14,20 +14,6 @@ import (
 	"github.com/stipend-mcp/stipend/internal/jsonlog"
 )
 
-// cloudLevel names levels as Cloud Logging does: the ReplaceAttr cmd/stipend
-// gave slog.JSONHandler before jsonlog, the reference of CloudLogging.
-func cloudLevel(l slog.Level) string {
-	switch {
-	case l >= slog.LevelError:
-		return "ERROR"
-	case l >= slog.LevelWarn:
-		return "WARNING"
-	case l >= slog.LevelInfo:
-		return "INFO"
-	}
-	return "DEBUG"
-}
-
 // TestHandler_LikeJSONHandler: every record, whether Handler writes it
 // itself or hands it to slog.JSONHandler, comes out as slog.JSONHandler
 // writes it, with slog's own keys and with renamed ones (the way cmd/stipend
@@ -107,7 +93,7 @@ func TestHandler_LikeJSONHandler(t *testing.T) {
 				}
 				switch a.Key {
 				case slog.LevelKey:
-					return slog.String("severity", cloudLevel(a.Value.Any().(slog.Level)))
+					return slog.String("severity", jsonlog.Severity(a.Value.Any().(slog.Level)))
 				case slog.MessageKey:
 					a.Key = "message"
 				}
@@ -194,7 +180,7 @@ func TestHandler_Concurrent(t *testing.T) {
 func BenchmarkAccessLog(b *testing.B) {
 	rename := func(groups []string, a slog.Attr) slog.Attr {
 		if len(groups) == 0 && a.Key == slog.LevelKey {
-			return slog.String("severity", cloudLevel(a.Value.Any().(slog.Level)))
+			return slog.String("severity", jsonlog.Severity(a.Value.Any().(slog.Level)))
 		}
 		if len(groups) == 0 && a.Key == slog.MessageKey {
 			a.Key = "message"

@@ -111,23 +111,6 @@ func WithMaxBatch(n int) Option {
 	}
 }
 
-// WithGatherWindow sets how long the consume queue of a busy entitlement
-// waits, at most, for as many calls as its previous batch held before it
-// starts the next transaction (default 2 ms; 0 disables). A lone call never
-// waits.
-func WithGatherWindow(d time.Duration) Option { return func(s *Store) { s.gather = max(d, 0) } }
-
-// WithRetryBudget bounds how long one consume transaction is retried when
-// other instances contend for the same entitlement (default 20 s). Callers'
-// own deadlines still apply.
-func WithRetryBudget(d time.Duration) Option {
-	return func(s *Store) {
-		if d > 0 {
-			s.retryBudget = d
-		}
-	}
-}
-
 // New returns a store on client. The caller owns the client (and chooses
 // the project and named database when creating it).
 func New(client *firestore.Client, opts ...Option) *Store {

@@ -90,22 +90,6 @@ func WithMaxBatch(n int) Option {
 	}
 }
 
-// WithGatherWindow sets how long the queue of a busy entitlement waits, at
-// most, for as many calls as its previous batch held before it starts the
-// next transaction (default 200 µs; 0 disables). A lone call never waits.
-func WithGatherWindow(d time.Duration) Option { return func(s *Store) { s.gather = max(d, 0) } }
-
-// WithRetryBudget bounds how long one transaction is retried when the
-// server breaks a deadlock or a serialization failure (default 20 s).
-// Callers' own deadlines still apply.
-func WithRetryBudget(d time.Duration) Option {
-	return func(s *Store) {
-		if d > 0 {
-			s.retryBudget = d
-		}
-	}
-}
-
 // New returns a store on pool, whose schema Migrate has brought up to date.
 // The caller owns the pool (its size bounds the store's concurrent
 // transactions and reads).
