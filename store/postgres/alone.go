@@ -13,7 +13,6 @@ import (
 	"github.com/stipend-mcp/stipend/internal/pgfault"
 	"github.com/stipend-mcp/stipend/store"
 	"github.com/stipend-mcp/stipend/store/internal/charge"
-	"github.com/stipend-mcp/stipend/store/internal/retry"
 )
 
 // The common case, a consume whose agent has no other call in flight on
@@ -327,12 +326,10 @@ func (s *Store) consumeAlone(ctx context.Context, req entitlement.ConsumeRequest
 // Store.run does; fn reports committing once it sent its COMMIT, so a
 // failure may have committed. A transaction fn leaves open is rolled back.
 func (s *Store) runConn(ctx context.Context, what string, fn func(conn *pgxpool.Conn) (committing bool, err error)) error {
-	committing := false
-	err, stop := retry.Run(ctx, s.policy(), func() error {
+	return s.retried(ctx, what, func() (bool, error) {
 		conn, err := s.pool.Acquire(ctx)
 		if err != nil {
-			committing = false
-			return err
+			return false, err
 		}
 		defer func() {
 			if conn.Conn().PgConn().TxStatus() != 'I' {
@@ -345,18 +342,8 @@ func (s *Store) runConn(ctx context.Context, what string, fn func(conn *pgxpool.
 			}
 			conn.Release()
 		}()
-		committing, err = fn(conn)
-		return err
-	}, func(err error) bool { return errors.Is(err, errRetry) || pgfault.Retryable(err) })
-	switch {
-	case err == nil:
-		return nil
-	case stop == retry.Exhausted:
-		return pgfault.Read(err, "%s: contention outlasted the retry budget (or the caller's deadline, if sooner)", what)
-	case stop == retry.Cancelled || !committing:
-		return pgfault.Read(err, "%s", what)
-	}
-	return pgfault.Write(err, "%s", what)
+		return fn(conn)
+	})
 }
 
 // callers counts the charges in flight on this instance per agent, so that

@@ -31,10 +31,18 @@ var errRetry = errors.New("a unique guard was taken concurrently")
 // Errors are translated, with what naming the operation; one from a COMMIT
 // whose answer was lost is Uncertain, every other one committed nothing.
 func (s *Store) run(ctx context.Context, what string, fn func(tx pgx.Tx) error) error {
+	return s.retried(ctx, what, func() (bool, error) { return s.attempt(ctx, fn) })
+}
+
+// retried runs attempt, retrying it under contention (errRetry, a deadlock
+// or serialization failure) within the store's retry budget and ctx, and
+// translates its last error, with what naming the operation: Uncertain
+// when the attempt reports it had sent its COMMIT.
+func (s *Store) retried(ctx context.Context, what string, attempt func() (committing bool, err error)) error {
 	committing := false
 	err, stop := retry.Run(ctx, s.policy(), func() error {
 		var err error
-		committing, err = s.attempt(ctx, fn)
+		committing, err = attempt()
 		return err
 	}, func(err error) bool { return errors.Is(err, errRetry) || pgfault.Retryable(err) })
 	switch {
