@@ -78,21 +78,31 @@ func HoldReplayOf(u Used, req *entitlement.HoldRequest) store.HoldResult {
 	return store.HoldResult{Outcome: store.Replay, Hold: u.Hold, Consumption: u.Consumption}
 }
 
-// Consume implements store.EntitlementStore.CheckAndConsume on top of c.
-func Consume(ctx context.Context, c Charger, req entitlement.ConsumeRequest) (store.ConsumeResult, error) {
+// answerFirst answers what a consume or a check answers before any
+// entitlement: a request that is wrong (named what), the replay of a used
+// key, the account's limits refusing it. done is false when none did.
+func answerFirst(ctx context.Context, c Charger, req *entitlement.ConsumeRequest, what string) (res store.ConsumeResult, done bool, err error) {
 	if err := req.Normalize(); err != nil {
-		return store.ConsumeResult{}, store.Wrap(store.CodeInvalid, err, "consume request")
+		return store.ConsumeResult{}, true, store.Wrap(store.CodeInvalid, err, "%s", what)
 	}
 	account := readAccount(ctx, c, req.AgentID)
 	if prior, err := c.FindKey(ctx, req.AgentID, req.IdempotencyKey); err == nil {
-		return ReplayOf(prior, &req), nil
+		return ReplayOf(prior, req), true, nil
 	} else if !errors.Is(err, store.ErrNotFound) {
-		return store.ConsumeResult{}, err
+		return store.ConsumeResult{}, true, err
 	}
-	if d, err := account.refuse(&req); err != nil {
-		return store.ConsumeResult{}, err
+	if d, err := account.refuse(req); err != nil {
+		return store.ConsumeResult{}, true, err
 	} else if d != nil {
-		return AccountDenied(d), nil
+		return AccountDenied(d), true, nil
+	}
+	return store.ConsumeResult{}, false, nil
+}
+
+// Consume implements store.EntitlementStore.CheckAndConsume on top of c.
+func Consume(ctx context.Context, c Charger, req entitlement.ConsumeRequest) (store.ConsumeResult, error) {
+	if res, done, err := answerFirst(ctx, c, &req, "consume request"); done {
+		return res, err
 	}
 	if req.EntitlementID != "" {
 		return c.ConsumeOne(ctx, &req, req.EntitlementID)
@@ -160,19 +170,8 @@ func first[R any](ctx context.Context, c Charger, req *entitlement.ConsumeReques
 
 // Check implements store.EntitlementStore.Check on top of c at now.
 func Check(ctx context.Context, c Charger, req entitlement.ConsumeRequest, now time.Time) (store.ConsumeResult, error) {
-	if err := req.Normalize(); err != nil {
-		return store.ConsumeResult{}, store.Wrap(store.CodeInvalid, err, "check request")
-	}
-	account := readAccount(ctx, c, req.AgentID)
-	if prior, err := c.FindKey(ctx, req.AgentID, req.IdempotencyKey); err == nil {
-		return ReplayOf(prior, &req), nil
-	} else if !errors.Is(err, store.ErrNotFound) {
-		return store.ConsumeResult{}, err
-	}
-	if d, err := account.refuse(&req); err != nil {
-		return store.ConsumeResult{}, err
-	} else if d != nil {
-		return AccountDenied(d), nil
+	if res, done, err := answerFirst(ctx, c, &req, "check request"); done {
+		return res, err
 	}
 	candidates, members, denials, err := candidates(ctx, c, &req)
 	if err != nil {
