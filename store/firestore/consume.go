@@ -2,6 +2,7 @@ package firestore
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -25,15 +26,16 @@ var _ charge.Charger = (*Store)(nil)
 // shared reader sends as one GetAll), so a consume waits for the slower of
 // them, not for both in turn.
 //
-// A denial of a consume naming no entitlement is answered only from the
-// queries (queriedCharger): the candidates document is the fast way to
-// what can pay, never the word on what cannot. It names every grant made
-// through this version of the store, but an instance of an older version
-// (during a rolling upgrade) grants without writing it; so such a grant is
-// never refused, at the cost of the queries on a denial.
+// A denial decided on candidates read through the candidates document is
+// answered only from the queries (queriedCharger): the document is the
+// fast way to what can pay, never the word on what cannot. It names every
+// grant made through this version of the store, but an instance of an
+// older version (during a rolling upgrade) grants without writing it; so
+// such a grant is never refused, at the cost of the queries on a denial.
 func (s *Store) CheckAndConsume(ctx context.Context, req entitlement.ConsumeRequest) (store.ConsumeResult, error) {
-	res, err := charge.Consume(ctx, s.consumeCharger(ctx, &req), req)
-	if err == nil && res.Outcome == store.Denied && req.EntitlementID == "" {
+	c := s.consumeCharger(ctx, &req)
+	res, err := charge.Consume(ctx, c, req)
+	if err == nil && res.Outcome == store.Denied && c.indexed.Load() {
 		return charge.Consume(ctx, queriedCharger{s, false}, req)
 	}
 	return res, err
@@ -42,8 +44,9 @@ func (s *Store) CheckAndConsume(ctx context.Context, req entitlement.ConsumeRequ
 // Check implements store.EntitlementStore; a denial is answered from the
 // queries, as CheckAndConsume's.
 func (s *Store) Check(ctx context.Context, req entitlement.ConsumeRequest) (store.ConsumeResult, error) {
-	res, err := charge.Check(ctx, checkCharger{s}, req, s.clock())
-	if err == nil && res.Outcome == store.Denied && req.EntitlementID == "" {
+	c := checkCharger{s, new(atomic.Bool)}
+	res, err := charge.Check(ctx, c, req, s.clock())
+	if err == nil && res.Outcome == store.Denied && c.indexed.Load() {
 		return charge.Check(ctx, queriedCharger{s, true}, req, s.clock())
 	}
 	return res, err

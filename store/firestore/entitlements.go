@@ -68,7 +68,8 @@ func (s *Store) exactFrom(ctx context.Context) func(*firestore.DocumentSnapshot)
 // charged to, as stored (the consume path's candidates; checkCharger's are
 // exact).
 func (s *Store) ActiveEntitlements(ctx context.Context, agentID string) (charge.Pool, error) {
-	return s.pool(ctx, agentID, false)
+	p, _, err := s.pool(ctx, agentID, false)
+	return p, err
 }
 
 // pool reads what a call of agentID may be charged to: its active
@@ -82,11 +83,12 @@ func (s *Store) ActiveEntitlements(ctx context.Context, agentID string) (charge.
 // again after the memberships only if those differ. Every query is sent
 // after the call started, so the answer is as fresh as without the guess;
 // an agent in no wallet makes two queries, as a member does.
-func (s *Store) pool(ctx context.Context, agentID string, exact bool) (charge.Pool, error) {
+func (s *Store) pool(ctx context.Context, agentID string, exact bool) (p charge.Pool, indexed bool, err error) {
 	if p, ok, err := s.indexedPool(ctx, agentID, exact); ok || err != nil {
-		return p, err
+		return p, ok, err
 	}
-	return s.queriedPool(ctx, agentID, exact)
+	p, err = s.queriedPool(ctx, agentID, exact)
+	return p, false, err
 }
 
 // queriedPool is pool by the queries, without the candidates document.

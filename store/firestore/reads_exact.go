@@ -3,6 +3,7 @@ package firestore
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -67,13 +68,16 @@ type consumeCharger struct {
 	// nil: query when asked.
 	agent  string
 	active func() (charge.Pool, error)
+	// indexed is set when agent's candidates were read through its
+	// candidates document (candidates.go).
+	indexed *atomic.Bool
 }
 
 // consumeCharger starts the queries of req's agent's candidates, unless
 // req names its entitlement (or is invalid, which charge.Consume answers),
 // and returns the charger that answers with them.
 func (s *Store) consumeCharger(ctx context.Context, req *entitlement.ConsumeRequest) consumeCharger {
-	c := consumeCharger{Store: s, agent: req.AgentID}
+	c := consumeCharger{Store: s, agent: req.AgentID, indexed: new(atomic.Bool)}
 	if req.EntitlementID != "" || !entitlement.ValidName(req.AgentID) {
 		return c
 	}
@@ -83,7 +87,8 @@ func (s *Store) consumeCharger(ctx context.Context, req *entitlement.ConsumeRequ
 	}
 	ch := make(chan result, 1) // never waits: a replay answers without it
 	go func() {
-		p, err := s.pool(ctx, c.agent, false)
+		p, indexed, err := s.pool(ctx, c.agent, false)
+		c.indexed.Store(indexed)
 		ch <- result{p, err}
 	}()
 	c.active = sync.OnceValues(func() (charge.Pool, error) {
@@ -97,16 +102,27 @@ func (s *Store) consumeCharger(ctx context.Context, req *entitlement.ConsumeRequ
 // early, when they were.
 func (c consumeCharger) ActiveEntitlements(ctx context.Context, agentID string) (charge.Pool, error) {
 	if c.active == nil || agentID != c.agent {
-		return c.pool(ctx, agentID, false)
+		p, indexed, err := c.pool(ctx, agentID, false)
+		if agentID == c.agent {
+			c.indexed.Store(indexed)
+		}
+		return p, err
 	}
 	return c.active()
 }
 
 // checkCharger is the store as charge.Check uses it: every candidate exact,
 // so a dry run answers what a consume would.
-type checkCharger struct{ *Store }
+type checkCharger struct {
+	*Store
+	indexed *atomic.Bool // as consumeCharger's, for any agent asked
+}
 
 // ActiveEntitlements implements charge.Charger with exact entitlements.
 func (c checkCharger) ActiveEntitlements(ctx context.Context, agentID string) (charge.Pool, error) {
-	return c.pool(ctx, agentID, true)
+	p, indexed, err := c.pool(ctx, agentID, true)
+	if indexed {
+		c.indexed.Store(true)
+	}
+	return p, err
 }
