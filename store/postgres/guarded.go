@@ -63,7 +63,7 @@ import (
 func (s *Store) consumeGuarded(ctx context.Context, req *entitlement.ConsumeRequest) (store.ConsumeResult, bool, error) {
 	if req.EntitlementID == "" {
 		if snap, ok := s.recent.snapshot(req.AgentID, s.clock()); ok {
-			if res, written, err := s.chargeGuarded(ctx, req, &snap, false); written || err != nil {
+			if res, answered, err := s.chargeGuarded(ctx, req, &snap, false); answered {
 				return res, true, err
 			}
 		}
@@ -72,14 +72,15 @@ func (s *Store) consumeGuarded(ctx context.Context, req *entitlement.ConsumeRequ
 	if err != nil || snap.member || len(snap.ents) > 1 {
 		return store.ConsumeResult{}, false, nil // consumeAlone reads again, and says what failed
 	}
-	res, written, err := s.chargeGuarded(ctx, req, &snap, true)
-	return res, written || err != nil, err
+	return s.chargeGuarded(ctx, req, &snap, true)
 }
 
-// chargeGuarded decides req on snap and writes the charge guarded. written
-// is false when nothing was written and, with fresh (snap was read after
-// the call began), the decision was not a denial to answer.
-func (s *Store) chargeGuarded(ctx context.Context, req *entitlement.ConsumeRequest, snap *snapshot, fresh bool) (res store.ConsumeResult, written bool, err error) {
+// chargeGuarded decides req on snap and writes the charge guarded.
+// answered is false when nothing was written and the consume is to be
+// decided again: the guard found the snapshot stale, the writes are not one
+// guarded statement's, or the decision wrote nothing and snap was not read
+// after the call began (fresh), so it is no answer.
+func (s *Store) chargeGuarded(ctx context.Context, req *entitlement.ConsumeRequest, snap *snapshot, fresh bool) (res store.ConsumeResult, answered bool, err error) {
 	a := &alone{prefetched: prefetched{s, snap}, ctx: ctx, q: s.pool}
 	if res, err = charge.Consume(ctx, a, *req); err != nil || len(a.tried) == 0 {
 		if fresh || err != nil {
