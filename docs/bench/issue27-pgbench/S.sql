@@ -1,0 +1,2 @@
+\set a random(1, 1000)
+SELECT id, agent_id, type, scope_service, scope_tools, status, created_at, expires_at, revoked_at, payment_id, metadata, balance_cents, balance_currency, granted_cents, granted_currency, quota_limit, quota_period, quota_remaining, quota_reset_at, quota_anchor, valid_from, valid_until, holds, controls, xmin FROM entitlements WHERE agent_id = 'a' || :a AND status = 'active' ORDER BY id;
