@@ -70,6 +70,12 @@ func (s *Server) decodeBody(c echo.Context, dst any, optional bool) error {
 	if err := checkContent(c); err != nil {
 		return err
 	}
+	if fb, ok := dst.(fastBody); ok && fb.decodeFast(buf.Bytes()) { // consume_fast.go
+		if fb.tagsHold() {
+			return validateMethod(dst)
+		}
+		return s.check(dst)
+	}
 	if err := DecodeJSON(buf.Bytes(), dst); err != nil {
 		return err
 	}

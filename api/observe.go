@@ -191,7 +191,12 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 				attrs[6], attrs[7] = slog.String("keyId", k.ID), slog.String("role", string(k.Role))
 				n = 8
 			}
-			s.log.LogAttrs(req.Context(), level, "request", attrs[:n]...)
+			// Straight to the handler, without the caller's program
+			// counter that Logger.LogAttrs walks the stack for: an access
+			// log line has no source worth naming.
+			r := slog.NewRecord(time.Now(), level, "request", 0)
+			r.AddAttrs(attrs[:n]...)
+			_ = s.log.Handler().Handle(req.Context(), r)
 		}
 		return nil
 	}

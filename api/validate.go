@@ -33,7 +33,7 @@ var limitTags = map[string]struct {
 	},
 	// units is a consume request's units (an omitted member stands for 1).
 	"units": {
-		func(v reflect.Value) bool { return v.Int() >= 1 && v.Int() <= entitlement.MaxUnits },
+		func(v reflect.Value) bool { return validUnits(v.Int()) },
 		fmt.Sprintf("must be between 1 and %d", entitlement.MaxUnits),
 	},
 	// holdttl is a hold's ttlSeconds; 0 stands for entitlement.DefaultHoldTTL.
@@ -49,6 +49,9 @@ var limitTags = map[string]struct {
 		fmt.Sprintf("must be between 0 and %d", MaxQuotaLimit),
 	},
 }
+
+// validUnits is the units tag's rule.
+func validUnits(n int64) bool { return n >= 1 && n <= entitlement.MaxUnits }
 
 // newValidator returns a validator that names fields by their JSON names
 // (an embedded struct adds no name, as its fields are the parent's in JSON)
@@ -89,6 +92,11 @@ func (s *Server) check(dst any) error {
 		out.Detail = "the request is invalid: " + joinField(out.Errors[0].Field, out.Errors[0].Detail)
 		return out
 	}
+	return validateMethod(dst)
+}
+
+// validateMethod runs dst's own Validate method, if it has one.
+func validateMethod(dst any) error {
 	if v, ok := dst.(interface{ Validate() error }); ok {
 		return fieldErrorOf(v.Validate())
 	}
