@@ -1,6 +1,8 @@
 package api
 
 import (
+	"slices"
+
 	"github.com/stipend-mcp/stipend/entitlement"
 	"github.com/stipend-mcp/stipend/money"
 )
@@ -31,24 +33,18 @@ func (b *consumeBody) tagsHold() bool {
 		(b.EntitlementID == "" || entitlement.ValidName(b.EntitlementID))
 }
 
-// The members of consumeBody, as bits of what was seen.
-const (
-	seenAgent = 1 << iota
-	seenService
-	seenTool
-	seenKey
-	seenCost
-	seenUnits
-	seenEntitlement
-)
+// consumeMembers are the members of consumeBody: the first five strings
+// (decodeFast's texts, in this order), then units and cost.
+var consumeMembers = [...]string{"agentId", "service", "tool", "idempotencyKey", "entitlementId", "units", "cost"}
 
 func (b *consumeBody) decodeFast(data []byte) bool {
 	var out consumeBody
+	texts := [...]*string{&out.AgentID, &out.Service, &out.Tool, &out.IdempotencyKey, &out.EntitlementID}
 	s := scanner{data: data}
 	if !s.byte('{') {
 		return false
 	}
-	seen := 0
+	seen := 0 // a bit per member of consumeMembers
 	for first := true; ; first = false {
 		if s.byte('}') {
 			break
@@ -60,38 +56,24 @@ func (b *consumeBody) decodeFast(data []byte) bool {
 		if !ok || !s.byte(':') {
 			return false
 		}
-		var bit int
-		switch string(name) {
-		case "agentId":
-			bit = seenAgent
-			out.AgentID, ok = s.str()
-		case "service":
-			bit = seenService
-			out.Service, ok = s.str()
-		case "tool":
-			bit = seenTool
-			out.Tool, ok = s.str()
-		case "idempotencyKey":
-			bit = seenKey
-			out.IdempotencyKey, ok = s.str()
-		case "entitlementId":
-			bit = seenEntitlement
-			out.EntitlementID, ok = s.str()
+		i := slices.IndexFunc(consumeMembers[:], func(m string) bool { return m == string(name) })
+		if i < 0 || seen&(1<<i) != 0 {
+			return false
+		}
+		seen |= 1 << i
+		switch consumeMembers[i] {
 		case "units":
-			bit = seenUnits
 			out.Units = new(int64)
 			*out.Units, ok = s.integer()
 		case "cost":
-			bit = seenCost
 			out.Cost = new(money.Money)
 			*out.Cost, ok = s.amount()
 		default:
+			*texts[i], ok = s.str()
+		}
+		if !ok {
 			return false
 		}
-		if !ok || seen&bit != 0 {
-			return false
-		}
-		seen |= bit
 	}
 	s.space()
 	if s.i != len(s.data) {

@@ -144,9 +144,7 @@ var captureTests = []subtest{
 			_, err := s.CaptureHold(t.Context(), h.ID, agent, entitlement.Amount{})
 			wantConflictOf(t, fmt.Sprintf("CaptureHold(expired) #%d", i+1), err, entitlement.ErrHoldExpired)
 		}
-		wantHoldStatus(t, s, h.ID, entitlement.HoldExpired, h.ExpiresAt)
-		wantHeld(t, s, e.ID, 0, 1000)
-		wantNoConsumptions(t, s, agent, "a refused capture")
+		wantEndedUncharged(t, s, h.ID, entitlement.HoldExpired, h.ExpiresAt, e.ID, 1000, agent, "a refused capture")
 	}},
 	{"CaptureDepletes", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
 		agent, c := agentWithCredits(t, s, 100, clock.Now())
@@ -191,9 +189,7 @@ var releaseTests = []subtest{
 		if d := cmpDiff(want, again.Hold); d != "" || again.Entitlement.ID != "" {
 			t.Errorf("ReleaseHold again: entitlement %q (want none), hold (-want +got):\n%s", again.Entitlement.ID, d)
 		}
-		wantHoldStatus(t, s, h.ID, entitlement.HoldReleased, now)
-		wantHeld(t, s, e.ID, 0, 1000)
-		wantNoConsumptions(t, s, agent, "a release")
+		wantEndedUncharged(t, s, h.ID, entitlement.HoldReleased, now, e.ID, 1000, agent, "a release")
 	}},
 	{"ReleaseAfterCapture", func(t *testing.T, s store.EntitlementStore, clock *Clock) {
 		agent, e := agentWithCredits(t, s, 1000, clock.Now())

@@ -70,6 +70,16 @@ func wantHoldStatus(t *testing.T, s store.EntitlementStore, id string, status en
 	return h
 }
 
+// wantEndedUncharged checks that hold id ended in status at endedAt, that
+// its entitlement eid holds nothing and has balance left, and that the
+// agent was charged nothing by what ended it (after).
+func wantEndedUncharged(t *testing.T, s store.EntitlementStore, id string, status entitlement.HoldStatus, endedAt time.Time, eid string, balance int64, agent, after string) {
+	t.Helper()
+	wantHoldStatus(t, s, id, status, endedAt)
+	wantHeld(t, s, eid, 0, balance)
+	wantNoConsumptions(t, s, agent, after)
+}
+
 // amountCase is an amount a capture or a refund refuses, and the field its
 // error names.
 type amountCase struct {
