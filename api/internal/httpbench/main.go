@@ -81,7 +81,7 @@ func cpuTime() time.Duration {
 }
 
 func run(conns, rounds int, round, warmup time.Duration, only string) error {
-	stipendURL, hostKey, stopStipend, err := startStipend()
+	stipendURL, hostKey, st, stopStipend, err := startStipend()
 	if err != nil {
 		return err
 	}
@@ -99,9 +99,10 @@ func run(conns, rounds int, round, warmup time.Duration, only string) error {
 	targets := []*result{{name: "bare echo handler"}, {name: "stipend POST /v1/consume"}}
 	urls := []string{bareURL, stipendURL}
 	skip := func(i int) bool { return only == "bare" && i == 1 || only == "stipend" && i == 0 }
+	var warm [2]result
 	for i, u := range urls {
 		if !skip(i) {
-			drive(client, u, hostKey, conns, warmup, &keyN, &result{})
+			drive(client, u, hostKey, conns, warmup, &keyN, &warm[i])
 		}
 	}
 	for r := 0; r < rounds; r++ {
@@ -128,6 +129,11 @@ func run(conns, rounds int, round, warmup time.Duration, only string) error {
 	if rps[0] > 0 && rps[1] > 0 {
 		fmt.Printf("\nthroughput ratio stipend / bare: %.1f%% (wall clock)\n", 100*rps[1]/rps[0])
 		fmt.Printf("CPU-bound throughput ratio (bare CPU per request / stipend CPU per request): %.1f%%\n", 100*cpu[0]/cpu[1])
+	}
+	if !skip(1) {
+		if err := checkExact(st, warm[1].ok+targets[1].ok, warm[1].fails+targets[1].fails); err != nil {
+			return err
+		}
 	}
 	if rps[1] > 0 {
 		fmt.Printf("stipend server-side latency (its own histogram, warm-up included): p50 %s, p99 %s\n", serverQuantile(0.5), serverQuantile(0.99))
@@ -227,32 +233,53 @@ func serverQuantile(q float64) string {
 	return "?"
 }
 
+// benchBalance is the balance of the one entitlement the bench charges.
+var benchBalance = money.Money{Cents: 1 << 40, Currency: "USD"}
+
+// checkExact checks that the store charged exactly the consumes answered
+// 200 (a cent each) and prints so; a run with failed requests cannot tell,
+// and says that instead.
+func checkExact(st *memory.Store, charged, failed int64) error {
+	e, err := st.GetEntitlement(context.Background(), "bench-credits")
+	if err != nil {
+		return err
+	}
+	if failed > 0 {
+		fmt.Printf("exactness not checked: %d requests failed\n", failed)
+		return nil
+	}
+	if spent := benchBalance.Cents - e.Credits.Balance.Cents; spent != charged {
+		return fmt.Errorf("not exact: %d consumes answered 200, the balance went down by %d cents", charged, spent)
+	}
+	fmt.Printf("exact: %d consumes answered 200 (warm-up included), the balance went down by as many cents\n", charged)
+	return nil
+}
+
 // startStipend serves the real API, with its JSON access log (to
 // io.Discard) and metrics, on a memory store holding one credits
 // entitlement big enough for the whole run.
-func startStipend() (url, hostKey string, stop func(), err error) {
+func startStipend() (url, hostKey string, st *memory.Store, stop func(), err error) {
 	registry = prometheus.NewRegistry()
 	raw, k, err := apikey.Generate("host", apikey.RoleHost, nil)
 	if err != nil {
-		return "", "", nil, err
+		return "", "", nil, nil, err
 	}
 	keys, err := apikey.NewSet([]apikey.Key{k})
 	if err != nil {
-		return "", "", nil, err
+		return "", "", nil, nil, err
 	}
 	signer, err := receipt.NewEphemeralKeyring()
 	if err != nil {
-		return "", "", nil, err
+		return "", "", nil, nil, err
 	}
-	st := memory.New()
+	st = memory.New()
 	now := time.Now().UTC()
-	balance := money.Money{Cents: 1 << 40, Currency: "USD"}
 	if _, err := st.CreateEntitlement(context.Background(), entitlement.Entitlement{
 		ID: "bench-credits", AgentID: "bench-agent", Type: entitlement.TypeCredits,
 		Scope: entitlement.Scope{Service: "search"}, Status: entitlement.StatusActive, CreatedAt: now,
-		Credits: entitlement.Credits{Balance: balance, Granted: balance},
+		Credits: entitlement.Credits{Balance: benchBalance, Granted: benchBalance},
 	}); err != nil {
-		return "", "", nil, err
+		return "", "", nil, nil, err
 	}
 	srv, err := api.New(api.Config{
 		Store: st, Keys: keys, Signer: signer,
@@ -260,10 +287,10 @@ func startStipend() (url, hostKey string, stop func(), err error) {
 		Registry: registry,
 	})
 	if err != nil {
-		return "", "", nil, err
+		return "", "", nil, nil, err
 	}
 	u, stop, err := serve(srv.Handler())
-	return u, raw, stop, err
+	return u, raw, st, stop, err
 }
 
 // startBare serves an echo handler that answers every POST /v1/consume
