@@ -17,9 +17,9 @@ type (
 	PaymentBody = paymentBody
 )
 
-// StoreContext returns the context storeDeadline gives a request whose
-// context is parent, ending at deadline, and the function it calls when
-// the request is done.
+// StoreContext returns the store deadline's context that requestScope
+// gives a request whose context is parent, ending at deadline, and the
+// function it calls when the request is done.
 func StoreContext(parent context.Context, deadline time.Time) (context.Context, func()) {
 	d := &deadlineCtx{Context: parent, deadline: deadline}
 	return d, d.release
